@@ -1,0 +1,39 @@
+# pg_contention: PGXS build.
+#
+#   make && make install                 build and install against $(PG_CONFIG)
+#   make installcheck                    regression + isolation + TAP tests on
+#                                        temporary servers (needs the install)
+#   make regresscheck | isolationcheck | tapcheck   one kind only
+#
+# PGC_WERROR=-Werror turns warnings into errors (the test suite does).
+
+EXTENSION = pg_contention
+MODULE_big = pg_contention
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+DATA = $(wildcard pg_contention--*.sql)
+PGFILEDESC = "pg_contention - names the causes of contention"
+
+PGC_WERROR ?=
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Wmissing-prototypes $(PGC_WERROR)
+
+# Every test server is a temporary one with the library preloaded.
+REGRESS = $(sort $(notdir $(basename $(wildcard sql/*.sql))))
+REGRESS_OPTS = --temp-config=$(srcdir)/pg_contention.conf --temp-instance=./tmp_check_regress
+ISOLATION = $(sort $(notdir $(basename $(wildcard specs/*.spec))))
+ISOLATION_OPTS = --temp-config=$(srcdir)/pg_contention.conf --temp-instance=./tmp_check_iso
+TAP_TESTS = 1
+
+EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso results regression.diffs regression.out
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: regresscheck isolationcheck tapcheck
+regresscheck:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+isolationcheck:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+tapcheck:
+	$(prove_installcheck)

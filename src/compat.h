@@ -1,0 +1,121 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *		Every difference between the PostgreSQL major versions that
+ *		pg_contention supports (13 to 18) lives here, so that the logic files
+ *		can be written once.
+ *
+ * Each block names what changed and in which release.  Logic files include
+ * this header through pg_contention.h and never test PG_VERSION_NUM
+ * themselves.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGC_COMPAT_H
+#define PGC_COMPAT_H
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+
+#if PG_VERSION_NUM < 130000
+#error "pg_contention requires PostgreSQL 13 or later"
+#endif
+
+/* PG14 moved backend status out of pgstat.h into its own header. */
+#if PG_VERSION_NUM >= 140000
+#include "utils/backend_status.h"
+#endif
+
+/* Query jumbling: PG14 added it in utils/, PG16 moved it to nodes/. */
+#if PG_VERSION_NUM >= 160000
+#include "nodes/queryjumble.h"
+#elif PG_VERSION_NUM >= 140000
+#include "utils/queryjumble.h"
+#endif
+
+/*
+ * Module magic: PG18 lets a module report its name and version, which shows
+ * in pg_get_loaded_modules().
+ */
+#if PG_VERSION_NUM >= 180000
+#define PGC_MODULE_MAGIC \
+	PG_MODULE_MAGIC_EXT(.name = "pg_contention", .version = PGC_VERSION)
+#else
+#define PGC_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/*
+ * Shared memory requests.  PG15 added shmem_request_hook and made
+ * RequestAddinShmemSpace()/RequestNamedLWLockTranche() FATAL anywhere else;
+ * before that they are called from _PG_init while
+ * process_shared_preload_libraries_in_progress is true.
+ */
+#if PG_VERSION_NUM >= 150000
+#define PGC_HAVE_SHMEM_REQUEST_HOOK 1
+#endif
+
+/* PG15 added MarkGUCPrefixReserved; before, the nearest is a warning. */
+#if PG_VERSION_NUM < 150000
+#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/* PG14 renamed the default roles to predefined roles. */
+#if PG_VERSION_NUM < 140000
+#define ROLE_PG_READ_ALL_STATS DEFAULT_ROLE_READ_ALL_STATS
+#endif
+
+/*
+ * Transaction state of a PGPROC.
+ *
+ * PG13 keeps xid, xmin and the subtransaction cache status in a separate
+ * PGXACT array indexed by pgprocno; PG14 moved them into PGPROC itself
+ * (with dense mirrors in ProcGlobal that are only meaningful under
+ * ProcArrayLock, so we never read those).  All fields are at most four bytes
+ * and aligned, so a single volatile read cannot be torn.
+ */
+#if PG_VERSION_NUM >= 140000
+#define PGC_PROC_XID(p)				(((volatile PGPROC *) (p))->xid)
+#define PGC_PROC_XMIN(p)			(((volatile PGPROC *) (p))->xmin)
+#define PGC_PROC_SUBXID_COUNT(p)	(((volatile PGPROC *) (p))->subxidStatus.count)
+#define PGC_PROC_SUBXID_OVERFLOWED(p) \
+	(((volatile PGPROC *) (p))->subxidStatus.overflowed)
+#else
+#define PGC_PROC_PGXACT(p) \
+	((volatile PGXACT *) &ProcGlobal->allPgXact[(p)->pgprocno])
+#define PGC_PROC_XID(p)				(PGC_PROC_PGXACT(p)->xid)
+#define PGC_PROC_XMIN(p)			(PGC_PROC_PGXACT(p)->xmin)
+#define PGC_PROC_SUBXID_COUNT(p)	(PGC_PROC_PGXACT(p)->nxids)
+#define PGC_PROC_SUBXID_OVERFLOWED(p) (PGC_PROC_PGXACT(p)->overflowed)
+#endif
+
+/*
+ * Backend status entries.  PG16 renamed the accessor of the local snapshot
+ * of backend status (1-based index) to pgstat_get_local_beentry_by_index.
+ */
+static inline LocalPgBackendStatus *
+pgc_local_beentry(int index)
+{
+#if PG_VERSION_NUM >= 160000
+	return pgstat_get_local_beentry_by_index(index);
+#else
+	return pgstat_fetch_stat_local_beentry(index);
+#endif
+}
+
+/*
+ * Query identifiers.  PG14 added compute_query_id and st_query_id in the
+ * backend status; PG13 has neither, so the live views report NULL there.
+ * PG18 made query ids signed.
+ */
+#if PG_VERSION_NUM >= 140000
+#define PGC_HAVE_BACKEND_QUERY_ID 1
+#define pgc_enable_query_id()		EnableQueryId()
+#define PGC_BEENTRY_QUERY_ID(be)	((int64) (be)->st_query_id)
+#else
+#define PGC_BEENTRY_QUERY_ID(be)	INT64CONST(0)
+#define pgc_enable_query_id()		((void) 0)
+#endif
+
+#endif							/* PGC_COMPAT_H */

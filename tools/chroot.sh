@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Prepare and enter a Debian chroot that carries one PostgreSQL major version.
+#
+#   tools/chroot.sh prepare MAJOR       build (or reuse) the chroot for MAJOR
+#   tools/chroot.sh run MAJOR CMD...    run CMD inside it, the checkout bound at /pgc
+#
+# The chroots live under $PGC_CACHE_DIR (default ~/.cache/pg_contention) and are
+# reused between runs; one that fails its health check is rebuilt.  Nothing
+# outside the checkout and that cache is modified.  Needs root (debootstrap,
+# mount, chroot).  Exit status 3 means "packages could not be had" (the
+# caller reports SKIPPED), anything else non-zero is a failure.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+
+cache_dir=${PGC_CACHE_DIR:-$HOME/.cache/pg_contention}
+
+release_for() {
+	case "$1" in
+		13) echo bullseye ;;
+		15) echo bookworm ;;
+		17) echo trixie ;;
+		18) echo sid ;;
+		*) die "no Debian release known for PostgreSQL $1 (supported: 13 15 17 18)" ;;
+	esac
+}
+
+chroot_dir() { echo "$cache_dir/chroots/$(release_for "$1")"; }
+
+# A chroot is healthy when the marker exists and its pg_config reports MAJOR.
+healthy() {
+	local major=$1 dir
+	dir=$(chroot_dir "$major")
+	[ -f "$dir/.pgc-ready-$major" ] || return 1
+	chroot "$dir" /usr/lib/postgresql/"$major"/bin/pg_config --version 2>/dev/null |
+		grep -q "PostgreSQL $major\." || return 1
+}
+
+prepare() {
+	local major=$1 release dir apt_opts=()
+	release=$(release_for "$major")
+	dir=$(chroot_dir "$major")
+	[ "$(id -u)" -eq 0 ] || die "building a chroot needs root"
+	healthy "$major" && return 0
+
+	log "building the $release chroot for PostgreSQL $major in $dir"
+	command -v debootstrap >/dev/null || apt_install debootstrap
+	rm -rf "$dir"
+	mkdir -p "$(dirname "$dir")"
+	if ! debootstrap --variant=minbase "$release" "$dir" >"$dir.debootstrap.log" 2>&1; then
+		tail -n 5 "$dir.debootstrap.log" >&2
+		rm -rf "$dir"
+		return 3
+	fi
+	# sid's Release file can be past its Valid-Until date in the archive.
+	[ "$release" = sid ] && apt_opts=(-o Acquire::Check-Valid-Until=false)
+	# Never start services inside the chroot, and create no default cluster.
+	printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
+	chmod 755 "$dir/usr/sbin/policy-rc.d"
+	mkdir -p "$dir/etc/postgresql-common"
+	echo "create_main_cluster = false" >"$dir/etc/postgresql-common/createcluster.conf"
+	if ! chroot "$dir" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c "
+		apt-get ${apt_opts[*]} -qq update &&
+		apt-get ${apt_opts[*]} -qq -y -o Dpkg::Options::=--force-confold install --no-install-recommends \
+			postgresql-$major postgresql-server-dev-$major libipc-run-perl gcc make libc6-dev" \
+		>"$dir.apt.log" 2>&1; then
+		tail -n 5 "$dir.apt.log" >&2
+		rm -rf "$dir"
+		return 3
+	fi
+	touch "$dir/.pgc-ready-$major"
+	healthy "$major" || die "the $release chroot has no working pg_config for PostgreSQL $major"
+}
+
+mounted=()
+cleanup_mounts() {
+	local i
+	for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+		umount -l "${mounted[$i]}" 2>/dev/null || true
+	done
+	mounted=()
+}
+
+run_in() {
+	local major=$1 dir top
+	shift
+	dir=$(chroot_dir "$major")
+	top=$(cd "$here/.." && pwd)
+	trap cleanup_mounts EXIT INT TERM
+	mkdir -p "$dir/pgc" "$dir/proc" "$dir/dev/shm"
+	mount -t proc proc "$dir/proc" && mounted+=("$dir/proc")
+	mount -t tmpfs -o size=1g,mode=1777 tmpfs "$dir/dev/shm" && mounted+=("$dir/dev/shm")
+	mount --bind "$top" "$dir/pgc" && mounted+=("$dir/pgc")
+	# The checkout is bound read-write but never written: the suite copies it.
+	chroot "$dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C HOME=/root \
+		PGC_IN_CHROOT=1 "$@"
+}
+
+case "${1:-}" in
+	prepare) prepare "$2" ;;
+	run) major=$2; shift 2; run_in "$major" "$@" ;;
+	*) die "usage: tools/chroot.sh prepare MAJOR | run MAJOR CMD..." ;;
+esac

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Build pg_contention against one PostgreSQL major version and run its whole
+# test suite (regression, isolation, TAP) on temporary servers.
+#
+#   tools/suite.sh MAJOR
+#
+# Runs natively or inside a chroot made by tools/chroot.sh.  The checkout is
+# copied to a scratch directory and never written.  The extension is
+# installed into a private copy of the server's installation ("stage"), so
+# the system's PostgreSQL is not modified and no root is needed for it.
+# When run as root, the build and the servers run as the unprivileged user
+# "postgres" (initdb refuses root).
+#
+# The last line printed is "suite: PASSED FAILED" for tools/test.sh.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+. "$here/common.sh"
+
+major=${1:?usage: tools/suite.sh MAJOR}
+pg_config=/usr/lib/postgresql/$major/bin/pg_config
+[ -x "$pg_config" ] || pg_config=$(command -v pg_config || true)
+[ -n "$pg_config" ] && [ -x "$pg_config" ] ||
+	die "no pg_config for PostgreSQL $major: install postgresql-$major and postgresql-server-dev-$major"
+"$pg_config" --version | grep -q "PostgreSQL $major\." ||
+	die "$pg_config is not PostgreSQL $major"
+[ -f "$("$pg_config" --pgxs)" ] ||
+	die "PGXS is missing: install postgresql-server-dev-$major"
+perl -MIPC::Run -e 1 2>/dev/null || die "Perl's IPC::Run is missing: install libipc-run-perl"
+
+work=$(mktemp -d /tmp/pgc-suite.XXXXXX)
+if [ -n "${PGC_KEEP:-}" ]; then log "keeping $work"; else trap 'rm -rf "$work"' EXIT; fi
+chmod 755 "$work"
+
+# A clean copy of the checkout (no .git, no earlier build or test output).
+mkdir -p "$work/src"
+tar -C "$top" --exclude=.git --exclude='tmp_check*' --exclude=results \
+	--exclude=output_iso --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+	-cf - . | tar -C "$work/src" -xf -
+
+# The stage: the server's own files at their own paths under $stage.
+# PostgreSQL finds its share and library directories relative to its
+# binary, so a server started from $stage$bindir loads our extension from
+# $stage$pkglibdir and $stage$sharedir.
+stage=$work/stage
+bindir=$("$pg_config" --bindir)
+for d in "$bindir" "$("$pg_config" --pkglibdir)" "$("$pg_config" --sharedir)"; do
+	mkdir -p "$stage$d"
+	cp -a "$d/." "$stage$d/"
+done
+
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then
+	id postgres >/dev/null 2>&1 || die "user postgres is missing (it comes with the postgresql-$major package)"
+	chown -R postgres: "$work"
+	as_user=(runuser -u postgres --)
+fi
+run() { (cd "$work/src" && "${as_user[@]}" env HOME="$work" "$@"); }
+
+make_vars=(PG_CONFIG="$pg_config" with_llvm=no)
+
+log "PostgreSQL $("$pg_config" --version | awk '{print $2}'): building with -Werror"
+if ! run make -s "${make_vars[@]}" PGC_WERROR=-Werror >"$work/build.log" 2>&1 ||
+	! run make -s "${make_vars[@]}" install DESTDIR="$stage" >>"$work/build.log" 2>&1; then
+	cat "$work/build.log" >&2
+	echo "suite: 0 1"
+	exit 1
+fi
+
+passed=0
+failed=0
+
+# pg_regress and pg_isolation_regress end with "All N tests passed." or
+# "M of N tests failed." (prefixed with "# " from PG16 on).
+count_regress() {
+	local out=$1 n m
+	if n=$(grep -Eo 'All [0-9]+ tests passed' "$out" | grep -Eo '[0-9]+'); then
+		passed=$((passed + n))
+		return 0
+	fi
+	if m=$(grep -Eo '[0-9]+ of [0-9]+ tests failed' "$out"); then
+		n=$(echo "$m" | awk '{print $3}')
+		m=$(echo "$m" | awk '{print $1}')
+		passed=$((passed + n - m))
+		failed=$((failed + m))
+	else
+		failed=$((failed + 1))	# the runner itself failed
+	fi
+	return 1
+}
+
+# prove -v prints each TAP line; count "ok"/"not ok", and one more failure
+# for every script that died or exited badly.
+count_tap() {
+	local out=$1 ok nok bad
+	ok=$(grep -Ec '^ok [0-9]+' "$out")
+	nok=$(grep -Ec '^not ok [0-9]+' "$out")
+	bad=$(grep -Ec 'Dubious, test returned|Bad plan|No plan found|Parse errors' "$out")
+	passed=$((passed + ok))
+	failed=$((failed + nok + bad))
+	if [ "$ok" -eq 0 ] || ! grep -q '^Result: PASS' "$out"; then
+		[ "$nok" -eq 0 ] && [ "$bad" -eq 0 ] && failed=$((failed + 1))
+		return 1
+	fi
+	return 0
+}
+
+show_failure() {
+	local f
+	for f in "$work"/src/regression.diffs "$work"/src/output_iso/regression.diffs; do
+		[ -s "$f" ] && { echo "---- $f" >&2; head -n 200 "$f" >&2; }
+	done
+	for f in "$work"/src/tmp_check/log/regress_log_* "$work"/src/tmp_check/log/*.log; do
+		[ -s "$f" ] && { echo "---- $f (last lines)" >&2; tail -n 40 "$f" >&2; }
+	done
+}
+
+ok=1
+run make "${make_vars[@]}" bindir="$stage$bindir" regresscheck >"$work/regress.out" 2>&1
+count_regress "$work/regress.out" || ok=0
+run make "${make_vars[@]}" bindir="$stage$bindir" isolationcheck >"$work/isolation.out" 2>&1
+count_regress "$work/isolation.out" || ok=0
+run make "${make_vars[@]}" bindir="$stage$bindir" PROVE_FLAGS=-v tapcheck >"$work/tap.out" 2>&1
+count_tap "$work/tap.out" || ok=0
+
+cat "$work/regress.out" "$work/isolation.out" | grep -E '^(test |     |ok |not ok |# |parallel group)' | grep -v '^# (using|initializing|running)' >&2 || true
+grep -E '^(t/|ok |not ok |Result:|Files=)' "$work/tap.out" >&2 || true
+[ "$ok" -eq 1 ] || show_failure
+echo "suite: $passed $failed"
+[ "$ok" -eq 1 ] && [ "$failed" -eq 0 ]
