@@ -37,42 +37,6 @@ healthy() {
 		grep -q "PostgreSQL $major\." || return 1
 }
 
-prepare() {
-	local major=$1 release dir apt_opts=()
-	release=$(release_for "$major")
-	dir=$(chroot_dir "$major")
-	[ "$(id -u)" -eq 0 ] || die "building a chroot needs root"
-	healthy "$major" && return 0
-
-	log "building the $release chroot for PostgreSQL $major in $dir"
-	command -v debootstrap >/dev/null || apt_install debootstrap
-	rm -rf "$dir"
-	mkdir -p "$(dirname "$dir")"
-	if ! debootstrap --variant=minbase "$release" "$dir" >"$dir.debootstrap.log" 2>&1; then
-		tail -n 5 "$dir.debootstrap.log" >&2
-		rm -rf "$dir"
-		return 3
-	fi
-	# sid's Release file can be past its Valid-Until date in the archive.
-	[ "$release" = sid ] && apt_opts=(-o Acquire::Check-Valid-Until=false)
-	# Never start services inside the chroot, and create no default cluster.
-	printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
-	chmod 755 "$dir/usr/sbin/policy-rc.d"
-	mkdir -p "$dir/etc/postgresql-common"
-	echo "create_main_cluster = false" >"$dir/etc/postgresql-common/createcluster.conf"
-	if ! chroot "$dir" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c "
-		apt-get ${apt_opts[*]} -qq update &&
-		apt-get ${apt_opts[*]} -qq -y -o Dpkg::Options::=--force-confold install --no-install-recommends \
-			postgresql-$major postgresql-server-dev-$major libipc-run-perl gcc make libc6-dev" \
-		>"$dir.apt.log" 2>&1; then
-		tail -n 5 "$dir.apt.log" >&2
-		rm -rf "$dir"
-		return 3
-	fi
-	touch "$dir/.pgc-ready-$major"
-	healthy "$major" || die "the $release chroot has no working pg_config for PostgreSQL $major"
-}
-
 mounted=()
 cleanup_mounts() {
 	local i
@@ -82,15 +46,84 @@ cleanup_mounts() {
 	mounted=()
 }
 
+# /proc and a tmpfs /dev/shm (PostgreSQL's dynamic shared memory) inside the
+# chroot; cleanup_mounts undoes them, also on failure (trap in the caller).
+mount_chroot() {
+	local dir=$1
+	trap cleanup_mounts EXIT INT TERM
+	mkdir -p "$dir/proc" "$dir/dev/shm"
+	mount -t proc proc "$dir/proc" && mounted+=("$dir/proc")
+	mount -t tmpfs -o size=1g,mode=1777 tmpfs "$dir/dev/shm" && mounted+=("$dir/dev/shm")
+}
+
+# Remove a chroot, first undoing any mount left inside it by a run that was
+# killed, and never crossing into another file system (the bound checkout).
+remove_chroot() {
+	local dir=$1 m
+	[ -e "$dir" ] || return 0
+	for m in $(awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount -l "$m" 2>/dev/null || true
+	done
+	rm -rf --one-file-system "$dir"
+}
+
+prepare() {
+	local major=$1 release dir apt_opts=()
+	release=$(release_for "$major")
+	dir=$(chroot_dir "$major")
+	[ "$(id -u)" -eq 0 ] || die "building a chroot needs root"
+	healthy "$major" && return 0
+
+	log "building the $release chroot for PostgreSQL $major in $dir"
+	command -v debootstrap >/dev/null || apt_install debootstrap
+	remove_chroot "$dir"
+	mkdir -p "$(dirname "$dir")"
+	if ! debootstrap --variant=minbase "$release" "$dir" >"$dir.debootstrap.log" 2>&1; then
+		tail -n 5 "$dir.debootstrap.log" >&2
+		remove_chroot "$dir"
+		return 3
+	fi
+	# sid's Release file can be past its Valid-Until date in the archive.
+	[ "$release" = sid ] && apt_opts=(-o Acquire::Check-Valid-Until=false)
+	# Never start services inside the chroot, and create no default cluster.
+	printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
+	chmod 755 "$dir/usr/sbin/policy-rc.d"
+	mkdir -p "$dir/etc/postgresql-common"
+	echo "create_main_cluster = false" >"$dir/etc/postgresql-common/createcluster.conf"
+	# Downloading is what can fail for reasons outside the project (the
+	# archive unreachable or missing a package): that is exit 3, SKIPPED.
+	# A package that downloads but does not install is a real failure.
+	local apt="apt-get ${apt_opts[*]} -qq -y -o Dpkg::Options::=--force-confold"
+	local pkgs="postgresql-$major postgresql-server-dev-$major libipc-run-perl gcc make libc6-dev"
+	mount_chroot "$dir"
+	if ! chroot "$dir" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c \
+		"$apt update && $apt install --no-install-recommends --download-only $pkgs" \
+		>"$dir.apt.log" 2>&1; then
+		cleanup_mounts
+		tail -n 3 "$dir.apt.log" >&2
+		remove_chroot "$dir"
+		return 3
+	fi
+	if ! chroot "$dir" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c \
+		"$apt install --no-install-recommends $pkgs && $apt clean" \
+		>>"$dir.apt.log" 2>&1; then
+		cleanup_mounts
+		tail -n 20 "$dir.apt.log" >&2
+		remove_chroot "$dir"
+		return 1
+	fi
+	cleanup_mounts
+	touch "$dir/.pgc-ready-$major"
+	healthy "$major" || die "the $release chroot has no working pg_config for PostgreSQL $major"
+}
+
 run_in() {
 	local major=$1 dir top
 	shift
 	dir=$(chroot_dir "$major")
 	top=$(cd "$here/.." && pwd)
-	trap cleanup_mounts EXIT INT TERM
-	mkdir -p "$dir/pgc" "$dir/proc" "$dir/dev/shm"
-	mount -t proc proc "$dir/proc" && mounted+=("$dir/proc")
-	mount -t tmpfs -o size=1g,mode=1777 tmpfs "$dir/dev/shm" && mounted+=("$dir/dev/shm")
+	mount_chroot "$dir"
+	mkdir -p "$dir/pgc"
 	mount --bind "$top" "$dir/pgc" && mounted+=("$dir/pgc")
 	# The checkout is bound read-write but never written: the suite copies it.
 	chroot "$dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C HOME=/root \

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Run pg_contention's whole test suite (regression, isolation, TAP) on every
+# supported PostgreSQL major version, and end with "N passed, N failed".
+#
+#   tools/test.sh                     PostgreSQL 13, 15, 17 and 18
+#   PGC_PG_VERSIONS="15" tools/test.sh    one version only (quick work)
+#
+# The version this machine's Debian release carries (15 on bookworm) runs
+# natively; the others run in Debian chroots built with debootstrap under
+# $PGC_CACHE_DIR (default ~/.cache/pg_contention), which needs root.  A
+# version whose packages cannot be had is SKIPPED with the reason; one that
+# fails to build or test is FAILED and makes this command fail.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+
+versions=${PGC_PG_VERSIONS:-13 15 17 18}
+per_version_timeout=${PGC_VERSION_TIMEOUT:-1500}
+host_codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+
+release_for() {
+	case "$1" in
+		13) echo bullseye ;; 15) echo bookworm ;; 17) echo trixie ;; 18) echo sid ;;
+		*) echo unknown ;;
+	esac
+}
+
+total_passed=0
+total_failed=0
+summary=()
+bad=0
+
+for v in $versions; do
+	release=$(release_for "$v")
+	out=$(mktemp /tmp/pgc-test.XXXXXX)
+	status=
+	if [ "$release" = unknown ]; then
+		summary+=("PostgreSQL $v: FAILED (not a supported version: use 13, 15, 17 or 18)")
+		bad=1
+		continue
+	fi
+	log "=== PostgreSQL $v ==="
+	if [ "$release" = "$host_codename" ]; then
+		if [ "$(id -u)" -eq 0 ]; then
+			apt_install "postgresql-$v" "postgresql-server-dev-$v" libipc-run-perl gcc make
+		fi
+		timeout "$per_version_timeout" "$here/suite.sh" "$v" 2>&1 | tee "$out" >&2
+	elif [ "$(id -u)" -ne 0 ]; then
+		status="SKIPPED (needs root to build and enter the $release chroot)"
+	else
+		"$here/chroot.sh" prepare "$v" 2>&1 | tee "$out" >&2
+		case "${PIPESTATUS[0]}" in
+			0) timeout "$per_version_timeout" "$here/chroot.sh" run "$v" /pgc/tools/suite.sh "$v" 2>&1 | tee "$out" >&2 ;;
+			3) status="SKIPPED (the $release packages could not be downloaded: $(tail -n 1 "$out"))" ;;
+			*) status="FAILED (the $release chroot could not be built)"; bad=1 ;;
+		esac
+	fi
+	if [ -z "$status" ]; then
+		read -r p f < <(grep -E '^suite: [0-9]+ [0-9]+$' "$out" | tail -n 1 | cut -d' ' -f2-)
+		p=${p:-0}
+		f=${f:-0}
+		if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+			f=1		# no result line: the suite crashed or timed out
+		fi
+		total_passed=$((total_passed + p))
+		total_failed=$((total_failed + f))
+		if [ "$f" -eq 0 ]; then
+			status="PASSED ($p passed)"
+		else
+			status="FAILED ($p passed, $f failed)"
+			bad=1
+		fi
+	fi
+	summary+=("PostgreSQL $v: $status")
+	rm -f "$out"
+done
+
+echo
+for line in "${summary[@]}"; do
+	echo "$line"
+done
+echo "$total_passed passed, $total_failed failed"
+[ "$bad" -eq 0 ] && [ "$total_failed" -eq 0 ]
