@@ -47,6 +47,7 @@ pgc_backend_state_name(int state)
 			return "idle in transaction (aborted)";
 		case STATE_DISABLED:
 			return "disabled";
+			PGC_CASE_STATE_STARTING
 		case STATE_UNDEFINED:
 			break;
 	}

@@ -67,6 +67,18 @@
 #endif
 
 /*
+ * Backend states: PG18 added STATE_STARTING (still authenticating), shown
+ * as "starting" in pg_stat_activity.
+ */
+#if PG_VERSION_NUM >= 180000
+#define PGC_CASE_STATE_STARTING \
+		case STATE_STARTING: \
+			return "starting";
+#else
+#define PGC_CASE_STATE_STARTING
+#endif
+
+/*
  * Transaction state of a PGPROC.
  *
  * PG13 keeps xid, xmin and the subtransaction cache status in a separate

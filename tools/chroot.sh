@@ -67,12 +67,47 @@ remove_chroot() {
 	rm -rf --one-file-system "$dir"
 }
 
+# Debian packages pg_isolation_regress and isolationtester with the server
+# development files from PostgreSQL 14 on.  For older versions, build the
+# two programs from Debian's own source package of that server, and put them
+# where PGXS looks for them.  The deb-src line is derived from the chroot's
+# own sources.list, so no archive host is named here.
+provide_isolation_tester() {
+	local dir=$1 major=$2 apt=$3 target
+	target=/usr/lib/postgresql/$major/lib/pgxs/src/test/isolation
+	[ -x "$dir$target/pg_isolation_regress" ] && return 0
+	log "building isolationtester for PostgreSQL $major from its Debian source package"
+	chroot "$dir" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -ec "
+		sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/etc/apt/sources.list.d/pgc-src.list
+		$apt update
+		$apt install --no-install-recommends dpkg-dev xz-utils bzip2
+		rm -rf /opt/pgc-pgsrc && mkdir -p /opt/pgc-pgsrc && cd /opt/pgc-pgsrc
+		apt-get source --download-only postgresql-$major
+		tar -xf postgresql-${major}_*.orig.tar.*
+		cd postgresql-$major.*/
+		./configure --quiet --without-readline --without-zlib --without-icu
+		make -s -j2 -C src/test/isolation
+		mkdir -p $target
+		cp src/test/isolation/pg_isolation_regress src/test/isolation/isolationtester $target/
+		cd / && rm -rf /opt/pgc-pgsrc && $apt clean" >"$dir.isolation.log" 2>&1
+}
+
 prepare() {
+	# sid's Release file can be past its Valid-Until date in the archive.
 	local major=$1 release dir apt_opts=()
 	release=$(release_for "$major")
 	dir=$(chroot_dir "$major")
 	[ "$(id -u)" -eq 0 ] || die "building a chroot needs root"
-	healthy "$major" && return 0
+	[ "$release" = sid ] && apt_opts=(-o Acquire::Check-Valid-Until=false)
+	local apt="apt-get ${apt_opts[*]} -qq -y -o Dpkg::Options::=--force-confold"
+	if healthy "$major"; then
+		[ -x "$dir/usr/lib/postgresql/$major/lib/pgxs/src/test/isolation/pg_isolation_regress" ] && return 0
+		mount_chroot "$dir"
+		provide_isolation_tester "$dir" "$major" "$apt" ||
+			{ cleanup_mounts; tail -n 20 "$dir.isolation.log" >&2; return 1; }
+		cleanup_mounts
+		return 0
+	fi
 
 	log "building the $release chroot for PostgreSQL $major in $dir"
 	command -v debootstrap >/dev/null || apt_install debootstrap
@@ -83,8 +118,6 @@ prepare() {
 		remove_chroot "$dir"
 		return 3
 	fi
-	# sid's Release file can be past its Valid-Until date in the archive.
-	[ "$release" = sid ] && apt_opts=(-o Acquire::Check-Valid-Until=false)
 	# Never start services inside the chroot, and create no default cluster.
 	printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
 	chmod 755 "$dir/usr/sbin/policy-rc.d"
@@ -93,7 +126,6 @@ prepare() {
 	# Downloading is what can fail for reasons outside the project (the
 	# archive unreachable or missing a package): that is exit 3, SKIPPED.
 	# A package that downloads but does not install is a real failure.
-	local apt="apt-get ${apt_opts[*]} -qq -y -o Dpkg::Options::=--force-confold"
 	local pkgs="postgresql-$major postgresql-server-dev-$major libipc-run-perl gcc make libc6-dev"
 	mount_chroot "$dir"
 	if ! chroot "$dir" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c \
@@ -112,6 +144,12 @@ prepare() {
 		remove_chroot "$dir"
 		return 1
 	fi
+	if ! provide_isolation_tester "$dir" "$major" "$apt"; then
+		cleanup_mounts
+		tail -n 20 "$dir.isolation.log" >&2
+		remove_chroot "$dir"
+		return 1
+	fi
 	cleanup_mounts
 	touch "$dir/.pgc-ready-$major"
 	healthy "$major" || die "the $release chroot has no working pg_config for PostgreSQL $major"
@@ -127,7 +165,7 @@ run_in() {
 	mount --bind "$top" "$dir/pgc" && mounted+=("$dir/pgc")
 	# The checkout is bound read-write but never written: the suite copies it.
 	chroot "$dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C HOME=/root \
-		PGC_IN_CHROOT=1 "$@"
+		PGC_KEEP="${PGC_KEEP:-}" "$@"
 }
 
 case "${1:-}" in

@@ -11,7 +11,7 @@
 # When run as root, the build and the servers run as the unprivileged user
 # "postgres" (initdb refuses root).
 #
-# The last line printed is "suite: PASSED FAILED" for tools/test.sh.
+# The last line printed is "suite: PASSED FAILED SKIPPED" for tools/test.sh.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -64,12 +64,13 @@ log "PostgreSQL $("$pg_config" --version | awk '{print $2}'): building with -Wer
 if ! run make -s "${make_vars[@]}" PGC_WERROR=-Werror >"$work/build.log" 2>&1 ||
 	! run make -s "${make_vars[@]}" install DESTDIR="$stage" >>"$work/build.log" 2>&1; then
 	cat "$work/build.log" >&2
-	echo "suite: 0 1"
+	echo "suite: 0 1 0"
 	exit 1
 fi
 
 passed=0
 failed=0
+skipped=0
 
 # pg_regress and pg_isolation_regress end with "All N tests passed." or
 # "M of N tests failed." (prefixed with "# " from PG16 on).
@@ -93,11 +94,13 @@ count_regress() {
 # prove -v prints each TAP line; count "ok"/"not ok", and one more failure
 # for every script that died or exited badly.
 count_tap() {
-	local out=$1 ok nok bad
-	ok=$(grep -Ec '^ok [0-9]+' "$out")
+	local out=$1 ok nok bad skip
+	skip=$(grep -Eic '^ok [0-9]+ # skip' "$out")
+	ok=$(($(grep -Ec '^ok [0-9]+' "$out") - skip))
 	nok=$(grep -Ec '^not ok [0-9]+' "$out")
-	bad=$(grep -Ec 'Dubious, test returned|Bad plan|No plan found|Parse errors' "$out")
+	bad=$(grep -Ec '\(Wstat: [0-9]+ Tests: [0-9]+ Failed: 0\)' "$out")
 	passed=$((passed + ok))
+	skipped=$((skipped + skip))
 	failed=$((failed + nok + bad))
 	if [ "$ok" -eq 0 ] || ! grep -q '^Result: PASS' "$out"; then
 		[ "$nok" -eq 0 ] && [ "$bad" -eq 0 ] && failed=$((failed + 1))
@@ -127,5 +130,5 @@ count_tap "$work/tap.out" || ok=0
 cat "$work/regress.out" "$work/isolation.out" | grep -E '^(test |     |ok |not ok |# |parallel group)' | grep -v '^# (using|initializing|running)' >&2 || true
 grep -E '^(t/|ok |not ok |Result:|Files=)' "$work/tap.out" >&2 || true
 [ "$ok" -eq 1 ] || show_failure
-echo "suite: $passed $failed"
+echo "suite: $passed $failed $skipped"
 [ "$ok" -eq 1 ] && [ "$failed" -eq 0 ]

@@ -28,6 +28,7 @@ release_for() {
 
 total_passed=0
 total_failed=0
+total_skipped=0
 summary=()
 bad=0
 
@@ -57,16 +58,18 @@ for v in $versions; do
 		esac
 	fi
 	if [ -z "$status" ]; then
-		read -r p f < <(grep -E '^suite: [0-9]+ [0-9]+$' "$out" | tail -n 1 | cut -d' ' -f2-)
+		read -r p f k < <(grep -E '^suite: [0-9]+ [0-9]+ [0-9]+$' "$out" | tail -n 1 | cut -d' ' -f2-)
 		p=${p:-0}
 		f=${f:-0}
+		k=${k:-0}
 		if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
 			f=1		# no result line: the suite crashed or timed out
 		fi
 		total_passed=$((total_passed + p))
 		total_failed=$((total_failed + f))
+		total_skipped=$((total_skipped + k))
 		if [ "$f" -eq 0 ]; then
-			status="PASSED ($p passed)"
+			status="PASSED ($p passed, $k skipped)"
 		else
 			status="FAILED ($p passed, $f failed)"
 			bad=1
@@ -80,5 +83,5 @@ echo
 for line in "${summary[@]}"; do
 	echo "$line"
 done
-echo "$total_passed passed, $total_failed failed"
+echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
 [ "$bad" -eq 0 ] && [ "$total_failed" -eq 0 ]
