@@ -21,3 +21,36 @@ apt_install() {
 	fi
 	rm -f /tmp/pgc-apt.$$.log
 }
+
+# The pg_config of PostgreSQL MAJOR (Debian layout), else the one on PATH.
+pg_config_for() {
+	local major=$1 pgc=/usr/lib/postgresql/$1/bin/pg_config
+	[ -x "$pgc" ] || pgc=$(command -v pg_config || true)
+	[ -n "$pgc" ] && "$pgc" --version 2>/dev/null | grep -q "PostgreSQL $major\." ||
+		die "no pg_config for PostgreSQL $major: install postgresql-$major and postgresql-server-dev-$major"
+	[ -f "$("$pgc" --pgxs)" ] || die "PGXS is missing: install postgresql-server-dev-$major"
+	echo "$pgc"
+}
+
+# A clean copy of the checkout in DEST: no .git, no earlier build or test
+# output.  The checkout itself is never written.
+copy_checkout() {
+	local src=$1 dest=$2
+	mkdir -p "$dest"
+	tar -C "$src" --exclude=.git --exclude='tmp_check*' --exclude=results \
+		--exclude=output_iso --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+		-cf - . | tar -C "$dest" -xf -
+}
+
+# A private copy of the server installation: its bin, lib and share
+# directories at their own paths under STAGE.  PostgreSQL finds its share
+# and library directories relative to its binary, so a server started from
+# STAGE$bindir loads extensions installed with "make install DESTDIR=STAGE",
+# and the system's installation is not modified.
+stage_server() {
+	local pgc=$1 stage=$2 d
+	for d in "$("$pgc" --bindir)" "$("$pgc" --pkglibdir)" "$("$pgc" --sharedir)"; do
+		mkdir -p "$stage$d"
+		cp -a "$d/." "$stage$d/"
+	done
+}

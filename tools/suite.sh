@@ -19,36 +19,17 @@ top=$(cd "$here/.." && pwd)
 . "$here/common.sh"
 
 major=${1:?usage: tools/suite.sh MAJOR}
-pg_config=/usr/lib/postgresql/$major/bin/pg_config
-[ -x "$pg_config" ] || pg_config=$(command -v pg_config || true)
-[ -n "$pg_config" ] && [ -x "$pg_config" ] ||
-	die "no pg_config for PostgreSQL $major: install postgresql-$major and postgresql-server-dev-$major"
-"$pg_config" --version | grep -q "PostgreSQL $major\." ||
-	die "$pg_config is not PostgreSQL $major"
-[ -f "$("$pg_config" --pgxs)" ] ||
-	die "PGXS is missing: install postgresql-server-dev-$major"
+pg_config=$(pg_config_for "$major") || exit 1
 perl -MIPC::Run -e 1 2>/dev/null || die "Perl's IPC::Run is missing: install libipc-run-perl"
 
 work=$(mktemp -d /tmp/pgc-suite.XXXXXX)
 if [ -n "${PGC_KEEP:-}" ]; then log "keeping $work"; else trap 'rm -rf "$work"' EXIT; fi
 chmod 755 "$work"
 
-# A clean copy of the checkout (no .git, no earlier build or test output).
-mkdir -p "$work/src"
-tar -C "$top" --exclude=.git --exclude='tmp_check*' --exclude=results \
-	--exclude=output_iso --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-	-cf - . | tar -C "$work/src" -xf -
-
-# The stage: the server's own files at their own paths under $stage.
-# PostgreSQL finds its share and library directories relative to its
-# binary, so a server started from $stage$bindir loads our extension from
-# $stage$pkglibdir and $stage$sharedir.
+copy_checkout "$top" "$work/src"
 stage=$work/stage
 bindir=$("$pg_config" --bindir)
-for d in "$bindir" "$("$pg_config" --pkglibdir)" "$("$pg_config" --sharedir)"; do
-	mkdir -p "$stage$d"
-	cp -a "$d/." "$stage$d/"
-done
+stage_server "$pg_config" "$stage"
 
 as_user=()
 if [ "$(id -u)" -eq 0 ]; then
