@@ -1,7 +1,9 @@
 --
 -- Other users' statements are masked exactly as pg_stat_activity masks them.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_contention;
+RESET client_min_messages;
 CREATE ROLE regress_pgc_reader;
 CREATE TABLE priv_rows (id integer);
 

@@ -3,7 +3,9 @@
 -- cached subtransaction XIDs in its PGPROC and the overflow flag.
 -- (Savepoint scripts are generated with \gexec; their echo is turned off.)
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_contention;
+RESET client_min_messages;
 CREATE TABLE subxact_rows (id integer);
 
 CREATE VIEW my_subxact AS

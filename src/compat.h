@@ -14,9 +14,11 @@
 #ifndef PGC_COMPAT_H
 #define PGC_COMPAT_H
 
+#include "executor/executor.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/proc.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 
 #if PG_VERSION_NUM < 130000
@@ -129,5 +131,46 @@ pgc_local_beentry(int index)
 #define PGC_BEENTRY_QUERY_ID(be)	INT64CONST(0)
 #define pgc_enable_query_id()		((void) 0)
 #endif
+
+/*
+ * Hook signatures.  PG14 added readOnlyTree to ProcessUtility; PG18 removed
+ * execute_once from ExecutorRun.  The hooks are written once with these
+ * parameter and argument lists.
+ */
+#if PG_VERSION_NUM >= 140000
+#define PGC_PROCESS_UTILITY_PARAMS \
+	PlannedStmt *pstmt, const char *queryString, bool readOnlyTree, \
+	ProcessUtilityContext context, ParamListInfo params, \
+	QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc
+#define PGC_PROCESS_UTILITY_ARGS \
+	pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc
+#else
+#define PGC_PROCESS_UTILITY_PARAMS \
+	PlannedStmt *pstmt, const char *queryString, \
+	ProcessUtilityContext context, ParamListInfo params, \
+	QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc
+#define PGC_PROCESS_UTILITY_ARGS \
+	pstmt, queryString, context, params, queryEnv, dest, qc
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define PGC_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define PGC_EXECUTOR_RUN_ARGS queryDesc, direction, count
+#else
+#define PGC_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
+#define PGC_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
+#endif
+
+/*
+ * PG13 has no compute_query_id: queryId stays 0 unless pg_stat_statements
+ * is loaded.  There, compat.c installs a post_parse_analyze hook that fills
+ * in a hash of the statement's text when nobody else did (see README).
+ */
+#if PG_VERSION_NUM < 140000
+#define PGC_NEED_TEXT_QUERY_ID 1
+#endif
+extern void pgc_compat_init(void);
 
 #endif							/* PGC_COMPAT_H */

@@ -4,19 +4,25 @@
  *		Module entry point: settings, hook registration and the shared
  *		memory request.
  *
- * Owns no shared state itself; it only wires the other files into the
- * server.  Everything here runs in the postmaster at start-up, so there is
- * no locking.
+ * Owns the pg_contention.* settings.  Everything here runs in the
+ * postmaster at start-up, so there is no locking.
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_contention.h"
+
+#include <limits.h>
 
 #include "storage/ipc.h"
 
 PGC_MODULE_MAGIC;
 
 void		_PG_init(void);
+
+int			pgc_max_query_length = 1024;
+int			pgc_max_events = 1000;
+int			pgc_max_statements = 5000;
+bool		pgc_track_statements = true;
 
 #ifdef PGC_HAVE_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -41,6 +47,48 @@ pgc_shmem_startup_hook(void)
 	pgc_shmem_startup();
 }
 
+static void
+pgc_define_settings(void)
+{
+	DefineCustomIntVariable("pg_contention.max_query_length",
+							gettext_noop("Bytes of statement text kept per overflow event and per statement."),
+							gettext_noop("Longer texts are truncated at a character boundary."),
+							&pgc_max_query_length,
+							1024, 64, 65536,
+							PGC_POSTMASTER,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.max_events",
+							gettext_noop("Subtransaction-overflow events kept in the ring."),
+							gettext_noop("When full, the oldest event is overwritten and counted as dropped."),
+							&pgc_max_events,
+							1000, 1, 1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.max_statements",
+							gettext_noop("Statements tracked in pg_contention_statements."),
+							gettext_noop("When full, the least used statements are evicted and counted."),
+							&pgc_max_statements,
+							5000, 100, 1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_contention.track_statements",
+							 gettext_noop("Counts executed statements and whether their snapshots were suboverflowed."),
+							 NULL,
+							 &pgc_track_statements,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("pg_contention");
+}
+
 void
 _PG_init(void)
 {
@@ -52,14 +100,14 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
-	MarkGUCPrefixReserved("pg_contention");
+	pgc_define_settings();
 
 	/*
 	 * Statements are identified by the server's query id; with
 	 * compute_query_id = auto (the default) it is computed only when a
-	 * module asks, as pg_stat_statements does.  No-op on PG13.
+	 * module asks, as pg_stat_statements does.  PG13 gets a fallback.
 	 */
-	pgc_enable_query_id();
+	pgc_compat_init();
 
 #ifdef PGC_HAVE_SHMEM_REQUEST_HOOK
 	prev_shmem_request_hook = shmem_request_hook;
@@ -69,4 +117,6 @@ _PG_init(void)
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = pgc_shmem_startup_hook;
+
+	pgc_hooks_install();
 }

@@ -14,6 +14,7 @@
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "storage/lwlock.h"
+#include "storage/spin.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -22,15 +23,52 @@
 #include "compat.h"
 
 /*
- * The shared state.  One ShmemInitStruct block; later stores (statement
- * hash, event ring, sampler history) hang off it.  Sized once at postmaster
- * start from PGC_POSTMASTER settings.
+ * Shared state header.  One ShmemInitStruct block; the statement hash and
+ * the event ring are separate blocks found by name (shmem.c).  Capacities
+ * are fixed at postmaster start from PGC_POSTMASTER settings.
  */
 typedef struct PgcSharedState
 {
-	LWLock	   *lock;			/* protects the stores below, see shmem.c */
-	TimestampTz started_at;		/* when the shared state was initialised */
+	LWLock	   *statements_lock;	/* statement hash, see statements.c */
+	LWLock	   *events_lock;	/* overflow event ring, see subxact.c */
+	TimestampTz started_at;		/* when the shared state was created */
+	TimestampTz stats_reset;	/* last pg_contention_reset(), or start */
+
+	/* statement hash bookkeeping, under statements_lock */
+	int64		statement_evictions;	/* entries evicted to make room */
+
+	/* overflow event ring, under events_lock */
+	int64		events_written; /* events ever written since reset */
 } PgcSharedState;
+
+/* The key of the statement hash: who ran which statement where. */
+typedef struct PgcStatementKey
+{
+	Oid			userid;
+	Oid			dbid;
+	int64		query_id;		/* 0 when query ids are off */
+} PgcStatementKey;
+
+/* One overflow event (a ring slot); query[] has max_query_length bytes. */
+typedef struct PgcOverflowEvent
+{
+	TimestampTz event_time;
+	int			pid;
+	Oid			dbid;
+	Oid			userid;
+	TransactionId top_xid;
+	int64		query_id;		/* top-level statement */
+	int64		nested_query_id;	/* innermost statement, 0 if the same */
+	int			nesting_depth;	/* subtransaction nesting at the event */
+	char		application_name[NAMEDATALEN];
+	char		query[FLEXIBLE_ARRAY_MEMBER];	/* NUL-terminated */
+} PgcOverflowEvent;
+
+/* pg_contention.c: settings */
+extern int	pgc_max_query_length;
+extern int	pgc_max_events;
+extern int	pgc_max_statements;
+extern bool pgc_track_statements;
 
 /* shmem.c */
 extern PgcSharedState *pgc_shared;
@@ -38,10 +76,35 @@ extern void pgc_shmem_request(void);
 extern void pgc_shmem_startup(void);
 extern void pgc_require_loaded(void);
 
+/* hooks.c */
+extern void pgc_hooks_install(void);
+
+/* statements.c */
+extern Size pgc_statements_shmem_size(void);
+extern void pgc_statements_shmem_init(void);
+extern void pgc_statement_count(int64 query_id, const char *source_text,
+								int stmt_location, int stmt_len,
+								bool counted_call, bool suboverflowed,
+								bool in_recovery, bool overflow_event);
+extern void pgc_statements_reset(void);
+extern int64 pgc_statements_count(void);
+
+/* subxact.c */
+extern Size pgc_events_shmem_size(void);
+extern void pgc_events_shmem_init(void);
+extern void pgc_events_reset(void);
+extern void pgc_note_top_statement(int64 query_id, const char *source_text,
+								   int stmt_location, int stmt_len);
+extern void pgc_forget_top_statement(void);
+extern bool pgc_check_overflow(int64 current_query_id);
+
 /* activity.c */
 extern bool pgc_can_see_details(Oid owner);
 extern const char *pgc_backend_state_name(int state);
 extern const char *pgc_backend_type_name(const PgBackendStatus *beentry);
+extern void pgc_copy_statement_text(char *dest, int destsize,
+									const char *source_text,
+									int stmt_location, int stmt_len);
 extern Tuplestorestate *pgc_materialize(FunctionCallInfo fcinfo,
 										TupleDesc *tupdesc);
 

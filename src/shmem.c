@@ -4,17 +4,27 @@
  *		pg_contention's shared memory: its size, its creation at postmaster
  *		start, and the check that every SQL entry point makes before using it.
  *
- * Owns PgcSharedState (one ShmemInitStruct block named "pg_contention") and
- * the LWLock tranche "pg_contention".
+ * Owns PgcSharedState (the ShmemInitStruct block "pg_contention") and the
+ * LWLock tranche "pg_contention"; the statement hash (statements.c) and the
+ * event ring (subxact.c) create their own blocks from here.
  *
- * Locking: the block is created once under AddinShmemInitLock.  pgc_shared
- * is set in every process that attached it; it stays NULL when the library
- * was not preloaded, which is how pgc_require_loaded() tells.
+ * Size, all from PGC_POSTMASTER settings:
+ *   header + max_events * MAXALIGN(sizeof(event) + max_query_length)
+ *          + hash_estimate_size(max_statements,
+ *                               MAXALIGN(sizeof(entry) + max_query_length))
+ * (about 6.5 MB with the defaults; pg_shmem_allocations shows it).
+ *
+ * Locking: the blocks are created once under AddinShmemInitLock.
+ * pgc_shared is set in every process that attached them; it stays NULL
+ * when the library was not preloaded, which is how pgc_require_loaded()
+ * tells.
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_contention.h"
 
+#include "access/htup_details.h"
+#include "funcapi.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
@@ -22,11 +32,16 @@
 PgcSharedState *pgc_shared = NULL;
 
 #define PGC_TRANCHE_NAME "pg_contention"
+#define PGC_NUM_LOCKS 2
 
 static Size
 pgc_shmem_size(void)
 {
-	return MAXALIGN(sizeof(PgcSharedState));
+	Size		size = MAXALIGN(sizeof(PgcSharedState));
+
+	size = add_size(size, pgc_events_shmem_size());
+	size = add_size(size, pgc_statements_shmem_size());
+	return size;
 }
 
 /*
@@ -37,7 +52,7 @@ void
 pgc_shmem_request(void)
 {
 	RequestAddinShmemSpace(pgc_shmem_size());
-	RequestNamedLWLockTranche(PGC_TRANCHE_NAME, 1);
+	RequestNamedLWLockTranche(PGC_TRANCHE_NAME, PGC_NUM_LOCKS);
 }
 
 /*
@@ -48,16 +63,26 @@ void
 pgc_shmem_startup(void)
 {
 	bool		found;
+	PgcSharedState *shared;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	pgc_shared = ShmemInitStruct("pg_contention", pgc_shmem_size(), &found);
+	shared = ShmemInitStruct("pg_contention", sizeof(PgcSharedState), &found);
 	if (!found)
 	{
-		memset(pgc_shared, 0, pgc_shmem_size());
-		pgc_shared->lock = &(GetNamedLWLockTranche(PGC_TRANCHE_NAME))->lock;
-		pgc_shared->started_at = GetCurrentTimestamp();
+		LWLockPadded *locks = GetNamedLWLockTranche(PGC_TRANCHE_NAME);
+
+		memset(shared, 0, sizeof(PgcSharedState));
+		shared->statements_lock = &locks[0].lock;
+		shared->events_lock = &locks[1].lock;
+		shared->started_at = GetCurrentTimestamp();
+		shared->stats_reset = shared->started_at;
 	}
+	pgc_events_shmem_init();
+	pgc_statements_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
+
+	/* Only now is everything usable. */
+	pgc_shared = shared;
 }
 
 /*
@@ -72,4 +97,69 @@ pgc_require_loaded(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pg_contention must be loaded via shared_preload_libraries"),
 				 errhint("Add pg_contention to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+PG_FUNCTION_INFO_V1(pg_contention_reset);
+PG_FUNCTION_INFO_V1(pg_contention_info);
+
+/*
+ * pg_contention_reset(): forget every statement and event, and the counts
+ * of evictions and drops.  EXECUTE is revoked from PUBLIC in the install
+ * script.  Takes each store's lock exclusively, one after the other.
+ */
+Datum
+pg_contention_reset(PG_FUNCTION_ARGS)
+{
+	pgc_require_loaded();
+
+	LWLockAcquire(pgc_shared->statements_lock, LW_EXCLUSIVE);
+	pgc_statements_reset();
+	LWLockRelease(pgc_shared->statements_lock);
+
+	LWLockAcquire(pgc_shared->events_lock, LW_EXCLUSIVE);
+	pgc_events_reset();
+	pgc_shared->stats_reset = GetCurrentTimestamp();
+	LWLockRelease(pgc_shared->events_lock);
+
+	PG_RETURN_VOID();
+}
+
+#define INFO_COLS 7
+
+/*
+ * pg_contention_info(): capacities, fill and the eviction and drop counters
+ * of the bounded stores, and when they were last reset.
+ */
+Datum
+pg_contention_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[INFO_COLS];
+	bool		nulls[INFO_COLS] = {0};
+	int64		statements;
+	int64		evictions;
+	int64		written;
+	TimestampTz reset;
+
+	pgc_require_loaded();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	LWLockAcquire(pgc_shared->statements_lock, LW_SHARED);
+	statements = pgc_statements_count();
+	evictions = pgc_shared->statement_evictions;
+	LWLockRelease(pgc_shared->statements_lock);
+	LWLockAcquire(pgc_shared->events_lock, LW_SHARED);
+	written = pgc_shared->events_written;
+	reset = pgc_shared->stats_reset;
+	LWLockRelease(pgc_shared->events_lock);
+
+	values[0] = TimestampTzGetDatum(reset);
+	values[1] = Int32GetDatum(pgc_max_statements);
+	values[2] = Int32GetDatum((int32) statements);
+	values[3] = Int64GetDatum(evictions);
+	values[4] = Int32GetDatum(pgc_max_events);
+	values[5] = Int64GetDatum(written);
+	values[6] = Int64GetDatum(Max(written - pgc_max_events, 0));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -1,25 +1,227 @@
 /*-------------------------------------------------------------------------
  *
  * subxact.c
- *		The live subtransaction view: for every backend with a transaction
- *		open, how many subtransaction XIDs its PGPROC caches and whether the
- *		cache has overflowed (which makes every snapshot in the cluster
- *		suboverflowed).
+ *		Subtransaction-cache overflows: the live view of every backend's
+ *		cache, and the ring of overflow events, each naming the statement
+ *		that made a backend's cache overflow.
  *
- * Owns no shared state.  Reads other backends' PGPROCs in one pass under
- * ProcArrayLock held in shared mode, and their backend status through the
- * pgstat snapshot (which takes no lock of ours).
+ * Owns the event ring (ShmemInitStruct "pg_contention overflow events",
+ * pgc_max_events slots) and pgc_shared->events_written.
+ *
+ * Locking: the ring is written and read under pgc_shared->events_lock;
+ * writers (at most one event per top-level transaction, so rare) take it
+ * exclusively, readers in shared mode only to copy the slots out.  The live
+ * view reads other backends' PGPROCs in one pass under ProcArrayLock held
+ * in shared mode, and their backend status through the pgstat snapshot.
+ * The overflow check reads only this backend's own PGPROC, which only this
+ * backend writes, so it takes no lock.
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_contention.h"
 
 #include "access/transam.h"
+#include "access/xact.h"
 #include "funcapi.h"
 #include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(pg_contention_subxact);
+PG_FUNCTION_INFO_V1(pg_contention_overflow_events);
+
+/* The ring: pgc_max_events slots of event_stride() bytes. */
+static char *event_ring = NULL;
+
+/*
+ * The top-level statement this backend is running, noted by the hooks at
+ * nesting level 0 and forgotten when it ends or fails.  The text pointer is
+ * the statement's own source text, valid while it runs.
+ */
+static bool top_known = false;
+static int64 top_query_id;
+static const char *top_source_text;
+static int	top_stmt_location;
+static int	top_stmt_len;
+
+/* The top-level transaction whose overflow was already recorded. */
+static TransactionId overflow_recorded_xid = InvalidTransactionId;
+
+static Size
+event_stride(void)
+{
+	return MAXALIGN(offsetof(PgcOverflowEvent, query) + pgc_max_query_length);
+}
+
+#define EVENT_SLOT(i) ((PgcOverflowEvent *) (event_ring + (i) * event_stride()))
+
+Size
+pgc_events_shmem_size(void)
+{
+	return mul_size(pgc_max_events, event_stride());
+}
+
+/* Called under AddinShmemInitLock. */
+void
+pgc_events_shmem_init(void)
+{
+	bool		found;
+
+	event_ring = ShmemInitStruct("pg_contention overflow events",
+								 pgc_events_shmem_size(), &found);
+	if (!found)
+		memset(event_ring, 0, pgc_events_shmem_size());
+}
+
+/* Called by pg_contention_reset() with events_lock held exclusively. */
+void
+pgc_events_reset(void)
+{
+	pgc_shared->events_written = 0;
+}
+
+void
+pgc_note_top_statement(int64 query_id, const char *source_text,
+					   int stmt_location, int stmt_len)
+{
+	top_known = true;
+	top_query_id = query_id;
+	top_source_text = source_text;
+	top_stmt_location = stmt_location;
+	top_stmt_len = stmt_len;
+}
+
+void
+pgc_forget_top_statement(void)
+{
+	top_known = false;
+	top_source_text = NULL;
+}
+
+/*
+ * Has this backend's subtransaction cache overflowed in a top-level
+ * transaction not yet recorded?  If so, record one event naming the
+ * top-level statement (and current_query_id, the innermost statement that
+ * just finished, when it differs; 0 when unknown) and count it against the
+ * top-level statement.  Called at every statement end, so the common path
+ * is a single read of our own PGPROC.
+ */
+bool
+pgc_check_overflow(int64 current_query_id)
+{
+	TransactionId top_xid;
+	PgcOverflowEvent *ev;
+	int64		query_id;
+	const char *text;
+	int			location;
+	int			len;
+
+	if (likely(!PGC_PROC_SUBXID_OVERFLOWED(MyProc)))
+		return false;
+	/* The parent takes its XID before any child, so top_xid is valid. */
+	top_xid = GetTopTransactionIdIfAny();
+	if (top_xid == overflow_recorded_xid || pgc_shared == NULL)
+		return false;
+	overflow_recorded_xid = top_xid;
+
+	if (top_known)
+	{
+		query_id = top_query_id;
+		text = top_source_text;
+		location = top_stmt_location;
+		len = top_stmt_len;
+	}
+	else
+	{
+		/* Between statements (e.g. at COMMIT): the client's whole string. */
+		query_id = current_query_id;
+		text = debug_query_string;
+		location = -1;
+		len = 0;
+	}
+
+	LWLockAcquire(pgc_shared->events_lock, LW_EXCLUSIVE);
+	ev = EVENT_SLOT(pgc_shared->events_written % pgc_max_events);
+	ev->event_time = GetCurrentTimestamp();
+	ev->pid = MyProcPid;
+	ev->dbid = MyDatabaseId;
+	ev->userid = GetSessionUserId();
+	ev->top_xid = top_xid;
+	ev->query_id = query_id;
+	ev->nested_query_id = (current_query_id != query_id) ? current_query_id : 0;
+	ev->nesting_depth = GetCurrentTransactionNestLevel() - 1;
+	strlcpy(ev->application_name, application_name ? application_name : "",
+			NAMEDATALEN);
+	pgc_copy_statement_text(ev->query, pgc_max_query_length, text,
+							location, len);
+	pgc_shared->events_written++;
+	LWLockRelease(pgc_shared->events_lock);
+
+	if (pgc_track_statements)
+		pgc_statement_count(query_id, text, location, len,
+							false, false, false, true);
+	return true;
+}
+
+#define EVENT_COLS 10
+
+/*
+ * pg_contention_overflow_events(): the ring, oldest first.  The slots are
+ * copied out under events_lock in shared mode; tuples are built after it
+ * is released.
+ */
+Datum
+pg_contention_overflow_events(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	char	   *copy;
+	int64		written;
+	int64		first;
+	int			n;
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &tupdesc);
+
+	copy = palloc_extended(pgc_events_shmem_size(), MCXT_ALLOC_HUGE);
+	LWLockAcquire(pgc_shared->events_lock, LW_SHARED);
+	written = pgc_shared->events_written;
+	memcpy(copy, event_ring, pgc_events_shmem_size());
+	LWLockRelease(pgc_shared->events_lock);
+
+	n = (int) Min(written, (int64) pgc_max_events);
+	first = written - n;
+	for (int64 i = first; i < written; i++)
+	{
+		PgcOverflowEvent *ev = (PgcOverflowEvent *)
+		(copy + (i % pgc_max_events) * event_stride());
+		Datum		values[EVENT_COLS] = {0};
+		bool		nulls[EVENT_COLS] = {0};
+		bool		visible = pgc_can_see_details(ev->userid);
+
+		values[0] = TimestampTzGetDatum(ev->event_time);
+		values[1] = Int32GetDatum(ev->pid);
+		values[2] = ObjectIdGetDatum(ev->dbid);
+		values[3] = ObjectIdGetDatum(ev->userid);
+		values[4] = CStringGetTextDatum(ev->application_name);
+		values[5] = TransactionIdGetDatum(ev->top_xid);
+		if (visible && ev->query_id != 0)
+			values[6] = Int64GetDatum(ev->query_id);
+		else
+			nulls[6] = true;
+		if (visible && ev->nested_query_id != 0)
+			values[7] = Int64GetDatum(ev->nested_query_id);
+		else
+			nulls[7] = true;
+		values[8] = Int32GetDatum(ev->nesting_depth);
+		values[9] = CStringGetTextDatum(visible ? ev->query :
+										"<insufficient privilege>");
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	pfree(copy);
+	return (Datum) 0;
+}
 
 /* Transaction state of one live PGPROC, copied out of shared memory. */
 typedef struct ProcXactState
