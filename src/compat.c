@@ -7,7 +7,8 @@
  * unless pg_stat_statements is loaded.  Here a post_parse_analyze hook
  * gives them a query id from a hash of the statement's own text (not
  * normalised: different constants make different ids), leaving any id
- * set by another module alone.  On PostgreSQL 14 and later this file
+ * set by another module alone; utility statements, whose PlannedStmt does
+ * not carry the id there, get the same hash.  On PostgreSQL 14 and later this file
  * compiles to an empty initialiser, and the server's query ids are used.
  *
  * Owns no shared state; takes no locks.
@@ -23,6 +24,23 @@
 
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
+/* A query id from the statement's own slice of the source text. */
+static uint64
+text_query_id(const char *text, int location, int len)
+{
+	uint64		id;
+
+	if (location < 0)
+	{
+		location = 0;
+		len = 0;
+	}
+	if (len <= 0)
+		len = strlen(text + location);
+	id = hash_bytes_extended((const unsigned char *) text + location, len, 0);
+	return id != 0 ? id : 1;
+}
+
 static void
 pgc_post_parse_analyze(ParseState *pstate, Query *query)
 {
@@ -30,23 +48,19 @@ pgc_post_parse_analyze(ParseState *pstate, Query *query)
 		prev_post_parse_analyze_hook(pstate, query);
 
 	if (query->queryId == 0 && pstate->p_sourcetext != NULL)
-	{
-		const char *text = pstate->p_sourcetext;
-		int			location = query->stmt_location;
-		int			len = query->stmt_len;
+		query->queryId = text_query_id(pstate->p_sourcetext,
+									   query->stmt_location,
+									   query->stmt_len);
+}
 
-		if (location < 0)
-		{
-			location = 0;
-			len = strlen(text);
-		}
-		else if (len <= 0)
-			len = strlen(text + location);
-		query->queryId = hash_bytes_extended((const unsigned char *) text + location,
-											 len, 0);
-		if (query->queryId == 0)
-			query->queryId = 1;
-	}
+/* PG13 does not carry the query id into a utility statement's PlannedStmt. */
+int64
+pgc_utility_query_id(PlannedStmt *pstmt, const char *query_string)
+{
+	if (pstmt->queryId == 0 && query_string != NULL)
+		return (int64) text_query_id(query_string, pstmt->stmt_location,
+									 pstmt->stmt_len);
+	return (int64) pstmt->queryId;
 }
 
 void
@@ -62,6 +76,12 @@ void
 pgc_compat_init(void)
 {
 	pgc_enable_query_id();
+}
+
+int64
+pgc_utility_query_id(PlannedStmt *pstmt, const char *query_string)
+{
+	return (int64) pstmt->queryId;
 }
 
 #endif

@@ -172,5 +172,6 @@ pgc_local_beentry(int index)
 #define PGC_NEED_TEXT_QUERY_ID 1
 #endif
 extern void pgc_compat_init(void);
+extern int64 pgc_utility_query_id(PlannedStmt *pstmt, const char *query_string);
 
 #endif							/* PGC_COMPAT_H */

@@ -122,9 +122,10 @@ static void
 pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
 	bool		top_level = (nesting_level == 0);
+	int64		query_id = pgc_utility_query_id(pstmt, queryString);
 
 	if (top_level && !IsParallelWorker())
-		pgc_note_top_statement((int64) pstmt->queryId, queryString,
+		pgc_note_top_statement(query_id, queryString,
 							   pstmt->stmt_location, pstmt->stmt_len);
 
 	nesting_level++;
@@ -148,7 +149,7 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	 * its check finds nothing.
 	 */
 	if (!IsParallelWorker())
-		(void) pgc_check_overflow((int64) pstmt->queryId);
+		(void) pgc_check_overflow(query_id);
 	if (top_level)
 		pgc_forget_top_statement();
 }
