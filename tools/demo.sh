@@ -127,7 +127,32 @@ transactions under 64 subtransactions, avoid EXCEPTION blocks in per-row
 functions, commit batch loads in smaller pieces.
 TXT
 
-say "5. Ending the sessions and stopping the cluster"
+say "5. Another session queries while batch_loader_70 is overflowed"
+sql -c "SET application_name = 'report'" \
+	-c "INSERT INTO demo_rows VALUES (0)" \
+	-c "SELECT count(*) AS report_rows FROM demo_rows" \
+	-c "INSERT INTO demo_rows VALUES (0)" \
+	-c "SELECT count(*) AS report_rows FROM demo_rows" >/dev/null
+echo "(each INSERT commits, so the next SELECT takes a new snapshot)"
+
+say "6. SELECT ... FROM pg_contention_overflow_events: who overflowed, with which statement"
+sql -c "SELECT pid, application_name, nesting_depth, query
+	      FROM pg_contention_overflow_events"
+
+say "7. SELECT ... FROM pg_contention_statements: who paid for it"
+sql -c "SELECT left(query, 48) AS query, calls, suboverflowed_calls, overflow_events
+	      FROM pg_contention_statements
+	     WHERE suboverflowed_calls > 0 OR overflow_events > 0
+	     ORDER BY overflow_events DESC, suboverflowed_calls DESC"
+
+cat <<'TXT'
+The event names the INSERT that took batch_loader_70's 65th subtransaction
+XID, at nesting depth 65.  The report's SELECT ran on suboverflowed
+snapshots while that transaction was open: each of its visibility checks
+could need a pg_subtrans lookup.
+TXT
+
+say "8. Ending the sessions and stopping the cluster"
 sql -c "SELECT count(pg_terminate_backend(pid)) AS sessions_ended FROM pg_contention_subxact WHERE application_name IN ('batch_loader_70', 'careful_app_10')" >/dev/null
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
