@@ -10,9 +10,16 @@
  * and counts the statement, with the suboverflowed and standby flags of its
  * snapshot, in the statement hash (statements.c).
  *
- * Owns no shared state.  Backend-local state: the nesting level, kept right
- * across errors with PG_FINALLY.  Parallel workers are skipped: they run
- * parts of a statement the leader already counts, and take no XIDs.
+ * A statement is top-level (the one the client sent) when its source text
+ * is the client's query string, debug_query_string: nested statements
+ * (functions, EXECUTE's prepared statement, SPI) have texts of their own.
+ * That pointer test replaces pg_stat_statements-style nesting counters,
+ * whose ExecutorRun/ExecutorFinish wrappers and PG_TRY blocks would cost
+ * more than everything else on this path.
+ *
+ * Owns no shared state and no backend-local state of its own.  Parallel
+ * workers are skipped: they run parts of a statement the leader already
+ * counts, and take no XIDs.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,17 +28,13 @@
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "tcop/tcopprot.h"
 #include "utils/snapmgr.h"
 #include "utils/snapshot.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
-static ExecutorRun_hook_type prev_ExecutorRun = NULL;
-static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-
-/* Executor or utility calls currently running in this backend. */
-static int	nesting_level = 0;
 
 static void
 pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
@@ -42,47 +45,11 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 
 	/* The statement the client sent: what an overflow event will name. */
-	if (nesting_level == 0 && !IsParallelWorker())
+	if (queryDesc->sourceText == debug_query_string &&
+		debug_query_string != NULL && !IsParallelWorker())
 		pgc_note_top_statement((int64) queryDesc->plannedstmt->queryId,
-							   queryDesc->sourceText,
 							   queryDesc->plannedstmt->stmt_location,
 							   queryDesc->plannedstmt->stmt_len);
-}
-
-static void
-pgc_ExecutorRun(PGC_EXECUTOR_RUN_PARAMS)
-{
-	nesting_level++;
-	PG_TRY();
-	{
-		if (prev_ExecutorRun)
-			prev_ExecutorRun(PGC_EXECUTOR_RUN_ARGS);
-		else
-			standard_ExecutorRun(PGC_EXECUTOR_RUN_ARGS);
-	}
-	PG_FINALLY();
-	{
-		nesting_level--;
-	}
-	PG_END_TRY();
-}
-
-static void
-pgc_ExecutorFinish(QueryDesc *queryDesc)
-{
-	nesting_level++;
-	PG_TRY();
-	{
-		if (prev_ExecutorFinish)
-			prev_ExecutorFinish(queryDesc);
-		else
-			standard_ExecutorFinish(queryDesc);
-	}
-	PG_FINALLY();
-	{
-		nesting_level--;
-	}
-	PG_END_TRY();
 }
 
 static void
@@ -113,34 +80,21 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 		prev_ExecutorEnd(queryDesc);
 	else
 		standard_ExecutorEnd(queryDesc);
-
-	if (nesting_level == 0)
-		pgc_forget_top_statement();
 }
 
 static void
 pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
-	bool		top_level = (nesting_level == 0);
 	int64		query_id = pgc_utility_query_id(pstmt, queryString);
 
-	if (top_level && !IsParallelWorker())
-		pgc_note_top_statement(query_id, queryString,
-							   pstmt->stmt_location, pstmt->stmt_len);
+	if (queryString == debug_query_string && debug_query_string != NULL &&
+		!IsParallelWorker())
+		pgc_note_top_statement(query_id, pstmt->stmt_location, pstmt->stmt_len);
 
-	nesting_level++;
-	PG_TRY();
-	{
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
-		else
-			standard_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
-	}
-	PG_FINALLY();
-	{
-		nesting_level--;
-	}
-	PG_END_TRY();
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
+	else
+		standard_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
 
 	/*
 	 * Utility statements can write too (COPY, DDL).  They are not counted
@@ -150,17 +104,14 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	 */
 	if (!IsParallelWorker())
 		(void) pgc_check_overflow(query_id);
-	if (top_level)
-		pgc_forget_top_statement();
 }
 
 /*
- * Transaction callbacks.  Before commit: a last chance to notice an overflow
- * no statement end saw (the statement that overflowed failed, and the
- * transaction went on after ROLLBACK TO SAVEPOINT).  At the end of the
- * transaction, or when a top-level statement's subtransaction aborts (an
- * error at nesting level 0), the top-level statement's text may be freed:
- * forget it.
+ * Transaction callbacks: a last chance to notice an overflow that no
+ * statement end saw, before commit, and when a subtransaction aborts (the
+ * statement that took the XID failed; the event then names the top-level
+ * statement around it).  At the end of a transaction, forget its top-level
+ * statement.
  */
 static void
 pgc_xact_callback(XactEvent event, void *arg)
@@ -186,12 +137,8 @@ static void
 pgc_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					 SubTransactionId parentSubid, void *arg)
 {
-	if (event != SUBXACT_EVENT_ABORT_SUB || IsParallelWorker())
-		return;
-	/* The statement that took the XID failed; name the one around it. */
-	(void) pgc_check_overflow(0);
-	if (nesting_level == 0)
-		pgc_forget_top_statement();
+	if (event == SUBXACT_EVENT_ABORT_SUB && !IsParallelWorker())
+		(void) pgc_check_overflow(0);
 }
 
 void
@@ -199,10 +146,6 @@ pgc_hooks_install(void)
 {
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = pgc_ExecutorStart;
-	prev_ExecutorRun = ExecutorRun_hook;
-	ExecutorRun_hook = pgc_ExecutorRun;
-	prev_ExecutorFinish = ExecutorFinish_hook;
-	ExecutorFinish_hook = pgc_ExecutorFinish;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = pgc_ExecutorEnd;
 	prev_ProcessUtility = ProcessUtility_hook;

@@ -36,6 +36,7 @@ typedef struct PgcSharedState
 
 	/* statement hash bookkeeping, under statements_lock */
 	int64		statement_evictions;	/* entries evicted to make room */
+	uint64		statements_generation;	/* bumped when entries move */
 
 	/* overflow event ring, under events_lock */
 	int64		events_written; /* events ever written since reset */
@@ -93,8 +94,8 @@ extern int64 pgc_statements_count(void);
 extern Size pgc_events_shmem_size(void);
 extern void pgc_events_shmem_init(void);
 extern void pgc_events_reset(void);
-extern void pgc_note_top_statement(int64 query_id, const char *source_text,
-								   int stmt_location, int stmt_len);
+extern void pgc_note_top_statement(int64 query_id, int stmt_location,
+								   int stmt_len);
 extern void pgc_forget_top_statement(void);
 extern bool pgc_check_overflow(int64 current_query_id);
 

@@ -12,7 +12,7 @@
  *   header + max_events * MAXALIGN(sizeof(event) + max_query_length)
  *          + hash_estimate_size(max_statements,
  *                               MAXALIGN(sizeof(entry) + max_query_length))
- * (about 6.5 MB with the defaults; pg_shmem_allocations shows it).
+ * (about 6.7 MB with the defaults).
  *
  * Locking: the blocks are created once under AddinShmemInitLock.
  * pgc_shared is set in every process that attached them; it stays NULL

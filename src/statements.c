@@ -14,6 +14,12 @@
  * only to create entries, evict, or reset.  When the hash is full, the
  * least used 5% (at least 10) are evicted and counted; nothing errors.
  *
+ * Each backend remembers where the entries of its recent statements are
+ * (a small direct-mapped cache), so the common path skips the hash lookup.
+ * An entry only moves or disappears under the exclusive lock, which bumps
+ * pgc_shared->statements_generation; a cached pointer is used only while
+ * the generation it was found in is current, read under the shared lock.
+ *
  *-------------------------------------------------------------------------
  */
 #include "pg_contention.h"
@@ -45,6 +51,18 @@ typedef struct PgcStatementEntry
 #define EVICT_MIN			10
 
 static HTAB *statements = NULL;
+
+/* This backend's cache of entry locations, see the header comment. */
+#define LOCAL_CACHE_SIZE	64
+
+typedef struct LocalCacheSlot
+{
+	PgcStatementKey key;
+	PgcStatementEntry *entry;	/* NULL: empty */
+	uint64		generation;
+} LocalCacheSlot;
+
+static LocalCacheSlot local_cache[LOCAL_CACHE_SIZE];
 
 static Size
 entry_size(void)
@@ -104,6 +122,7 @@ evict_least_used(void)
 	}
 	qsort(all, i, sizeof(PgcStatementEntry *), compare_usage);
 	victims = Min(i, Max(EVICT_MIN, i * EVICT_PERCENT / 100));
+	pgc_shared->statements_generation++;
 	for (long v = 0; v < victims; v++)
 		hash_search(statements, &all[v]->key, HASH_REMOVE, NULL);
 	pgc_shared->statement_evictions += victims;
@@ -155,6 +174,7 @@ pgc_statement_count(int64 query_id, const char *source_text,
 {
 	PgcStatementKey key;
 	PgcStatementEntry *entry;
+	LocalCacheSlot *slot;
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 
 	if (pgc_shared == NULL)
@@ -164,8 +184,15 @@ pgc_statement_count(int64 query_id, const char *source_text,
 	key.dbid = MyDatabaseId;
 	key.query_id = query_id;
 
+	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32)) % LOCAL_CACHE_SIZE];
+
 	LWLockAcquire(pgc_shared->statements_lock, LW_SHARED);
-	entry = hash_search(statements, &key, HASH_FIND, NULL);
+	if (slot->entry != NULL &&
+		slot->generation == pgc_shared->statements_generation &&
+		memcmp(&slot->key, &key, sizeof(key)) == 0)
+		entry = slot->entry;
+	else
+		entry = hash_search(statements, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
 		LWLockRelease(pgc_shared->statements_lock);
@@ -178,6 +205,9 @@ pgc_statement_count(int64 query_id, const char *source_text,
 			return;
 		}
 	}
+	slot->key = key;
+	slot->entry = entry;
+	slot->generation = pgc_shared->statements_generation;
 
 	SpinLockAcquire(&entry->mutex);
 	if (counted_call)
@@ -211,6 +241,7 @@ pgc_statements_reset(void)
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
 
+	pgc_shared->statements_generation++;
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 		hash_search(statements, &entry->key, HASH_REMOVE, NULL);

@@ -35,13 +35,15 @@ PG_FUNCTION_INFO_V1(pg_contention_overflow_events);
 static char *event_ring = NULL;
 
 /*
- * The top-level statement this backend is running, noted by the hooks at
- * nesting level 0 and forgotten when it ends or fails.  The text pointer is
- * the statement's own source text, valid while it runs.
+ * The top-level statement this backend is running, noted by the hooks: its
+ * query id and where it lies in the client's query string.  query_string
+ * is only compared with debug_query_string, never dereferenced: the text
+ * is read from debug_query_string, which is valid while the client's
+ * message is processed.
  */
 static bool top_known = false;
 static int64 top_query_id;
-static const char *top_source_text;
+static const char *top_query_string;
 static int	top_stmt_location;
 static int	top_stmt_len;
 
@@ -82,12 +84,11 @@ pgc_events_reset(void)
 }
 
 void
-pgc_note_top_statement(int64 query_id, const char *source_text,
-					   int stmt_location, int stmt_len)
+pgc_note_top_statement(int64 query_id, int stmt_location, int stmt_len)
 {
 	top_known = true;
 	top_query_id = query_id;
-	top_source_text = source_text;
+	top_query_string = debug_query_string;
 	top_stmt_location = stmt_location;
 	top_stmt_len = stmt_len;
 }
@@ -96,7 +97,6 @@ void
 pgc_forget_top_statement(void)
 {
 	top_known = false;
-	top_source_text = NULL;
 }
 
 /*
@@ -125,18 +125,24 @@ pgc_check_overflow(int64 current_query_id)
 		return false;
 	overflow_recorded_xid = top_xid;
 
-	if (top_known)
+	text = debug_query_string;
+	if (top_known && text != NULL && text == top_query_string)
 	{
+		/* The noted statement's slice of the client's string. */
+		size_t		textlen = strlen(text);
+
 		query_id = top_query_id;
-		text = top_source_text;
 		location = top_stmt_location;
 		len = top_stmt_len;
+		if (location < 0 || (size_t) location > textlen)
+			location = -1;
+		else if (len < 0 || (size_t) location + len > textlen)
+			len = 0;
 	}
 	else
 	{
-		/* Between statements (e.g. at COMMIT): the client's whole string. */
+		/* No statement noted for this message: the client's whole string. */
 		query_id = current_query_id;
-		text = debug_query_string;
 		location = -1;
 		len = 0;
 	}
