@@ -144,7 +144,93 @@ CREATE VIEW @extschema@.pg_contention_info AS
 GRANT SELECT ON @extschema@.pg_contention_info TO PUBLIC;
 
 --
--- Forget all statements and events (superuser, or an explicit GRANT).
+-- The sampler: wait profile, per-second history, and the worker's status.
+--
+CREATE FUNCTION @extschema@.pg_contention_waits(
+	OUT dbid oid,
+	OUT query_id bigint,
+	OUT wait_event_type text,
+	OUT wait_event text,
+	OUT samples bigint,
+	OUT share double precision
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_waits'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW @extschema@.pg_contention_waits AS
+	SELECT d.datname,
+		   w.dbid,
+		   w.query_id,
+		   w.wait_event_type,
+		   w.wait_event,
+		   w.samples,
+		   w.share
+	  FROM @extschema@.pg_contention_waits() AS w
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = w.dbid;
+
+GRANT SELECT ON @extschema@.pg_contention_waits TO PUBLIC;
+
+CREATE FUNCTION @extschema@.pg_contention_history(
+	OUT bucket_start timestamp with time zone,
+	OUT ticks bigint,
+	OUT avg_active_backends double precision,
+	OUT idle_samples bigint,
+	OUT cpu_samples bigint,
+	OUT lwlock_samples bigint,
+	OUT lock_samples bigint,
+	OUT bufferpin_samples bigint,
+	OUT io_samples bigint,
+	OUT ipc_samples bigint,
+	OUT timeout_samples bigint,
+	OUT extension_samples bigint,
+	OUT client_samples bigint,
+	OUT other_samples bigint,
+	OUT subtrans_slru_samples bigint,
+	OUT subtrans_buffer_samples bigint,
+	OUT oldsnapshot_timemap_samples bigint,
+	OUT procarray_samples bigint,
+	OUT spindelay_samples bigint,
+	OUT max_overflowed_backends integer,
+	OUT subtrans_lookups bigint,
+	OUT subtrans_reads bigint
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_history'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW @extschema@.pg_contention_history AS
+	SELECT * FROM @extschema@.pg_contention_history();
+
+GRANT SELECT ON @extschema@.pg_contention_history TO PUBLIC;
+
+CREATE FUNCTION @extschema@.pg_contention_sampler_status(
+	OUT running boolean,
+	OUT pid integer,
+	OUT started_at timestamp with time zone,
+	OUT enabled boolean,
+	OUT period_ms integer,
+	OUT ticks bigint,
+	OUT last_tick_us double precision,
+	OUT max_tick_us double precision,
+	OUT mean_tick_us double precision,
+	OUT profile_entries integer,
+	OUT profile_max integer,
+	OUT profile_evictions bigint,
+	OUT history_buckets integer
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pg_contention_sampler_status'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW @extschema@.pg_contention_sampler_status AS
+	SELECT * FROM @extschema@.pg_contention_sampler_status();
+
+GRANT SELECT ON @extschema@.pg_contention_sampler_status TO PUBLIC;
+
+--
+-- Forget all statements, events, the wait profile and the history
+-- (superuser, or an explicit GRANT).
 --
 CREATE FUNCTION @extschema@.pg_contention_reset()
 RETURNS void

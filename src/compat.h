@@ -164,6 +164,54 @@ pgc_local_beentry(int index)
 #endif
 
 /*
+ * Processes with a PGPROC (ProcGlobal->allProcCount), known before shared
+ * memory is created.  From PG15, MaxBackends is set when shmem_request_hook
+ * runs; before, it is computed after preloading, so use its formula.
+ */
+#if PG_VERSION_NUM >= 150000
+#define PGC_MAX_PROCS	(MaxBackends + NUM_AUXILIARY_PROCS)
+#else
+#include "postmaster/autovacuum.h"
+#include "replication/walsender.h"
+#define PGC_MAX_PROCS \
+	(MaxConnections + autovacuum_max_workers + 1 + max_worker_processes + \
+	 max_wal_senders + NUM_AUXILIARY_PROCS)
+#endif
+
+/* PG17 renamed the BufferPin wait-event class constant. */
+#if PG_VERSION_NUM >= 170000
+#define PGC_WAIT_BUFFERPIN	PG_WAIT_BUFFERPIN
+#else
+#define PGC_WAIT_BUFFERPIN	PG_WAIT_BUFFER_PIN
+#endif
+
+/*
+ * SLRU statistics: PG15 renamed the index lookup, PG17 renamed the rows
+ * ("Subtrans" became "subtransaction").
+ */
+#if PG_VERSION_NUM >= 170000
+#define PGC_SLRU_SUBTRANS_NAME	"subtransaction"
+#else
+#define PGC_SLRU_SUBTRANS_NAME	"Subtrans"
+#endif
+#if PG_VERSION_NUM >= 150000
+#define pgc_slru_index(name)	pgstat_get_slru_index(name)
+#else
+#define pgc_slru_index(name)	pgstat_slru_index(name)
+#endif
+
+/* The sampler's own wait event: PG17 lets an extension name its own. */
+static inline uint32
+pgc_sampler_wait_event(void)
+{
+#if PG_VERSION_NUM >= 170000
+	return WaitEventExtensionNew("PgContentionSampler");
+#else
+	return PG_WAIT_EXTENSION;
+#endif
+}
+
+/*
  * PG13 has no compute_query_id: queryId stays 0 unless pg_stat_statements
  * is loaded.  There, compat.c installs a post_parse_analyze hook that fills
  * in a hash of the statement's text when nobody else did (see README).

@@ -11,11 +11,13 @@
  * snapshot, in the statement hash (statements.c).
  *
  * A statement is top-level (the one the client sent) when its source text
- * is the client's query string, debug_query_string: nested statements
- * (functions, EXECUTE's prepared statement, SPI) have texts of their own.
- * That pointer test replaces pg_stat_statements-style nesting counters,
- * whose ExecutorRun/ExecutorFinish wrappers and PG_TRY blocks would cost
- * more than everything else on this path.
+ * is the client's query string, debug_query_string: the same pointer for a
+ * simple query, an equal copy for the extended protocol's Bind.  Nested
+ * statements (functions, EXECUTE's prepared statement, SPI) have texts of
+ * their own, which differ from the first characters on.  That test
+ * replaces pg_stat_statements-style nesting counters, whose ExecutorRun
+ * and ExecutorFinish wrappers and PG_TRY blocks would cost more than
+ * everything else on this path.
  *
  * Owns no shared state and no backend-local state of its own.  Parallel
  * workers are skipped: they run parts of a statement the leader already
@@ -36,6 +38,14 @@ static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
+static inline bool
+is_client_statement(const char *source_text)
+{
+	return debug_query_string != NULL && source_text != NULL &&
+		(source_text == debug_query_string ||
+		 strcmp(source_text, debug_query_string) == 0);
+}
+
 static void
 pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
@@ -45,9 +55,9 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 
 	/* The statement the client sent: what an overflow event will name. */
-	if (queryDesc->sourceText == debug_query_string &&
-		debug_query_string != NULL && !IsParallelWorker())
+	if (is_client_statement(queryDesc->sourceText) && !IsParallelWorker())
 		pgc_note_top_statement((int64) queryDesc->plannedstmt->queryId,
+							   queryDesc->sourceText,
 							   queryDesc->plannedstmt->stmt_location,
 							   queryDesc->plannedstmt->stmt_len);
 }
@@ -87,9 +97,9 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
 	int64		query_id = pgc_utility_query_id(pstmt, queryString);
 
-	if (queryString == debug_query_string && debug_query_string != NULL &&
-		!IsParallelWorker())
-		pgc_note_top_statement(query_id, pstmt->stmt_location, pstmt->stmt_len);
+	if (is_client_statement(queryString) && !IsParallelWorker())
+		pgc_note_top_statement(query_id, queryString,
+							   pstmt->stmt_location, pstmt->stmt_len);
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);

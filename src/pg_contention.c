@@ -23,6 +23,10 @@ int			pgc_max_query_length = 1024;
 int			pgc_max_events = 1000;
 int			pgc_max_statements = 5000;
 bool		pgc_track_statements = true;
+bool		pgc_sampler_enabled = true;
+int			pgc_sample_period = 10;
+int			pgc_max_profile_entries = 10000;
+int			pgc_history_seconds = 900;
 
 #ifdef PGC_HAVE_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -86,6 +90,42 @@ pgc_define_settings(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("pg_contention.sampler",
+							 gettext_noop("Runs the sampler: the wait profile and the per-second history."),
+							 NULL,
+							 &pgc_sampler_enabled,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.sample_period",
+							gettext_noop("Time between two samples of every backend."),
+							NULL,
+							&pgc_sample_period,
+							10, 1, 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.max_profile_entries",
+							gettext_noop("Entries (database, query id, wait event) kept in the wait profile."),
+							gettext_noop("When full, the least sampled 5% are evicted and counted."),
+							&pgc_max_profile_entries,
+							10000, 10, 1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.history_seconds",
+							gettext_noop("Seconds of per-second history kept."),
+							gettext_noop("The oldest second is overwritten."),
+							&pgc_history_seconds,
+							900, 5, 86400,
+							PGC_POSTMASTER,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("pg_contention");
 }
 
@@ -119,4 +159,5 @@ _PG_init(void)
 	shmem_startup_hook = pgc_shmem_startup_hook;
 
 	pgc_hooks_install();
+	pgc_sampler_register();
 }

@@ -31,6 +31,7 @@ typedef struct PgcSharedState
 {
 	LWLock	   *statements_lock;	/* statement hash, see statements.c */
 	LWLock	   *events_lock;	/* overflow event ring, see subxact.c */
+	LWLock	   *sampler_lock;	/* profile, history, status: sampler.c */
 	TimestampTz started_at;		/* when the shared state was created */
 	TimestampTz stats_reset;	/* last pg_contention_reset(), or start */
 
@@ -70,6 +71,10 @@ extern int	pgc_max_query_length;
 extern int	pgc_max_events;
 extern int	pgc_max_statements;
 extern bool pgc_track_statements;
+extern bool pgc_sampler_enabled;
+extern int	pgc_sample_period;
+extern int	pgc_max_profile_entries;
+extern int	pgc_history_seconds;
 
 /* shmem.c */
 extern PgcSharedState *pgc_shared;
@@ -94,10 +99,17 @@ extern int64 pgc_statements_count(void);
 extern Size pgc_events_shmem_size(void);
 extern void pgc_events_shmem_init(void);
 extern void pgc_events_reset(void);
-extern void pgc_note_top_statement(int64 query_id, int stmt_location,
-								   int stmt_len);
+extern void pgc_note_top_statement(int64 query_id, const char *source_text,
+								   int stmt_location, int stmt_len);
 extern void pgc_forget_top_statement(void);
 extern bool pgc_check_overflow(int64 current_query_id);
+
+/* sampler.c */
+extern Size pgc_sampler_shmem_size(void);
+extern void pgc_sampler_shmem_init(void);
+extern void pgc_sampler_register(void);
+extern void pgc_sampler_reset(void);
+extern void pgc_publish_query_id(int64 query_id);
 
 /* activity.c */
 extern bool pgc_can_see_details(Oid owner);

@@ -5,14 +5,18 @@
  *		start, and the check that every SQL entry point makes before using it.
  *
  * Owns PgcSharedState (the ShmemInitStruct block "pg_contention") and the
- * LWLock tranche "pg_contention"; the statement hash (statements.c) and the
- * event ring (subxact.c) create their own blocks from here.
+ * LWLock tranche "pg_contention"; the statement hash (statements.c), the
+ * event ring (subxact.c) and the sampler's stores (sampler.c) create their
+ * own blocks from here.
  *
  * Size, all from PGC_POSTMASTER settings:
  *   header + max_events * MAXALIGN(sizeof(event) + max_query_length)
  *          + hash_estimate_size(max_statements,
  *                               MAXALIGN(sizeof(entry) + max_query_length))
- * (about 6.7 MB with the defaults).
+ *          + max_profile_entries * sizeof(profile entry)
+ *          + history_seconds * sizeof(history bucket)
+ *          + processes * 8 (current query ids)
+ * (about 7 MB with the defaults).
  *
  * Locking: the blocks are created once under AddinShmemInitLock.
  * pgc_shared is set in every process that attached them; it stays NULL
@@ -32,7 +36,7 @@
 PgcSharedState *pgc_shared = NULL;
 
 #define PGC_TRANCHE_NAME "pg_contention"
-#define PGC_NUM_LOCKS 2
+#define PGC_NUM_LOCKS 3
 
 static Size
 pgc_shmem_size(void)
@@ -41,6 +45,7 @@ pgc_shmem_size(void)
 
 	size = add_size(size, pgc_events_shmem_size());
 	size = add_size(size, pgc_statements_shmem_size());
+	size = add_size(size, pgc_sampler_shmem_size());
 	return size;
 }
 
@@ -74,11 +79,13 @@ pgc_shmem_startup(void)
 		memset(shared, 0, sizeof(PgcSharedState));
 		shared->statements_lock = &locks[0].lock;
 		shared->events_lock = &locks[1].lock;
+		shared->sampler_lock = &locks[2].lock;
 		shared->started_at = GetCurrentTimestamp();
 		shared->stats_reset = shared->started_at;
 	}
 	pgc_events_shmem_init();
 	pgc_statements_shmem_init();
+	pgc_sampler_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 
 	/* Only now is everything usable. */
@@ -120,6 +127,8 @@ pg_contention_reset(PG_FUNCTION_ARGS)
 	pgc_events_reset();
 	pgc_shared->stats_reset = GetCurrentTimestamp();
 	LWLockRelease(pgc_shared->events_lock);
+
+	pgc_sampler_reset();
 
 	PG_RETURN_VOID();
 }

@@ -36,10 +36,11 @@ static char *event_ring = NULL;
 
 /*
  * The top-level statement this backend is running, noted by the hooks: its
- * query id and where it lies in the client's query string.  query_string
- * is only compared with debug_query_string, never dereferenced: the text
- * is read from debug_query_string, which is valid while the client's
- * message is processed.
+ * query id, its source text and where it lies in it.  top_query_string is
+ * only compared with debug_query_string, never dereferenced: the text is
+ * read through debug_query_string, which is valid while the client's
+ * message is processed.  (For the extended protocol the source text noted
+ * at Bind is the portal's copy, which is debug_query_string at Execute.)
  */
 static bool top_known = false;
 static int64 top_query_id;
@@ -84,13 +85,15 @@ pgc_events_reset(void)
 }
 
 void
-pgc_note_top_statement(int64 query_id, int stmt_location, int stmt_len)
+pgc_note_top_statement(int64 query_id, const char *source_text,
+					   int stmt_location, int stmt_len)
 {
 	top_known = true;
 	top_query_id = query_id;
-	top_query_string = debug_query_string;
+	top_query_string = source_text;
 	top_stmt_location = stmt_location;
 	top_stmt_len = stmt_len;
+	pgc_publish_query_id(query_id);
 }
 
 void

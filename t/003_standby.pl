@@ -24,6 +24,9 @@ is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'standby 
 is($standby->safe_psql('postgres',
 	'SELECT count(*) FROM pg_contention_subxact WHERE pid = pg_backend_pid()'),
 	'1', 'live view works on the standby');
+ok($standby->poll_query_until('postgres',
+	'SELECT running AND ticks > 0 FROM pg_contention_sampler_status'),
+	'the sampler runs on the standby');
 
 my $probe = 'SELECT count(*) AS standby_probe FROM r';
 $standby->safe_psql('postgres', $probe);
@@ -46,6 +49,10 @@ is($primary->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_
 	'1', 'the primary recorded the overflow event');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'),
 	'0', 'the standby records none of its own');
+
+ok($standby->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_contention_history WHERE ticks > 0"),
+	'the standby keeps its history');
 
 $bg->query_safe('COMMIT');
 $bg->quit;

@@ -1,7 +1,8 @@
 # The write-up's benchmark (cases.md, case 1) with a few pgbench clients:
 # at 90 savepoints per transaction every transaction overflows, producing
-# events and suboverflowed SELECT and UPDATE calls; at 30 nothing is
-# recorded.  Counts only: no timing is asserted.
+# events and suboverflowed SELECT and UPDATE calls, overflowed backends in
+# the sampler's history and far more Subtrans SLRU lookups; at 30 nothing
+# is recorded.  Counts only: no timing is asserted.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -37,6 +38,7 @@ sub run_case
 		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
 	}
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+	my $start = $node->safe_psql('postgres', 'SELECT now()');
 	$node->pgbench(
 		'-n -M prepared -c 4 -j 2 -t 15',
 		0,
@@ -44,6 +46,16 @@ sub run_case
 		[qr{^$}],
 		"pgbench with $savepoints savepoints per transaction",
 		{ "subtrans_$savepoints" => "BEGIN;\n$body" . "COMMIT;\n" });
+
+	# The clients' SLRU counters reach the statistics when they exit; wait
+	# until the sampler has closed two buckets after that.
+	my $end = $node->safe_psql('postgres', 'SELECT now()');
+	ok($node->poll_query_until('postgres',
+		"SELECT count(*) >= 2 FROM pg_contention_history WHERE bucket_start > '$end'"),
+		"history covers the $savepoints-savepoint run");
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(max(max_overflowed_backends), 0), coalesce(sum(subtrans_lookups), 0)
+		   FROM pg_contention_history WHERE bucket_start >= date_trunc('second', '$start'::timestamptz)");
 }
 
 sub stats_for
@@ -54,7 +66,7 @@ sub stats_for
 		   FROM pg_contention_statements WHERE query LIKE '$query'");
 }
 
-run_case(90);
+my ($overflowed90, $lookups90) = split /\|/, run_case(90);
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'),
 	'60', '90 savepoints: one overflow event per transaction');
 is($node->safe_psql('postgres',
@@ -69,7 +81,16 @@ cmp_ok($subof, '>', 0, "SELECT ran on suboverflowed snapshots ($subof of $calls)
 is($calls, 60 * 90, 'every UPDATE execution counted');
 cmp_ok($subof, '>', 0, "UPDATE ran on suboverflowed snapshots ($subof of $calls)");
 
-run_case(30);
+# The sampler saw it: overflowed backends, and the profile has the
+# benchmark's statements.
+cmp_ok($overflowed90, '>', 0, "history shows overflowed backends ($overflowed90)");
+is($node->safe_psql('postgres',
+	"SELECT count(DISTINCT s.query_id) FROM pg_contention_waits w
+	   JOIN pg_contention_statements s USING (query_id)
+	  WHERE s.query LIKE 'SELECT count(*) FROM contend%' OR s.query LIKE 'UPDATE contend%'"),
+	'2', 'the wait profile holds the SELECT and the UPDATE');
+
+my ($overflowed30, $lookups30) = split /\|/, run_case(30);
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'),
 	'0', '30 savepoints: no overflow event');
 ($calls, $subof) = split /\|/, stats_for($select);
@@ -77,5 +98,10 @@ is("$calls|$subof", (60 * 30) . '|0', 'SELECT counted, never suboverflowed');
 is($node->safe_psql('postgres',
 	'SELECT coalesce(sum(suboverflowed_calls), 0) FROM pg_contention_statements'),
 	'0', 'no suboverflowed calls anywhere');
+is($overflowed30, '0', 'history shows no overflowed backend at 30 savepoints');
+
+# The write-up measured 500 times more Subtrans lookups at 90 than at 30.
+cmp_ok($lookups90, '>=', 100 * ($lookups30 > 0 ? $lookups30 : 1),
+	"Subtrans SLRU lookups: $lookups90 at 90 savepoints, $lookups30 at 30");
 
 done_testing();

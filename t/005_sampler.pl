@@ -1,0 +1,96 @@
+# The sampler worker: it runs, survives SIGTERM (the postmaster restarts
+# it), follows a reload of its settings, and keeps its stores bounded: the
+# wait profile evicts and counts, the history ring wraps.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('sampler');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+pg_contention.max_profile_entries = 10
+pg_contention.history_seconds = 5
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
+
+ok($node->poll_query_until('postgres',
+	'SELECT running AND ticks > 0 FROM pg_contention_sampler_status'),
+	'the sampler runs and ticks');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_contention sampler'"),
+	'1', 'it shows in pg_stat_activity as its own backend type');
+is($node->safe_psql('postgres', 'SELECT period_ms, enabled FROM pg_contention_sampler_status'),
+	'10|t', 'default period and on');
+
+# SIGTERM: the postmaster starts a new worker.
+my $pid = $node->safe_psql('postgres', 'SELECT pid FROM pg_contention_sampler_status');
+kill 'TERM', $pid;
+ok($node->poll_query_until('postgres',
+	"SELECT running AND pid <> $pid AND ticks > 0 FROM pg_contention_sampler_status"),
+	'a new sampler runs after SIGTERM');
+
+# SIGHUP: a new period, then off, then on again.
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.sample_period = '50ms'");
+$node->reload;
+ok($node->poll_query_until('postgres',
+	'SELECT period_ms = 50 FROM pg_contention_sampler_status'),
+	'a reload changes the period');
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.sampler = off");
+$node->reload;
+ok($node->poll_query_until('postgres',
+	'SELECT NOT enabled FROM pg_contention_sampler_status'),
+	'a reload turns the sampler off');
+my $ticks = $node->safe_psql('postgres', 'SELECT ticks FROM pg_contention_sampler_status');
+$node->safe_psql('postgres', 'SELECT pg_sleep(0.3)');
+is($node->safe_psql('postgres', 'SELECT ticks FROM pg_contention_sampler_status'),
+	$ticks, 'no ticks while off');
+$node->safe_psql('postgres', "ALTER SYSTEM RESET pg_contention.sampler");
+$node->safe_psql('postgres', "ALTER SYSTEM RESET pg_contention.sample_period");
+$node->reload;
+ok($node->poll_query_until('postgres',
+	"SELECT enabled AND period_ms = 10 AND ticks > $ticks FROM pg_contention_sampler_status"),
+	'and on again');
+
+# Profile eviction: 30 distinct sleeping statements, each sampled as
+# Timeout:PgSleep with its own query id, into a profile of 10.
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+$node->safe_psql('postgres',
+	join('', map { "SELECT pg_sleep(0.05)" . (', 1' x $_) . ";\n" } 1 .. 30));
+my ($entries, $evictions) = split /\|/, $node->safe_psql('postgres',
+	'SELECT profile_entries, profile_evictions FROM pg_contention_sampler_status');
+cmp_ok($entries, '<=', 10, "profile holds at most 10 entries ($entries)");
+cmp_ok($evictions, '>', 0, "profile evictions counted ($evictions)");
+is($node->safe_psql('postgres',
+	"SELECT count(*) > 0 FROM pg_contention_waits WHERE wait_event = 'PgSleep' AND query_id IS NOT NULL"),
+	't', 'sleeping statements are in the profile with their query ids');
+is($node->safe_psql('postgres',
+	"SELECT round(sum(share)::numeric, 6) <= 1 FROM pg_contention_waits"),
+	't', 'shares are fractions of all non-idle samples');
+
+# History wrap-around: a ring of 5 seconds.
+my $first = $node->safe_psql('postgres',
+	'SELECT min(bucket_start) FROM pg_contention_history');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 5 AND min(bucket_start) > '$first' FROM pg_contention_history"),
+	'the history keeps the newest 5 seconds');
+is($node->safe_psql('postgres',
+	"SELECT bool_and(ticks > 0) AND bool_and(idle_samples > 0)
+	   AND bool_and(subtrans_lookups IS NOT NULL) FROM pg_contention_history"),
+	't', 'buckets have ticks, idle samples (background processes) and SLRU deltas');
+is($node->safe_psql('postgres',
+	"SELECT (spindelay_samples IS NULL) = (current_setting('server_version_num')::int < 170000)
+	    AND (oldsnapshot_timemap_samples IS NULL) = (current_setting('server_version_num')::int >= 170000)
+	   FROM pg_contention_history LIMIT 1"),
+	't', 'wait events the server version lacks are NULL, not 0');
+
+# Reset empties both stores.
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+is($node->safe_psql('postgres',
+	'SELECT (SELECT count(*) FROM pg_contention_history) + (SELECT count(*) FROM pg_contention_waits WHERE samples > 5)'),
+	'0', 'reset clears the history and the profile');
+
+done_testing();
