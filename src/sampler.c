@@ -627,7 +627,12 @@ pgc_sampler_main(Datum main_arg)
 		if (!pgc_sampler_enabled)
 			sleep_ms = -1;		/* until a reload turns it on */
 		else
-			sleep_ms = Max((next_tick - GetCurrentTimestamp()) / 1000, 0);
+		{
+			/* Round up: a 0 ms timeout would spin until the next tick. */
+			TimestampTz wait_us = next_tick - GetCurrentTimestamp();
+
+			sleep_ms = wait_us > 0 ? (long) ((wait_us + 999) / 1000) : 0;
+		}
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
 						 (sleep_ms >= 0 ? WL_TIMEOUT : 0),
