@@ -144,6 +144,121 @@ CREATE VIEW @extschema@.pg_contention_info AS
 GRANT SELECT ON @extschema@.pg_contention_info TO PUBLIC;
 
 --
+-- Index scans that visit dead or invisible entries, per statement and index.
+--
+CREATE FUNCTION @extschema@.pg_contention_index_scans(
+	OUT userid oid,
+	OUT dbid oid,
+	OUT query_id bigint,
+	OUT indexrelid oid,
+	OUT scans bigint,
+	OUT entries_read bigint,
+	OUT live_fetched bigint,
+	OUT dead_visits bigint,
+	OUT max_dead_visits_per_scan bigint,
+	OUT index_only_scans bigint,
+	OUT bitmap_scans bigint,
+	OUT other_entries_read bigint,
+	OUT last_seen timestamp with time zone,
+	OUT query text,
+	OUT indexes_untracked bigint
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_index_scans'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE VIEW @extschema@.pg_contention_index_scans AS
+	SELECT d.datname,
+		   n.nspname AS schemaname,
+		   t.relname,
+		   ic.relname AS indexrelname,
+		   s.dbid,
+		   s.indexrelid,
+		   s.query_id,
+		   sum(s.scans)::bigint AS scans,
+		   sum(s.entries_read)::bigint AS entries_read,
+		   sum(s.live_fetched)::bigint AS live_fetched,
+		   sum(s.dead_visits)::bigint AS dead_visits,
+		   max(s.max_dead_visits_per_scan) AS max_dead_visits_per_scan,
+		   (sum(s.dead_visits) / nullif(sum(s.entries_read), 0))::double precision AS dead_ratio,
+		   sum(s.index_only_scans)::bigint AS index_only_scans,
+		   sum(s.bitmap_scans)::bigint AS bitmap_scans,
+		   sum(s.other_entries_read)::bigint AS other_entries_read,
+		   max(s.last_seen) AS last_seen,
+		   min(s.query) AS query
+	  FROM @extschema@.pg_contention_index_scans() AS s
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
+	  LEFT JOIN pg_catalog.pg_class AS ic
+		ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()
+	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
+	  LEFT JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
+	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
+	 GROUP BY d.datname, n.nspname, t.relname, ic.relname, s.dbid, s.indexrelid, s.query_id;
+
+GRANT SELECT ON @extschema@.pg_contention_index_scans TO PUBLIC;
+
+--
+-- Holders of the xmin horizon: backends, walsenders carrying standby
+-- feedback, replication slots, prepared transactions; oldest first.
+--
+CREATE FUNCTION @extschema@.pg_contention_horizon_holders(
+	OUT kind text,
+	OUT holder text,
+	OUT pid integer,
+	OUT datid oid,
+	OUT usesysid oid,
+	OUT xmin xid,
+	OUT catalog_only boolean,
+	OUT held_since timestamp with time zone,
+	OUT state text,
+	OUT query text
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_horizon_holders'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW @extschema@.pg_contention_horizon AS
+	WITH holders AS (
+		SELECT h.kind, h.holder, h.pid, h.datid, h.usesysid, h.xmin,
+			   h.catalog_only, h.held_since, h.state, h.query
+		  FROM @extschema@.pg_contention_horizon_holders() AS h
+		UNION ALL
+		SELECT 'prepared transaction', p.gid, NULL, pd.oid, pr.oid, p.transaction,
+			   false, p.prepared, 'prepared', NULL
+		  FROM pg_catalog.pg_prepared_xacts AS p
+		  LEFT JOIN pg_catalog.pg_database AS pd ON pd.datname = p.database
+		  LEFT JOIN pg_catalog.pg_roles AS pr ON pr.rolname = p.owner
+	), aged AS (
+		SELECT holders.*, pg_catalog.age(holders.xmin) AS xmin_age
+		  FROM holders
+	), ranked AS (
+		SELECT aged.*,
+			   max(xmin_age) OVER () AS oldest_any,
+			   max(xmin_age) FILTER (WHERE NOT catalog_only) OVER () AS oldest_data
+		  FROM aged
+	)
+	SELECT r.kind,
+		   r.holder,
+		   r.pid,
+		   d.datname,
+		   u.rolname AS usename,
+		   r.xmin,
+		   r.xmin_age,
+		   pg_catalog.now() - r.held_since AS held_for,
+		   r.state,
+		   r.query,
+		   r.catalog_only,
+		   r.xmin_age >= (CASE WHEN r.catalog_only THEN r.oldest_any ELSE r.oldest_data END)
+			   - greatest(10, (CASE WHEN r.catalog_only THEN r.oldest_any ELSE r.oldest_data END) / 100)
+			   AS blocks_cleanup
+	  FROM ranked AS r
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.datid
+	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.usesysid
+	 ORDER BY r.xmin_age DESC, r.kind, r.holder;
+
+GRANT SELECT ON @extschema@.pg_contention_horizon TO PUBLIC;
+
+--
 -- The sampler: wait profile, per-second history, and the worker's status.
 --
 CREATE FUNCTION @extschema@.pg_contention_waits(

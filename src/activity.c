@@ -5,7 +5,8 @@
  *		what (the pg_stat_activity rules), how backend states and types are
  *		named, and the set-returning-function boilerplate.
  *
- * Owns no shared state and takes no locks.
+ * Owns no shared state.  pgc_collect_procs() takes ProcArrayLock in shared
+ * mode for one pass over the PGPROC array; nothing else here locks.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,6 +17,7 @@
 #include "mb/pg_wchar.h"
 #include "parser/scansup.h"
 #include "postmaster/bgworker.h"
+#include "storage/procarray.h"
 #include "utils/acl.h"
 
 /*
@@ -29,6 +31,71 @@ pgc_can_see_details(Oid owner)
 {
 	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
 		has_privs_of_role(GetUserId(), owner);
+}
+
+static int
+compare_pid(const void *a, const void *b)
+{
+	int			pa = ((const PgcProcState *) a)->pid;
+	int			pb = ((const PgcProcState *) b)->pid;
+
+	return (pa > pb) - (pa < pb);
+}
+
+/*
+ * Copy the transaction state of every live PGPROC, sorted by pid, into a
+ * palloc'd array; *n is set to the count.
+ *
+ * Why this is safe: ProcArrayLock is held in shared mode for this one pass
+ * only, so a transaction cannot end (ProcArrayEndTransaction needs it
+ * exclusively) while we read its xid, xmin and flags, and each backend's
+ * copy is consistent against commits.  New subtransaction XIDs are added
+ * under XidGenLock, not ProcArrayLock, so a cache count can still grow
+ * while we read; each field is read once, is at most four bytes and
+ * aligned, so it cannot be torn, and a count one behind is harmless for
+ * monitoring.  A PGPROC whose latch has no owner belongs to no live process
+ * (before PG17 ProcKill leaves pid set, but always disowns the latch).
+ * Prepared transactions' dummy PGPROCs (pid 0, beyond allProcCount) are
+ * not included.
+ */
+PgcProcState *
+pgc_collect_procs(int *n)
+{
+	uint32		nprocs = ProcGlobal->allProcCount;
+	PgcProcState *states = palloc(sizeof(PgcProcState) * Max(nprocs, 1));
+	int			count = 0;
+
+	LWLockAcquire(ProcArrayLock, LW_SHARED);
+	for (uint32 i = 0; i < nprocs; i++)
+	{
+		volatile PGPROC *proc = &ProcGlobal->allProcs[i];
+		int			pid = proc->pid;
+
+		if (pid == 0 || proc->procLatch.owner_pid == 0)
+			continue;
+		states[count].pid = pid;
+		states[count].xid = PGC_PROC_XID(proc);
+		states[count].xmin = PGC_PROC_XMIN(proc);
+		states[count].subxact_count = PGC_PROC_SUBXID_COUNT(proc);
+		states[count].subxact_overflowed = PGC_PROC_SUBXID_OVERFLOWED(proc);
+		states[count].status_flags = PGC_PROC_STATUS_FLAGS(proc);
+		states[count].dbid = proc->databaseId;
+		count++;
+	}
+	LWLockRelease(ProcArrayLock);
+
+	qsort(states, count, sizeof(PgcProcState), compare_pid);
+	*n = count;
+	return states;
+}
+
+PgcProcState *
+pgc_find_proc(PgcProcState *states, int n, int pid)
+{
+	PgcProcState key;
+
+	key.pid = pid;
+	return bsearch(&key, states, n, sizeof(PgcProcState), compare_pid);
 }
 
 /* The names pg_stat_activity.state uses. */

@@ -95,6 +95,7 @@
 #define PGC_PROC_SUBXID_COUNT(p)	(((volatile PGPROC *) (p))->subxidStatus.count)
 #define PGC_PROC_SUBXID_OVERFLOWED(p) \
 	(((volatile PGPROC *) (p))->subxidStatus.overflowed)
+#define PGC_PROC_STATUS_FLAGS(p)	(((volatile PGPROC *) (p))->statusFlags)
 #else
 #define PGC_PROC_PGXACT(p) \
 	((volatile PGXACT *) &ProcGlobal->allPgXact[(p)->pgprocno])
@@ -102,6 +103,7 @@
 #define PGC_PROC_XMIN(p)			(PGC_PROC_PGXACT(p)->xmin)
 #define PGC_PROC_SUBXID_COUNT(p)	(PGC_PROC_PGXACT(p)->nxids)
 #define PGC_PROC_SUBXID_OVERFLOWED(p) (PGC_PROC_PGXACT(p)->overflowed)
+#define PGC_PROC_STATUS_FLAGS(p)	(PGC_PROC_PGXACT(p)->vacuumFlags)
 #endif
 
 /*
@@ -198,6 +200,30 @@ pgc_local_beentry(int index)
 #define pgc_slru_index(name)	pgstat_get_slru_index(name)
 #else
 #define pgc_slru_index(name)	pgstat_slru_index(name)
+#endif
+
+/* PG17 added the time a replication slot became inactive. */
+#if PG_VERSION_NUM >= 170000
+#define PGC_SLOT_INACTIVE_SINCE(slot)	((slot)->inactive_since)
+#else
+#define PGC_SLOT_INACTIVE_SINCE(slot)	((TimestampTz) 0)
+#endif
+
+/*
+ * Pending per-relation statistics of this backend: PG16 renamed t_counts
+ * to counts and dropped the t_ prefixes.  NULL pgstat_info (track_counts
+ * off, or not yet attached in PG15+) reads as zero.
+ */
+#if PG_VERSION_NUM >= 160000
+#define PGC_REL_TUPLES_RETURNED(rel) \
+	((rel)->pgstat_info ? (rel)->pgstat_info->counts.tuples_returned : 0)
+#define PGC_REL_TUPLES_FETCHED(rel) \
+	((rel)->pgstat_info ? (rel)->pgstat_info->counts.tuples_fetched : 0)
+#else
+#define PGC_REL_TUPLES_RETURNED(rel) \
+	((rel)->pgstat_info ? (rel)->pgstat_info->t_counts.t_tuples_returned : 0)
+#define PGC_REL_TUPLES_FETCHED(rel) \
+	((rel)->pgstat_info ? (rel)->pgstat_info->t_counts.t_tuples_fetched : 0)
 #endif
 
 /* The sampler's own wait event: PG17 lets an extension name its own. */

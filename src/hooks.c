@@ -8,7 +8,8 @@
  * and of every utility statement, it checks whether this backend's
  * subtransaction cache has just overflowed (subxact.c records the event)
  * and counts the statement, with the suboverflowed and standby flags of its
- * snapshot, in the statement hash (statements.c).
+ * snapshot and what its index scans read (indexscan.c, baselines taken at
+ * ExecutorStart), in the statement hash (statements.c).
  *
  * A statement is top-level (the one the client sent) when its source text
  * is the client's query string, debug_query_string: the same pointer for a
@@ -54,12 +55,18 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	else
 		standard_ExecutorStart(queryDesc, eflags);
 
+	if (IsParallelWorker())
+		return;
+
 	/* The statement the client sent: what an overflow event will name. */
-	if (is_client_statement(queryDesc->sourceText) && !IsParallelWorker())
+	if (is_client_statement(queryDesc->sourceText))
 		pgc_note_top_statement((int64) queryDesc->plannedstmt->queryId,
 							   queryDesc->sourceText,
 							   queryDesc->plannedstmt->stmt_location,
 							   queryDesc->plannedstmt->stmt_len);
+
+	if (pgc_track_statements && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+		pgc_index_scans_start(queryDesc);
 }
 
 static void
@@ -76,13 +83,15 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			Snapshot	snapshot = queryDesc->snapshot;
 			bool		mvcc = snapshot != NULL &&
 				snapshot->snapshot_type == SNAPSHOT_MVCC;
+			PgcIndexDelta deltas[PGC_INDEX_SLOTS];
+			int			ndeltas = pgc_index_scans_end(queryDesc, deltas);
 
 			pgc_statement_count((int64) stmt->queryId, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len,
 								true,
 								mvcc && snapshot->suboverflowed,
 								mvcc && snapshot->takenDuringRecovery,
-								false);
+								false, deltas, ndeltas);
 		}
 	}
 

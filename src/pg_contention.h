@@ -51,6 +51,20 @@ typedef struct PgcStatementKey
 	int64		query_id;		/* 0 when query ids are off */
 } PgcStatementKey;
 
+/* Index scans: kinds, and one execution's counts for one index. */
+#define PGC_INDEX_SLOTS 6		/* indexes tracked per statement */
+#define PGC_SCAN_INDEX		1
+#define PGC_SCAN_INDEX_ONLY	2
+#define PGC_SCAN_BITMAP		3
+
+typedef struct PgcIndexDelta
+{
+	Oid			indexoid;
+	uint8		kind;
+	int64		returned;		/* entries the index returned */
+	int64		fetched;		/* heap tuples found visible */
+} PgcIndexDelta;
+
 /* One overflow event (a ring slot); query[] has max_query_length bytes. */
 typedef struct PgcOverflowEvent
 {
@@ -91,9 +105,14 @@ extern void pgc_statements_shmem_init(void);
 extern void pgc_statement_count(int64 query_id, const char *source_text,
 								int stmt_location, int stmt_len,
 								bool counted_call, bool suboverflowed,
-								bool in_recovery, bool overflow_event);
+								bool in_recovery, bool overflow_event,
+								const PgcIndexDelta *deltas, int ndeltas);
 extern void pgc_statements_reset(void);
 extern int64 pgc_statements_count(void);
+
+/* indexscan.c */
+extern void pgc_index_scans_start(QueryDesc *queryDesc);
+extern int	pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas);
 
 /* subxact.c */
 extern Size pgc_events_shmem_size(void);
@@ -112,6 +131,19 @@ extern void pgc_sampler_reset(void);
 extern void pgc_publish_query_id(int64 query_id);
 
 /* activity.c */
+typedef struct PgcProcState
+{
+	int			pid;
+	TransactionId xid;
+	TransactionId xmin;
+	int			subxact_count;
+	bool		subxact_overflowed;
+	uint8		status_flags;	/* PROC_IN_VACUUM, PROC_IN_LOGICAL_DECODING, ... */
+	Oid			dbid;
+} PgcProcState;
+
+extern PgcProcState *pgc_collect_procs(int *n);
+extern PgcProcState *pgc_find_proc(PgcProcState *states, int n, int pid);
 extern bool pgc_can_see_details(Oid owner);
 extern const char *pgc_backend_state_name(int state);
 extern const char *pgc_backend_type_name(const PgBackendStatus *beentry);

@@ -31,6 +31,21 @@
 #include "utils/hsearch.h"
 
 PG_FUNCTION_INFO_V1(pg_contention_statements);
+PG_FUNCTION_INFO_V1(pg_contention_index_scans);
+
+/* What one statement's scans of one index cost (indexscan.c). */
+typedef struct PgcIndexCounters
+{
+	Oid			indexoid;		/* InvalidOid: slot free */
+	int64		scans;			/* executions with a plain index scan */
+	int64		entries_read;	/* of those: entries returned by the index */
+	int64		live_fetched;	/* heap tuples found visible */
+	int64		dead_visits;	/* entries_read - live_fetched */
+	int64		max_dead_visits;	/* in one execution */
+	int64		index_only_scans;	/* executions with an index-only scan */
+	int64		bitmap_scans;	/* executions with a bitmap index scan */
+	int64		other_entries_read; /* entries read by those two */
+} PgcIndexCounters;
 
 typedef struct PgcStatementEntry
 {
@@ -43,6 +58,8 @@ typedef struct PgcStatementEntry
 	int64		overflow_events;
 	TimestampTz first_seen;
 	TimestampTz last_seen;
+	int64		indexes_untracked;	/* index deltas with no free slot */
+	PgcIndexCounters indexes[PGC_INDEX_SLOTS];
 	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen */
 } PgcStatementEntry;
 
@@ -161,16 +178,66 @@ enter_statement(const PgcStatementKey *key, const char *source_text,
 	return entry;
 }
 
+/* Add one execution's index deltas to an entry; caller holds its mutex. */
+static void
+add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
+				 int ndeltas)
+{
+	for (int d = 0; d < ndeltas; d++)
+	{
+		const PgcIndexDelta *delta = &deltas[d];
+		PgcIndexCounters *c = NULL;
+
+		for (int i = 0; i < PGC_INDEX_SLOTS; i++)
+		{
+			if (entry->indexes[i].indexoid == delta->indexoid)
+			{
+				c = &entry->indexes[i];
+				break;
+			}
+			if (c == NULL && entry->indexes[i].indexoid == InvalidOid)
+				c = &entry->indexes[i];
+		}
+		if (c == NULL)
+		{
+			entry->indexes_untracked++;
+			continue;
+		}
+		c->indexoid = delta->indexoid;
+		if (delta->kind == PGC_SCAN_INDEX)
+		{
+			/* A non-MVCC scan can fetch a TID more than once. */
+			int64		dead = Max(delta->returned - delta->fetched, 0);
+
+			c->scans++;
+			c->entries_read += delta->returned;
+			c->live_fetched += delta->fetched;
+			c->dead_visits += dead;
+			c->max_dead_visits = Max(c->max_dead_visits, dead);
+		}
+		else
+		{
+			if (delta->kind == PGC_SCAN_INDEX_ONLY)
+				c->index_only_scans++;
+			else
+				c->bitmap_scans++;
+			c->other_entries_read += delta->returned;
+		}
+	}
+}
+
 /*
  * Count one statement for the current user and database.  counted_call:
- * an execution (ExecutorEnd) with its snapshot's flags; overflow_event: the
- * statement caused a subtransaction-cache overflow.
+ * an execution (ExecutorEnd) with its snapshot's flags and its index
+ * scans' deltas; overflow_event: the statement caused a subtransaction-
+ * cache overflow.
  */
 void
 pgc_statement_count(int64 query_id, const char *source_text,
 					int stmt_location, int stmt_len,
 					bool counted_call, bool suboverflowed,
-					bool in_recovery, bool overflow_event)
+					bool in_recovery, bool overflow_event,
+					const PgcIndexDelta *deltas, int ndeltas)
 {
 	PgcStatementKey key;
 	PgcStatementEntry *entry;
@@ -221,6 +288,8 @@ pgc_statement_count(int64 query_id, const char *source_text,
 	}
 	if (overflow_event)
 		entry->overflow_events++;
+	if (ndeltas > 0)
+		add_index_deltas(entry, deltas, ndeltas);
 	entry->last_seen = now;
 	SpinLockRelease(&entry->mutex);
 
@@ -248,42 +317,51 @@ pgc_statements_reset(void)
 	pgc_shared->statement_evictions = 0;
 }
 
-#define STATEMENT_COLS 10
-
 /*
- * pg_contention_statements(): every entry.  Entries are copied out under
- * statements_lock in shared mode (counters under their spinlock); tuples
- * are built after it is released.
+ * Copy every entry out of the hash, under statements_lock in shared mode
+ * (counters under their spinlock), into a palloc'd array; *n is the count.
+ * Entries are only added under the exclusive lock, so the count holds.
  */
-Datum
-pg_contention_statements(PG_FUNCTION_ARGS)
+static char *
+copy_entries(long *n)
 {
-	TupleDesc	tupdesc;
-	Tuplestorestate *tupstore;
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
-	char	   *copy;
-	long		n = 0;
 	Size		size = entry_size();
+	char	   *copy;
+	long		i = 0;
 
-	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
-
-	/* Entries are only added under the exclusive lock: the count holds. */
 	LWLockAcquire(pgc_shared->statements_lock, LW_SHARED);
 	copy = palloc_extended(mul_size(Max(hash_get_num_entries(statements), 1), size),
 						   MCXT_ALLOC_HUGE);
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		PgcStatementEntry *dest = (PgcStatementEntry *) (copy + n * size);
-
 		SpinLockAcquire(&entry->mutex);
-		memcpy(dest, entry, size);
+		memcpy(copy + i * size, entry, size);
 		SpinLockRelease(&entry->mutex);
-		n++;
+		i++;
 	}
 	LWLockRelease(pgc_shared->statements_lock);
+	*n = i;
+	return copy;
+}
+
+#define STATEMENT_COLS 10
+
+/* pg_contention_statements(): every entry; tuples built after copying. */
+Datum
+pg_contention_statements(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	char	   *copy;
+	long		n;
+	Size		size = entry_size();
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	copy = copy_entries(&n);
 
 	for (long i = 0; i < n; i++)
 	{
@@ -307,6 +385,64 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 		values[9] = CStringGetTextDatum(visible ? e->query :
 										"<insufficient privilege>");
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	pfree(copy);
+	return (Datum) 0;
+}
+
+#define INDEX_SCAN_COLS 15
+
+/*
+ * pg_contention_index_scans(): one row per (statement entry, index).  The
+ * view sums them per database, index and query id, and names the index.
+ */
+Datum
+pg_contention_index_scans(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	char	   *copy;
+	long		n;
+	Size		size = entry_size();
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	copy = copy_entries(&n);
+
+	for (long i = 0; i < n; i++)
+	{
+		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+		bool		visible = pgc_can_see_details(e->key.userid);
+
+		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+		{
+			PgcIndexCounters *c = &e->indexes[k];
+			Datum		values[INDEX_SCAN_COLS] = {0};
+			bool		nulls[INDEX_SCAN_COLS] = {0};
+
+			if (c->indexoid == InvalidOid)
+				continue;
+			values[0] = ObjectIdGetDatum(e->key.userid);
+			values[1] = ObjectIdGetDatum(e->key.dbid);
+			if (visible)
+				values[2] = Int64GetDatum(e->key.query_id);
+			else
+				nulls[2] = true;
+			values[3] = ObjectIdGetDatum(c->indexoid);
+			values[4] = Int64GetDatum(c->scans);
+			values[5] = Int64GetDatum(c->entries_read);
+			values[6] = Int64GetDatum(c->live_fetched);
+			values[7] = Int64GetDatum(c->dead_visits);
+			values[8] = Int64GetDatum(c->max_dead_visits);
+			values[9] = Int64GetDatum(c->index_only_scans);
+			values[10] = Int64GetDatum(c->bitmap_scans);
+			values[11] = Int64GetDatum(c->other_entries_read);
+			values[12] = TimestampTzGetDatum(e->last_seen);
+			values[13] = CStringGetTextDatum(visible ? e->query :
+											 "<insufficient privilege>");
+			values[14] = Int64GetDatum(e->indexes_untracked);
+			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+		}
 	}
 	pfree(copy);
 	return (Datum) 0;

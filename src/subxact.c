@@ -169,7 +169,7 @@ pgc_check_overflow(int64 current_query_id)
 
 	if (pgc_track_statements)
 		pgc_statement_count(query_id, text, location, len,
-							false, false, false, true);
+							false, false, false, true, NULL, 0);
 	return true;
 }
 
@@ -232,68 +232,6 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* Transaction state of one live PGPROC, copied out of shared memory. */
-typedef struct ProcXactState
-{
-	int			pid;
-	TransactionId xid;
-	TransactionId xmin;
-	int			subxact_count;
-	bool		subxact_overflowed;
-} ProcXactState;
-
-static int
-compare_pid(const void *a, const void *b)
-{
-	int			pa = ((const ProcXactState *) a)->pid;
-	int			pb = ((const ProcXactState *) b)->pid;
-
-	return (pa > pb) - (pa < pb);
-}
-
-/*
- * Copy the transaction state of every live PGPROC into "states" (sized for
- * ProcGlobal->allProcCount entries) and return how many were copied, sorted
- * by pid.
- *
- * Why this is safe: ProcArrayLock is held in shared mode for this one pass
- * only, so a transaction cannot end (ProcArrayEndTransaction needs it
- * exclusively) while we read its xid, xmin and cache status, and the copy
- * is consistent against commits.  New subtransaction XIDs are added under
- * XidGenLock, not ProcArrayLock, so the count can still grow while we read;
- * each field is read once, is at most four bytes and aligned, so it cannot
- * be torn, and a count that is one behind is harmless for monitoring.  A
- * PGPROC whose latch has no owner belongs to no live process (before PG17
- * ProcKill leaves pid set, but always disowns the latch).
- */
-static int
-collect_proc_states(ProcXactState *states)
-{
-	uint32		nprocs;
-	int			n = 0;
-
-	LWLockAcquire(ProcArrayLock, LW_SHARED);
-	nprocs = ProcGlobal->allProcCount;
-	for (uint32 i = 0; i < nprocs; i++)
-	{
-		PGPROC	   *proc = &ProcGlobal->allProcs[i];
-		int			pid = ((volatile PGPROC *) proc)->pid;
-
-		if (pid == 0 || ((volatile PGPROC *) proc)->procLatch.owner_pid == 0)
-			continue;
-		states[n].pid = pid;
-		states[n].xid = PGC_PROC_XID(proc);
-		states[n].xmin = PGC_PROC_XMIN(proc);
-		states[n].subxact_count = PGC_PROC_SUBXID_COUNT(proc);
-		states[n].subxact_overflowed = PGC_PROC_SUBXID_OVERFLOWED(proc);
-		n++;
-	}
-	LWLockRelease(ProcArrayLock);
-
-	qsort(states, n, sizeof(ProcXactState), compare_pid);
-	return n;
-}
-
 #define SUBXACT_COLS 13
 
 Datum
@@ -301,32 +239,27 @@ pg_contention_subxact(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
-	ProcXactState *states;
+	PgcProcState *states;
 	int			nstates;
 	int			nbackends;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &tupdesc);
-
-	/* Allocate before taking the lock: palloc may fail. */
-	states = palloc(sizeof(ProcXactState) * ProcGlobal->allProcCount);
-	nstates = collect_proc_states(states);
+	states = pgc_collect_procs(&nstates);
 
 	nbackends = pgstat_fetch_stat_numbackends();
 	for (int i = 1; i <= nbackends; i++)
 	{
 		LocalPgBackendStatus *local = pgc_local_beentry(i);
 		PgBackendStatus *be;
-		ProcXactState key;
-		ProcXactState *st;
+		PgcProcState *st;
 		Datum		values[SUBXACT_COLS] = {0};
 		bool		nulls[SUBXACT_COLS] = {0};
 
 		if (local == NULL)
 			continue;
 		be = &local->backendStatus;
-		key.pid = be->st_procpid;
-		st = bsearch(&key, states, nstates, sizeof(ProcXactState), compare_pid);
+		st = pgc_find_proc(states, nstates, be->st_procpid);
 		if (st == NULL)
 			continue;			/* exited since the status snapshot */
 

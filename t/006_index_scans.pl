@@ -1,0 +1,114 @@
+# Case 2 (cases.md): while another session holds an uncommitted insert of
+# many rows with the same key, a point lookup's index scan visits all their
+# entries and finds them invisible.  pg_contention_index_scans names the
+# statement and the index, with the dead visits per scan; after the rows
+# are committed, deleted and vacuumed, new scans visit no dead entries.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('index_scans');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+autovacuum = off
+});
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION pg_contention;
+	CREATE TABLE t123 (id int, info text) WITH (autovacuum_enabled = off);
+	CREATE INDEX idx_t123_id ON t123 (id);
+	INSERT INTO t123 SELECT generate_series(1, 300000), 'test';
+	ANALYZE t123;
+});
+
+# The write-up's lookup, as a plain index scan.  (Statements are told apart
+# by their query id, which ignores constants, so each check below uses a
+# statement of its own shape.)
+my $plain = 'SET enable_bitmapscan = off; SET enable_seqscan = off;';
+my $lookup = 'SELECT * FROM t123 WHERE id = 1';
+my $stats = q{
+	SELECT scans, entries_read, live_fetched, dead_visits, max_dead_visits_per_scan,
+		   round(dead_ratio::numeric, 4), schemaname, relname, indexrelname
+	  FROM pg_contention_index_scans WHERE query = 'SELECT * FROM t123 WHERE id = 1'};
+
+# Session A inserts 300,000 rows with id = 1 and does not commit.
+my $a = $node->background_psql('postgres');
+my $a_pid = $a->query_safe('SELECT pg_backend_pid()');
+$a->query_safe("BEGIN; INSERT INTO t123 SELECT 1, 'test123' FROM generate_series(1, 300000);");
+
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+is($node->safe_psql('postgres', "$plain $lookup"), '1|test', 'the lookup sees one row');
+my @s = split /\|/, $node->safe_psql('postgres', $stats);
+is($s[0], 1, 'one plain index scan counted');
+is($s[1], 300001, 'it read 300,001 index entries');
+is($s[2], 1, 'and found one visible heap tuple');
+is($s[3], 300000, 'so 300,000 dead or invisible entries were visited');
+is($s[4], 300000, 'all in that one execution');
+cmp_ok($s[5], '>', 0.99, "dead_ratio $s[5] is above 0.99");
+is("$s[6].$s[7].$s[8]", 'public.t123.idx_t123_id', 'the index and its table are named');
+
+# The horizon view names the culprit meanwhile.
+is($node->safe_psql('postgres',
+	"SELECT kind, state, blocks_cleanup FROM pg_contention_horizon WHERE pid = $a_pid"),
+	'backend|idle in transaction|t', 'the inserting session holds the horizon');
+
+# Commit, delete all but one id = 1 row, vacuum with nothing holding the
+# horizon: the dead entries are gone.
+$a->query_safe('COMMIT');
+$a->quit;
+$node->safe_psql('postgres', q{
+	DELETE FROM t123 WHERE id = 1 AND info = 'test123';
+	VACUUM t123;
+});
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+$node->safe_psql('postgres', "$plain $lookup");
+@s = split /\|/, $node->safe_psql('postgres', $stats);
+is("$s[0]|$s[1]|$s[2]|$s[3]", '1|1|1|0', 'after VACUUM the scan reads one entry, no dead one');
+is($s[5], '0.0000', 'dead_ratio is 0');
+
+# Index-only and bitmap scans are counted as such, with their entries,
+# but without a dead count (the server does not count their heap visits).
+$node->safe_psql('postgres', q{
+	SET enable_seqscan = off;
+	SELECT count(*) FROM t123 WHERE id BETWEEN 10 AND 20;
+});
+is($node->safe_psql('postgres',
+	"SELECT scans, bitmap_scans + index_only_scans, other_entries_read, dead_visits
+	   FROM pg_contention_index_scans WHERE query LIKE 'SELECT count(*) FROM t123 WHERE id BETWEEN%'"),
+	'0|1|11|0', 'a bitmap or index-only scan is counted apart');
+
+# A statement inside a function counts under its own query id, and EXPLAIN
+# without ANALYZE counts nothing.
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION lookup_two() RETURNS text LANGUAGE sql
+		AS 'SELECT max(info) FROM t123 WHERE id = 2';
+	SET enable_bitmapscan = off; SET enable_seqscan = off;
+	SELECT lookup_two();
+	EXPLAIN SELECT info, id FROM t123 WHERE id = 3;
+});
+is($node->safe_psql('postgres',
+	"SELECT scans, entries_read FROM pg_contention_index_scans WHERE query = 'SELECT max(info) FROM t123 WHERE id = 2'"),
+	'1|1', 'the function\'s lookup is counted with its own text');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_index_scans WHERE query LIKE '%info, id%'"),
+	'0', 'EXPLAIN without ANALYZE is not counted');
+
+# A failed statement leaves nothing behind: the next one is counted normally.
+$node->psql('postgres', "$plain SELECT id / 0 FROM t123 WHERE id = 4");
+$node->safe_psql('postgres', "$plain $lookup");
+is($node->safe_psql('postgres',
+	"SELECT scans FROM pg_contention_index_scans WHERE query = '$lookup'"),
+	'2', 'counting goes on after a failed statement');
+
+# Masking: another role sees the counters, not the statement.
+$node->safe_psql('postgres', 'CREATE ROLE reader LOGIN');
+is($node->safe_psql('postgres',
+	"SELECT bool_and(query = '<insufficient privilege>') AND bool_and(query_id IS NULL)
+	   FROM pg_contention_index_scans",
+	extra_params => [ '-U', 'reader' ]),
+	't', 'others\' statements are masked');
+
+done_testing();
