@@ -126,29 +126,21 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 }
 
 /*
- * Transaction callbacks: a last chance to notice an overflow that no
- * statement end saw, before commit, and when a subtransaction aborts (the
- * statement that took the XID failed; the event then names the top-level
- * statement around it).  At the end of a transaction, forget its top-level
- * statement.
+ * Transaction callbacks.  Every XID is taken inside a statement, so an
+ * overflow is seen at that statement's end, or, if it fails inside a
+ * subtransaction, when that subtransaction aborts (the event then names
+ * the top-level statement around it).  If the whole transaction fails,
+ * the server clears the flag before we could look: that overflow is not
+ * recorded.  At an abort, forget the top-level statement and the
+ * index-scan baselines of the executors that died with it.
  */
 static void
 pgc_xact_callback(XactEvent event, void *arg)
 {
-	switch (event)
+	if (event == XACT_EVENT_ABORT)
 	{
-		case XACT_EVENT_PRE_COMMIT:
-		case XACT_EVENT_PRE_PREPARE:
-			if (!IsParallelWorker())
-				(void) pgc_check_overflow(0);
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PREPARE:
-			pgc_forget_top_statement();
-			break;
-		default:
-			break;
+		pgc_forget_top_statement();
+		pgc_index_scans_abort(1);	/* no executor outlives this */
 	}
 }
 
@@ -156,8 +148,10 @@ static void
 pgc_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					 SubTransactionId parentSubid, void *arg)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB && !IsParallelWorker())
-		(void) pgc_check_overflow(0);
+	if (event != SUBXACT_EVENT_ABORT_SUB || IsParallelWorker())
+		return;
+	(void) pgc_check_overflow(0);
+	pgc_index_scans_abort(GetCurrentTransactionNestLevel());
 }
 
 void

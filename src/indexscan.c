@@ -16,18 +16,20 @@
  * whose heap tuple was dead or invisible.  The results go into the
  * statement's entry (statements.c).
  *
- * Owns no shared state.  Backend-local: the baselines of the executors
- * running now, allocated in each executor's query context and unlinked by
- * a reset callback of that context, so an executor that fails leaves
- * nothing behind.  No locks.
+ * Owns no shared state.  Backend-local: a small stack of the baselines of
+ * the executors running now (nested executors push on top).  A frame is
+ * popped at its ExecutorEnd; the frames of executors that failed are
+ * dropped when their (sub)transaction aborts, by the subtransaction level
+ * they were started at, so a frame never outlives its executor.  No locks,
+ * no allocation.
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_contention.h"
 
+#include "access/xact.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
 
 typedef struct IndexBaseline
@@ -40,30 +42,17 @@ typedef struct IndexBaseline
 
 typedef struct ExecutorBaselines
 {
-	struct ExecutorBaselines *next;
 	QueryDesc  *queryDesc;
+	int			nest_level;		/* subtransaction level at ExecutorStart */
 	int			n;
 	IndexBaseline nodes[PGC_INDEX_SLOTS];	/* further indexes are not counted */
-	MemoryContextCallback unlink;
 } ExecutorBaselines;
 
-/* Executors running now that scan indexes, innermost first. */
-static ExecutorBaselines *running = NULL;
+/* Executors running now that scan indexes; deeper ones are not counted. */
+#define MAX_TRACKED_EXECUTORS 16
 
-static void
-unlink_baselines(void *arg)
-{
-	ExecutorBaselines **link;
-
-	for (link = &running; *link != NULL; link = &(*link)->next)
-	{
-		if (*link == (ExecutorBaselines *) arg)
-		{
-			*link = (*link)->next;
-			return;
-		}
-	}
-}
+static ExecutorBaselines running[MAX_TRACKED_EXECUTORS];
+static int	nrunning = 0;
 
 static bool
 collect_index_scans(PlanState *ps, void *context)
@@ -108,37 +97,52 @@ collect_index_scans(PlanState *ps, void *context)
 			b->n++;
 		}
 	}
-	return planstate_tree_walker(ps, collect_index_scans, context);
+
+	/*
+	 * Most nodes keep their children in lefttree/righttree and subplans in
+	 * initPlan/subPlan; walk those directly.  The few with other child
+	 * lists go through the server's generic walker.
+	 */
+	switch (nodeTag(ps))
+	{
+		case T_AppendState:
+		case T_MergeAppendState:
+		case T_ModifyTableState:
+		case T_BitmapAndState:
+		case T_BitmapOrState:
+		case T_SubqueryScanState:
+		case T_CustomScanState:
+			return planstate_tree_walker(ps, collect_index_scans, context);
+		default:
+			break;
+	}
+	if (ps->initPlan != NIL || ps->subPlan != NIL)
+		return planstate_tree_walker(ps, collect_index_scans, context);
+	if (ps->righttree != NULL)
+		(void) collect_index_scans(ps->righttree, context);
+	return collect_index_scans(ps->lefttree, context);
 }
 
 /*
  * After standard_ExecutorStart: note the counters of every index the plan
- * scans.  Nothing is allocated for plans without index scans.  (With
- * EXPLAIN without ANALYZE the scan nodes have no relation open.)
+ * scans.  (With EXPLAIN without ANALYZE the scan nodes have no relation
+ * open, so nothing is noted.)
  */
 void
 pgc_index_scans_start(QueryDesc *queryDesc)
 {
-	ExecutorBaselines local;
 	ExecutorBaselines *b;
-	MemoryContext cxt;
 
-	if (queryDesc->planstate == NULL || queryDesc->estate == NULL)
+	if (queryDesc->planstate == NULL || nrunning >= MAX_TRACKED_EXECUTORS)
 		return;
-	local.n = 0;
-	(void) collect_index_scans(queryDesc->planstate, &local);
-	if (local.n == 0)
+	b = &running[nrunning];
+	b->n = 0;
+	(void) collect_index_scans(queryDesc->planstate, b);
+	if (b->n == 0)
 		return;
-
-	cxt = queryDesc->estate->es_query_cxt;
-	b = MemoryContextAlloc(cxt, sizeof(ExecutorBaselines));
-	memcpy(b, &local, sizeof(ExecutorBaselines));
 	b->queryDesc = queryDesc;
-	b->unlink.func = unlink_baselines;
-	b->unlink.arg = b;
-	MemoryContextRegisterResetCallback(cxt, &b->unlink);
-	b->next = running;
-	running = b;
+	b->nest_level = GetCurrentTransactionNestLevel();
+	nrunning++;
 }
 
 /*
@@ -148,12 +152,18 @@ pgc_index_scans_start(QueryDesc *queryDesc)
 int
 pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas)
 {
-	ExecutorBaselines *b;
+	ExecutorBaselines *b = NULL;
 	int			n = 0;
+	int			k;
 
-	for (b = running; b != NULL; b = b->next)
-		if (b->queryDesc == queryDesc)
+	for (k = nrunning - 1; k >= 0; k--)
+	{
+		if (running[k].queryDesc == queryDesc)
+		{
+			b = &running[k];
 			break;
+		}
+	}
 	if (b == NULL)
 		return 0;
 
@@ -175,5 +185,24 @@ pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas)
 		deltas[n].fetched = fetched;
 		n++;
 	}
+
+	/* Pop it, and any frame above it whose executor never ended. */
+	nrunning = k;
 	return n;
+}
+
+/*
+ * A (sub)transaction at nest_level aborts: the executors it started are
+ * gone.  Drop their frames before their QueryDesc addresses can be reused.
+ * Level 1 (the top level) drops everything.
+ */
+void
+pgc_index_scans_abort(int nest_level)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < nrunning; i++)
+		if (running[i].nest_level < nest_level)
+			running[kept++] = running[i];
+	nrunning = kept;
 }

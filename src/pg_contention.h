@@ -13,6 +13,7 @@
 
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
@@ -37,7 +38,7 @@ typedef struct PgcSharedState
 
 	/* statement hash bookkeeping, under statements_lock */
 	int64		statement_evictions;	/* entries evicted to make room */
-	uint64		statements_generation;	/* bumped when entries move */
+	pg_atomic_uint64 statements_generation; /* bumped before entries move */
 
 	/* overflow event ring, under events_lock */
 	int64		events_written; /* events ever written since reset */
@@ -113,6 +114,7 @@ extern int64 pgc_statements_count(void);
 /* indexscan.c */
 extern void pgc_index_scans_start(QueryDesc *queryDesc);
 extern int	pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas);
+extern void pgc_index_scans_abort(int nest_level);
 
 /* subxact.c */
 extern Size pgc_events_shmem_size(void);

@@ -82,6 +82,7 @@ pgc_shmem_startup(void)
 		shared->sampler_lock = &locks[2].lock;
 		shared->started_at = GetCurrentTimestamp();
 		shared->stats_reset = shared->started_at;
+		pg_atomic_init_u64(&shared->statements_generation, 0);
 	}
 	pgc_events_shmem_init();
 	pgc_statements_shmem_init();

@@ -14,11 +14,17 @@
  * only to create entries, evict, or reset.  When the hash is full, the
  * least used 5% (at least 10) are evicted and counted; nothing errors.
  *
- * Each backend remembers where the entries of its recent statements are
- * (a small direct-mapped cache), so the common path skips the hash lookup.
- * An entry only moves or disappears under the exclusive lock, which bumps
- * pgc_shared->statements_generation; a cached pointer is used only while
- * the generation it was found in is current, read under the shared lock.
+ * The common path takes no LWLock at all.  Each backend remembers where
+ * the entries of its recent statements are (a small direct-mapped cache)
+ * and the generation (pgc_shared->statements_generation) it found them in.
+ * Entries are removed only by a holder of the exclusive lock (eviction,
+ * reset), which first bumps the generation and then takes each victim's
+ * spinlock before removing it; a new entry is initialised under its
+ * spinlock too.  So a backend that takes a cached entry's spinlock and
+ * still reads the generation it found the entry in holds a live entry:
+ * had the entry been removed, the remover's bump would have been visible
+ * once we got the spinlock it released.  Otherwise it falls back to the
+ * locked path.
  *
  *-------------------------------------------------------------------------
  */
@@ -139,9 +145,14 @@ evict_least_used(void)
 	}
 	qsort(all, i, sizeof(PgcStatementEntry *), compare_usage);
 	victims = Min(i, Max(EVICT_MIN, i * EVICT_PERCENT / 100));
-	pgc_shared->statements_generation++;
+	pg_atomic_fetch_add_u64(&pgc_shared->statements_generation, 1);
 	for (long v = 0; v < victims; v++)
+	{
+		/* Wait out any backend updating it without the LWLock. */
+		SpinLockAcquire(&all[v]->mutex);
+		SpinLockRelease(&all[v]->mutex);
 		hash_search(statements, &all[v]->key, HASH_REMOVE, NULL);
+	}
 	pgc_shared->statement_evictions += victims;
 	pfree(all);
 }
@@ -168,12 +179,19 @@ enter_statement(const PgcStatementKey *key, const char *source_text,
 		return NULL;
 	if (!found)
 	{
-		memset((char *) entry + sizeof(PgcStatementKey), 0,
-			   entry_size() - sizeof(PgcStatementKey));
-		SpinLockInit(&entry->mutex);
+		/*
+		 * The slot may be a removed entry's, whose spinlock a backend with
+		 * a stale cache could still be holding for a moment (never-used
+		 * shared memory is zeroed, i.e. unlocked): take it, do not reset it.
+		 */
+		Size		after_mutex = offsetof(PgcStatementEntry, usage);
+
+		SpinLockAcquire(&entry->mutex);
+		memset((char *) entry + after_mutex, 0, entry_size() - after_mutex);
 		entry->first_seen = now;
 		pgc_copy_statement_text(entry->query, pgc_max_query_length,
 								source_text, stmt_location, stmt_len);
+		SpinLockRelease(&entry->mutex);
 	}
 	return entry;
 }
@@ -226,6 +244,28 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 	}
 }
 
+/* Add one statement's counts; caller holds the entry's spinlock. */
+static inline void
+update_entry(PgcStatementEntry *entry, TimestampTz now, bool counted_call,
+			 bool suboverflowed, bool in_recovery, bool overflow_event,
+			 const PgcIndexDelta *deltas, int ndeltas)
+{
+	if (counted_call)
+	{
+		entry->calls++;
+		entry->usage += 1.0;
+		if (suboverflowed)
+			entry->suboverflowed_calls++;
+		if (in_recovery)
+			entry->standby_calls++;
+	}
+	if (overflow_event)
+		entry->overflow_events++;
+	if (ndeltas > 0)
+		add_index_deltas(entry, deltas, ndeltas);
+	entry->last_seen = now;
+}
+
 /*
  * Count one statement for the current user and database.  counted_call:
  * an execution (ExecutorEnd) with its snapshot's flags and its index
@@ -253,13 +293,23 @@ pgc_statement_count(int64 query_id, const char *source_text,
 
 	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32)) % LOCAL_CACHE_SIZE];
 
-	LWLockAcquire(pgc_shared->statements_lock, LW_SHARED);
-	if (slot->entry != NULL &&
-		slot->generation == pgc_shared->statements_generation &&
-		memcmp(&slot->key, &key, sizeof(key)) == 0)
+	/* Fast path: a cached entry, still live (see the header comment). */
+	if (slot->entry != NULL && memcmp(&slot->key, &key, sizeof(key)) == 0)
+	{
 		entry = slot->entry;
-	else
-		entry = hash_search(statements, &key, HASH_FIND, NULL);
+		SpinLockAcquire(&entry->mutex);
+		if (pg_atomic_read_u64(&pgc_shared->statements_generation) == slot->generation)
+		{
+			update_entry(entry, now, counted_call, suboverflowed, in_recovery,
+						 overflow_event, deltas, ndeltas);
+			SpinLockRelease(&entry->mutex);
+			return;
+		}
+		SpinLockRelease(&entry->mutex);
+	}
+
+	LWLockAcquire(pgc_shared->statements_lock, LW_SHARED);
+	entry = hash_search(statements, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
 		LWLockRelease(pgc_shared->statements_lock);
@@ -272,25 +322,14 @@ pgc_statement_count(int64 query_id, const char *source_text,
 			return;
 		}
 	}
+	/* No removal can happen while we hold the LWLock: the generation holds. */
 	slot->key = key;
 	slot->entry = entry;
-	slot->generation = pgc_shared->statements_generation;
+	slot->generation = pg_atomic_read_u64(&pgc_shared->statements_generation);
 
 	SpinLockAcquire(&entry->mutex);
-	if (counted_call)
-	{
-		entry->calls++;
-		entry->usage += 1.0;
-		if (suboverflowed)
-			entry->suboverflowed_calls++;
-		if (in_recovery)
-			entry->standby_calls++;
-	}
-	if (overflow_event)
-		entry->overflow_events++;
-	if (ndeltas > 0)
-		add_index_deltas(entry, deltas, ndeltas);
-	entry->last_seen = now;
+	update_entry(entry, now, counted_call, suboverflowed, in_recovery,
+				 overflow_event, deltas, ndeltas);
 	SpinLockRelease(&entry->mutex);
 
 	LWLockRelease(pgc_shared->statements_lock);
@@ -310,10 +349,15 @@ pgc_statements_reset(void)
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
 
-	pgc_shared->statements_generation++;
+	pg_atomic_fetch_add_u64(&pgc_shared->statements_generation, 1);
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		/* Wait out any backend updating it without the LWLock. */
+		SpinLockAcquire(&entry->mutex);
+		SpinLockRelease(&entry->mutex);
 		hash_search(statements, &entry->key, HASH_REMOVE, NULL);
+	}
 	pgc_shared->statement_evictions = 0;
 }
 
