@@ -70,6 +70,25 @@ is($node->safe_psql('postgres',
 	"SELECT max(octet_length(query)) <= 63 FROM pg_contention_overflow_events"),
 	't', 'event texts are cut to fit max_query_length');
 
+# Eviction while four clients update entries concurrently (their cached
+# entry pointers are invalidated by each eviction): 120 statement shapes
+# into a hash of 100, picked at random.
+my %scripts;
+for my $i (1 .. 120)
+{
+	$scripts{"shape_$i"} = "SELECT 1" . (', 2' x $i) . ";\n";
+}
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+$node->pgbench('-n -c 4 -j 2 -t 300', 0, [qr{processed: 1200/1200}], [qr{^$}],
+	'pgbench with 120 statement shapes', \%scripts);
+($count, $evictions) = split /\|/, $node->safe_psql('postgres',
+	'SELECT statements, statement_evictions FROM pg_contention_info');
+cmp_ok($count, '<=', 100, "still at most 100 statements under concurrent eviction ($count)");
+cmp_ok($evictions, '>', 0, "evictions happened meanwhile ($evictions)");
+cmp_ok($node->safe_psql('postgres',
+	"SELECT sum(calls) FROM pg_contention_statements WHERE query LIKE 'SELECT 1, 2%'"),
+	'<=', 1200, 'no execution counted twice');
+
 # Reset clears everything, counters included.
 $node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 is($node->safe_psql('postgres',
