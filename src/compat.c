@@ -11,7 +11,13 @@
  * not carry the id there, get the same hash.  On PostgreSQL 14 and later this file
  * compiles to an empty initialiser, and the server's query ids are used.
  *
- * Owns no shared state; takes no locks.
+ * It also reads old_snapshot_threshold's shared state (PG13-16): the
+ * scalar fields under the server's own spinlocks, the time map's fill
+ * under OldSnapshotTimeMapLock in shared mode, as contrib/old_snapshot
+ * does.  On PG17 and later, which removed the feature, those functions say
+ * it is not supported.
+ *
+ * Owns no shared state.
  *
  *-------------------------------------------------------------------------
  */
@@ -82,6 +88,157 @@ int64
 pgc_utility_query_id(PlannedStmt *pstmt, const char *query_string)
 {
 	return (int64) pstmt->queryId;
+}
+
+#endif
+
+#if PG_VERSION_NUM < 170000
+
+#include "storage/shmem.h"
+#include "utils/snapmgr.h"
+
+#if PG_VERSION_NUM >= 140000
+#include "utils/old_snapshot.h"
+#else
+
+/* PG13 keeps this struct static in snapmgr.c; the same layout. */
+typedef struct OldSnapshotControlData
+{
+	slock_t		mutex_current;
+	TimestampTz current_timestamp;
+	slock_t		mutex_latest_xmin;
+	TransactionId latest_xmin;
+	TimestampTz next_map_update;
+	slock_t		mutex_threshold;
+	TimestampTz threshold_timestamp;
+	TransactionId threshold_xid;
+	int			head_offset;
+	TimestampTz head_timestamp;
+	int			count_used;
+	TransactionId xid_by_minute[FLEXIBLE_ARRAY_MEMBER];
+} OldSnapshotControlData;
+#endif
+
+static volatile OldSnapshotControlData *
+old_snapshot_control(void)
+{
+#if PG_VERSION_NUM >= 140000
+	return oldSnapshotControl;
+#else
+	static volatile OldSnapshotControlData *control = NULL;
+
+	if (control == NULL)
+	{
+		bool		found;
+
+		/* Attach to the server's own block; the size must match exactly. */
+		control = ShmemInitStruct("OldSnapshotControlData", SnapMgrShmemSize(),
+								  &found);
+		if (!found)
+			elog(ERROR, "OldSnapshotControlData not found in shared memory");
+	}
+	return control;
+#endif
+}
+
+bool
+pgc_oldsnap_supported(void)
+{
+	return true;
+}
+
+int
+pgc_oldsnap_setting(void)
+{
+	return old_snapshot_threshold;
+}
+
+bool
+pgc_oldsnap_read_state(PgcOldSnapshotState *state)
+{
+	volatile OldSnapshotControlData *c = old_snapshot_control();
+
+	SpinLockAcquire(&c->mutex_current);
+	state->current_timestamp = c->current_timestamp;
+	SpinLockRelease(&c->mutex_current);
+
+	SpinLockAcquire(&c->mutex_latest_xmin);
+	state->latest_xmin = c->latest_xmin;
+	state->next_map_update = c->next_map_update;
+	SpinLockRelease(&c->mutex_latest_xmin);
+
+	SpinLockAcquire(&c->mutex_threshold);
+	state->threshold_timestamp = c->threshold_timestamp;
+	state->threshold_xid = c->threshold_xid;
+	SpinLockRelease(&c->mutex_threshold);
+
+	LWLockAcquire(OldSnapshotTimeMapLock, LW_SHARED);
+	state->map_entries_used = c->count_used;
+	LWLockRelease(OldSnapshotTimeMapLock);
+	return true;
+}
+
+/* Take mutex_current once, exactly as every snapshot does. */
+void
+pgc_oldsnap_probe(void)
+{
+	(void) GetSnapshotCurrentTimestamp();
+}
+
+/*
+ * Read each of the three lock words reads_per_lock times without taking
+ * them, a spin-delay instruction apart (so the reads span a few
+ * microseconds rather than hitting one cached copy); return how many saw
+ * one held.  A plain read: no write, no barrier, so it cannot disturb the
+ * holders.
+ */
+int
+pgc_oldsnap_locks_held(int reads_per_lock)
+{
+	volatile OldSnapshotControlData *c = old_snapshot_control();
+	volatile slock_t *locks[PGC_OLDSNAP_LOCKS] = {
+		&c->mutex_current, &c->mutex_latest_xmin, &c->mutex_threshold
+	};
+	int			held = 0;
+
+	for (int i = 0; i < reads_per_lock; i++)
+	{
+		for (int l = 0; l < PGC_OLDSNAP_LOCKS; l++)
+			held += !SpinLockFree(locks[l]);
+		SPIN_DELAY();
+	}
+	return held;
+}
+
+#else							/* PG17 and later: the feature is gone */
+
+bool
+pgc_oldsnap_supported(void)
+{
+	return false;
+}
+
+int
+pgc_oldsnap_setting(void)
+{
+	return -1;
+}
+
+bool
+pgc_oldsnap_read_state(PgcOldSnapshotState *state)
+{
+	return false;
+}
+
+void
+pgc_oldsnap_probe(void)
+{
+}
+
+int
+pgc_oldsnap_locks_held(int reads_per_lock)
+{
+	return 0;
 }
 
 #endif

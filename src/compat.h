@@ -226,6 +226,39 @@ pgc_local_beentry(int index)
 	((rel)->pgstat_info ? (rel)->pgstat_info->t_counts.t_tuples_fetched : 0)
 #endif
 
+/* PG16 dropped the n_ prefix of the per-database statistics. */
+#if PG_VERSION_NUM >= 160000
+#define PGC_DB_LOCK_OPS(db) \
+	((db)->xact_commit + (db)->xact_rollback + (db)->blocks_fetched)
+#else
+#define PGC_DB_LOCK_OPS(db) \
+	((db)->n_xact_commit + (db)->n_xact_rollback + (db)->n_blocks_fetched)
+#endif
+
+/*
+ * old_snapshot_threshold (PG13-16; removed in PG17).  compat.c reads the
+ * server's OldSnapshotControlData: exported as oldSnapshotControl from
+ * PG14, found by its shared-memory name in PG13 (where it is static, with
+ * the same layout).
+ */
+typedef struct PgcOldSnapshotState
+{
+	TimestampTz current_timestamp;
+	TransactionId latest_xmin;
+	TimestampTz next_map_update;
+	TimestampTz threshold_timestamp;
+	TransactionId threshold_xid;
+	int			map_entries_used;
+} PgcOldSnapshotState;
+
+#define PGC_OLDSNAP_LOCKS 3		/* mutex_current, _latest_xmin, _threshold */
+
+extern bool pgc_oldsnap_supported(void);
+extern int	pgc_oldsnap_setting(void);	/* minutes; -1 off */
+extern bool pgc_oldsnap_read_state(PgcOldSnapshotState *state);
+extern void pgc_oldsnap_probe(void);
+extern int	pgc_oldsnap_locks_held(int reads_per_lock);
+
 /* The sampler's own wait event: PG17 lets an extension name its own. */
 static inline uint32
 pgc_sampler_wait_event(void)

@@ -66,6 +66,32 @@ typedef struct PgcIndexDelta
 	int64		fetched;		/* heap tuples found visible */
 } PgcIndexDelta;
 
+/* old_snapshot_threshold pressure figures (oldsnapshot.c) */
+#define PGC_PROBE_HIST_BUCKETS 32	/* bucket k: latency < 2^k ns */
+
+typedef struct PgcOldSnapFigures
+{
+	bool		active;			/* the setting was on */
+	int64		probes;			/* timed acquisitions of mutex_current */
+	int64		probe_max_ns;
+	int32		probe_hist[PGC_PROBE_HIST_BUCKETS];
+	int64		lock_word_reads;	/* unlocked reads of the three lock words */
+	int64		lock_word_held; /* of which saw the lock held */
+	int64		lock_op_estimate;	/* transactions + block requests */
+} PgcOldSnapFigures;
+
+typedef struct PgcOldSnapWindow
+{
+	int			seconds;		/* completed seconds in the window */
+	int64		ticks;
+	int64		active_samples;
+	int64		cpu_samples;
+	int64		timemap_samples;
+	int64		procarray_samples;
+	bool		have_timemap;
+	PgcOldSnapFigures figures;
+} PgcOldSnapWindow;
+
 /* One overflow event (a ring slot); query[] has max_query_length bytes. */
 typedef struct PgcOverflowEvent
 {
@@ -131,6 +157,12 @@ extern void pgc_sampler_shmem_init(void);
 extern void pgc_sampler_register(void);
 extern void pgc_sampler_reset(void);
 extern void pgc_publish_query_id(int64 query_id);
+extern void pgc_sampler_oldsnap_window(TimestampTz since, PgcOldSnapWindow *window,
+									   PgcOldSnapFigures *total);
+
+/* oldsnapshot.c */
+extern void pgc_oldsnap_add_probe(PgcOldSnapFigures *f, int64 ns);
+extern void pgc_oldsnap_merge(PgcOldSnapFigures *into, const PgcOldSnapFigures *from);
 
 /* activity.c */
 typedef struct PgcProcState

@@ -78,6 +78,7 @@ typedef enum PgcWaitClass
 /* One second of history. */
 typedef struct PgcHistoryBucket
 {
+	PgcOldSnapFigures oldsnap;	/* old_snapshot_threshold pressure */
 	TimestampTz bucket_start;
 	int64		ticks;
 	int64		active_samples; /* non-idle backends, summed over ticks */
@@ -128,6 +129,7 @@ typedef struct PgcSamplerShared
 	/* history: buckets [0, history_seconds), next is where the next goes */
 	int64		buckets_written;	/* completed buckets since reset */
 	PgcHistoryBucket current;	/* the second being filled */
+	PgcOldSnapFigures oldsnap_total;	/* since reset */
 } PgcSamplerShared;
 
 static PgcSamplerShared *sampler = NULL;
@@ -212,6 +214,7 @@ pgc_sampler_reset(void)
 	sampler->profile_samples = 0;
 	sampler->buckets_written = 0;
 	memset(&sampler->current, 0, sizeof(PgcHistoryBucket));
+	memset(&sampler->oldsnap_total, 0, sizeof(PgcOldSnapFigures));
 	LWLockRelease(pgc_shared->sampler_lock);
 }
 
@@ -232,6 +235,22 @@ static uint32 client_read_info;
 static TickSample *tick_samples = NULL;
 static int64 last_subtrans_lookups = -1;
 static int64 last_subtrans_reads = -1;
+
+/* Databases seen in samples, for the old-snapshot operation estimate. */
+#define MAX_ESTIMATE_DBS 16
+static Oid	estimate_dbs[MAX_ESTIMATE_DBS];
+static int64 estimate_last_ops[MAX_ESTIMATE_DBS];
+static int	n_estimate_dbs = 0;
+
+/*
+ * While old_snapshot_threshold is on: lock-word reads every tick, and two
+ * timed acquisitions every fifth tick.  An acquisition can wait through
+ * the spinlock's back-off (milliseconds under heavy contention), which
+ * delays the sampler's next tick; probing less often bounds that.
+ */
+#define OLDSNAP_READS_PER_LOCK	32
+#define OLDSNAP_PROBE_EVERY		5
+#define OLDSNAP_PROBES_PER_TICK 2
 
 typedef struct ProfileIndexEntry
 {
@@ -459,18 +478,94 @@ read_subtrans_counters(int64 *lookups, int64 *reads)
 	return true;
 }
 
+static void
+note_estimate_db(Oid dbid)
+{
+	if (!OidIsValid(dbid))
+		return;
+	for (int i = 0; i < n_estimate_dbs; i++)
+		if (estimate_dbs[i] == dbid)
+			return;
+	if (n_estimate_dbs < MAX_ESTIMATE_DBS)
+	{
+		estimate_dbs[n_estimate_dbs] = dbid;
+		estimate_last_ops[n_estimate_dbs] = -1;
+		n_estimate_dbs++;
+	}
+}
+
+/*
+ * Operations that take the old-snapshot spinlocks while the setting is on,
+ * estimated from counters the server keeps: transactions (each takes at
+ * least one snapshot) and block requests (each heap page read may try
+ * pruning) in the databases seen in samples, since the last call.  Read
+ * right after the SLRU counters, from the same statistics snapshot.
+ */
+static int64
+read_lock_op_estimate(void)
+{
+	int64		ops = 0;
+
+	for (int i = 0; i < n_estimate_dbs; i++)
+	{
+		PgStat_StatDBEntry *db = pgstat_fetch_stat_dbentry(estimate_dbs[i]);
+		int64		now_ops;
+
+		if (db == NULL)
+			continue;
+		now_ops = PGC_DB_LOCK_OPS(db);
+		if (estimate_last_ops[i] >= 0 && now_ops > estimate_last_ops[i])
+			ops += now_ops - estimate_last_ops[i];
+		estimate_last_ops[i] = now_ops;
+	}
+	return ops;
+}
+
+/* Time a few acquisitions of mutex_current and look at the lock words. */
+static void
+probe_old_snapshot(PgcOldSnapFigures *f)
+{
+	f->active = true;
+
+	/* Look first: right after our own probe the line would be ours. */
+	f->lock_word_reads += PGC_OLDSNAP_LOCKS * OLDSNAP_READS_PER_LOCK;
+	f->lock_word_held += pgc_oldsnap_locks_held(OLDSNAP_READS_PER_LOCK);
+
+	if (sampler->ticks % OLDSNAP_PROBE_EVERY != 0)
+		return;
+	for (int i = 0; i < OLDSNAP_PROBES_PER_TICK; i++)
+	{
+		instr_time	start,
+					end;
+		int64		ns;
+
+		INSTR_TIME_SET_CURRENT(start);
+		pgc_oldsnap_probe();
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_SUBTRACT(end, start);
+		ns = (int64) (INSTR_TIME_GET_DOUBLE(end) * 1e9);
+		pgc_oldsnap_add_probe(f, ns);
+	}
+}
+
 /*
  * Close the current bucket: add the SLRU deltas, store it in the ring, and
  * start the next at "second".  Caller holds sampler_lock exclusively; the
  * counters were read before taking it.
  */
 static void
-close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads)
+close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
+			 int64 lock_ops)
 {
 	PgcHistoryBucket *cur = &sampler->current;
 
 	if (cur->bucket_start != 0 && cur->ticks > 0)
 	{
+		if (cur->oldsnap.active)
+		{
+			cur->oldsnap.lock_op_estimate = lock_ops;
+			sampler->oldsnap_total.lock_op_estimate += lock_ops;
+		}
 		if (slru_ok && last_subtrans_lookups >= 0)
 		{
 			/* Counters can go back on pg_stat_reset_slru(). */
@@ -499,8 +594,11 @@ sampler_tick(TimestampTz now)
 	PgcHistoryBucket *cur = &sampler->current;
 	bool		new_second = (cur->bucket_start != second);
 	bool		slru_ok = false;
+	bool		oldsnap_on = pgc_oldsnap_supported() && pgc_oldsnap_setting() >= 0;
+	PgcOldSnapFigures probe;
 	int64		lookups = 0,
-				reads = 0;
+				reads = 0,
+				lock_ops = 0;
 	int			n,
 				idle,
 				overflowed;
@@ -509,15 +607,33 @@ sampler_tick(TimestampTz now)
 	INSTR_TIME_SET_CURRENT(start);
 
 	if (new_second)
+	{
 		slru_ok = read_subtrans_counters(&lookups, &reads);
+		if (oldsnap_on)
+			lock_ops = read_lock_op_estimate();
+	}
 
 	n = gather_tick(&idle, &overflowed);
+
+	/* Only while the setting is on: otherwise nobody takes these locks. */
+	memset(&probe, 0, sizeof(probe));
+	if (oldsnap_on)
+	{
+		for (int i = 0; i < n; i++)
+			note_estimate_db(tick_samples[i].key.dbid);
+		probe_old_snapshot(&probe);
+	}
 
 	LWLockAcquire(pgc_shared->sampler_lock, LW_EXCLUSIVE);
 	if (profile_index == NULL || profile_index_generation != sampler->reset_generation)
 		rebuild_profile_index();
 	if (new_second)
-		close_bucket(second, slru_ok, lookups, reads);
+		close_bucket(second, slru_ok, lookups, reads, lock_ops);
+	if (oldsnap_on)
+	{
+		pgc_oldsnap_merge(&cur->oldsnap, &probe);
+		pgc_oldsnap_merge(&sampler->oldsnap_total, &probe);
+	}
 
 	cur->ticks++;
 	cur->active_samples += n;
@@ -658,6 +774,51 @@ pgc_sampler_register(void)
 	strlcpy(worker.bgw_name, "pg_contention sampler", sizeof(worker.bgw_name));
 	strlcpy(worker.bgw_type, "pg_contention sampler", sizeof(worker.bgw_type));
 	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * The old-snapshot figures of the completed seconds since "since" (summed,
+ * with the history's CPU and LWLock samples of the same seconds), and since
+ * the last reset.
+ */
+void
+pgc_sampler_oldsnap_window(TimestampTz since, PgcOldSnapWindow *window,
+						   PgcOldSnapFigures *total)
+{
+	PgcHistoryBucket *copy;
+	int64		written;
+	int			n;
+	int			timemap,
+				procarray;
+
+	memset(window, 0, sizeof(*window));
+	copy = palloc_extended(mul_size(pgc_history_seconds, sizeof(PgcHistoryBucket)),
+						   MCXT_ALLOC_HUGE);
+	LWLockAcquire(pgc_shared->sampler_lock, LW_SHARED);
+	written = sampler->buckets_written;
+	memcpy(copy, history, mul_size(pgc_history_seconds, sizeof(PgcHistoryBucket)));
+	*total = sampler->oldsnap_total;
+	window->have_timemap = sampler->named_found[NAMED_OLDSNAPSHOT_TIMEMAP];
+	LWLockRelease(pgc_shared->sampler_lock);
+
+	timemap = NAMED_OLDSNAPSHOT_TIMEMAP;
+	procarray = NAMED_PROCARRAY;
+	n = (int) Min(written, (int64) pgc_history_seconds);
+	for (int64 i = written - n; i < written; i++)
+	{
+		PgcHistoryBucket *b = &copy[i % pgc_history_seconds];
+
+		if (b->bucket_start < since)
+			continue;
+		window->seconds++;
+		window->ticks += b->ticks;
+		window->active_samples += b->active_samples;
+		window->cpu_samples += b->cpu_samples;
+		window->timemap_samples += b->named_samples[timemap];
+		window->procarray_samples += b->named_samples[procarray];
+		pgc_oldsnap_merge(&window->figures, &b->oldsnap);
+	}
+	pfree(copy);
 }
 
 /* ---- SQL functions ---- */

@@ -42,8 +42,12 @@ run() { (cd "$work/src" && "${as_user[@]}" env HOME="$work" "$@"); }
 make_vars=(PG_CONFIG="$pg_config" with_llvm=no)
 
 log "PostgreSQL $("$pg_config" --version | awk '{print $2}'): building with -Werror"
+# The extension, and the test-only module (into the private copy only).
+spin=test/modules/pgc_spin_test
 if ! run make -s "${make_vars[@]}" PGC_WERROR=-Werror >"$work/build.log" 2>&1 ||
-	! run make -s "${make_vars[@]}" install DESTDIR="$stage" >>"$work/build.log" 2>&1; then
+	! run make -s "${make_vars[@]}" install DESTDIR="$stage" >>"$work/build.log" 2>&1 ||
+	! run make -s -C "$spin" "${make_vars[@]}" PG_CFLAGS=-Werror >>"$work/build.log" 2>&1 ||
+	! run make -s -C "$spin" "${make_vars[@]}" install DESTDIR="$stage" >>"$work/build.log" 2>&1; then
 	cat "$work/build.log" >&2
 	echo "suite: 0 1 0"
 	exit 1

@@ -1,0 +1,121 @@
+# old_snapshot_threshold pressure.  Off: the figures stay at zero under
+# load.  On (PostgreSQL 13-16): the server's state is shown, the probe runs,
+# the operation estimate is larger with more clients; with synthetic
+# contention on the spinlocks (the test-only module pgc_spin_test), the
+# lock-word occupancy and the probe's p99 latency rise above idle.  On 17
+# and later the view says the setting does not apply.  Only comparisons,
+# no absolute timings, are asserted.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('oldsnap');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+max_connections = 30
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
+my $version = $node->safe_psql('postgres', 'SHOW server_version_num');
+
+if ($version >= 170000)
+{
+	is($node->safe_psql('postgres',
+		'SELECT setting IS NULL, applicable, enabled IS NULL, snapshot_timestamp IS NULL, probes
+		   FROM pg_contention_old_snapshot'),
+		't|f|t|t|0', 'PostgreSQL 17+: no such setting, not applicable, no figures');
+	done_testing();
+	exit;
+}
+
+$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', '-h', $node->host, '-p', $node->port, 'postgres' ],
+	'pgbench tables');
+
+# Wait until the sampler has closed two seconds after now.
+sub settle
+{
+	my $t = $node->safe_psql('postgres', 'SELECT now()');
+	$node->poll_query_until('postgres',
+		"SELECT count(*) >= 2 FROM pg_contention_history WHERE bucket_start > '$t'")
+	  or die 'history does not advance';
+}
+
+sub run_pgbench
+{
+	my ($opts, $name, $script) = @_;
+	$node->pgbench("-n $opts", 0, [qr{processed}], [qr{^$}], $name,
+		{ "script_$name" => $script });
+}
+
+my $update_and_scan = q{
+\set aid random(1, 100000)
+UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid + 1;
+};
+
+# Off.
+is($node->safe_psql('postgres', 'SELECT setting, enabled, applicable FROM pg_contention_old_snapshot'),
+	'-1|f|t', 'off by default, and applicable to this version');
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+run_pgbench('-c 4 -j 2 -T 2', 'off_load', $update_and_scan);
+settle();
+is($node->safe_psql('postgres',
+	'SELECT total_probes, total_lock_held_pct, total_lock_ops_estimate FROM pg_contention_old_snapshot'),
+	'0|0|0', 'with the setting off, the figures stay at zero under load');
+
+# On.
+$node->append_conf('postgresql.conf', "old_snapshot_threshold = '1h'");
+$node->restart;
+$node->safe_psql('postgres', 'SELECT 1');
+is($node->safe_psql('postgres',
+	'SELECT setting, setting_minutes, enabled, snapshot_timestamp IS NOT NULL,
+	        threshold_timestamp IS NOT NULL, map_entries_used >= 0
+	   FROM pg_contention_old_snapshot'),
+	'1h|60|t|t|t|t', 'on: the setting and the server\'s state');
+
+# A REPEATABLE READ transaction holds the horizon meanwhile.
+my $rr = $node->background_psql('postgres');
+$rr->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pgbench_branches;');
+
+my %ops;
+for my $clients (1, 6)
+{
+	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+	run_pgbench("-c $clients -j 2 -T 3", "on_$clients", $update_and_scan);
+	settle();
+	my ($probes, $estimate) = split /\|/, $node->safe_psql('postgres',
+		'SELECT total_probes, total_lock_ops_estimate FROM pg_contention_old_snapshot');
+	cmp_ok($probes, '>', 0, "$clients client(s): the probe ran ($probes probes)");
+	cmp_ok($estimate, '>', 0, "$clients client(s): operations estimated ($estimate)");
+	$ops{$clients} = $estimate;
+}
+cmp_ok($ops{6}, '>', $ops{1},
+	"more clients, more operations taking the spinlocks ($ops{6} > $ops{1})");
+$rr->query_safe('COMMIT');
+$rr->quit;
+
+# Synthetic contention: idle first, then three backends spinning.
+$node->safe_psql('postgres', 'CREATE EXTENSION pgc_spin_test');
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+settle();
+settle();
+my ($idle_held, $idle_p99) = split /\|/, $node->safe_psql('postgres',
+	'SELECT total_lock_held_pct, total_probe_p99_us FROM pg_contention_old_snapshot');
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+run_pgbench('-c 3 -j 3 -t 1', 'spin', "SELECT pgc_spin_test(3);\n");
+my ($busy_held, $busy_p99) = split /\|/, $node->safe_psql('postgres',
+	'SELECT total_lock_held_pct, total_probe_p99_us FROM pg_contention_old_snapshot');
+cmp_ok($busy_held, '>', $idle_held,
+	"lock words seen held more often under contention ($busy_held% vs $idle_held% idle)");
+cmp_ok($busy_p99, '>', $idle_p99,
+	"probe p99 latency higher under contention ($busy_p99 us vs $idle_p99 us idle)");
+
+# Bad input.
+my ($ret, $out, $err) = $node->psql('postgres', 'SELECT * FROM pg_contention_old_snapshot(0)',
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/22023: window_seconds must be between 1 and 900/, 'a bad window is refused with SQLSTATE 22023');
+
+done_testing();
