@@ -18,6 +18,7 @@
 #include "parser/scansup.h"
 #include "postmaster/bgworker.h"
 #include "storage/procarray.h"
+#include "utils/builtins.h"
 #include "utils/acl.h"
 
 /*
@@ -96,6 +97,78 @@ pgc_find_proc(PgcProcState *states, int n, int pid)
 
 	key.pid = pid;
 	return bsearch(&key, states, n, sizeof(PgcProcState), compare_pid);
+}
+
+/*
+ * Every backend that has both an entry in this transaction's snapshot of
+ * backend status (as pg_stat_activity shows) and a live PGPROC, joined by
+ * pid; palloc'd, *n set to the count.
+ */
+PgcBackend *
+pgc_collect_backends(int *n)
+{
+	int			nstates;
+	PgcProcState *states = pgc_collect_procs(&nstates);
+	int			nbackends = pgstat_fetch_stat_numbackends();
+	PgcBackend *backends = palloc(sizeof(PgcBackend) * Max(nbackends, 1));
+	int			count = 0;
+
+	for (int i = 1; i <= nbackends; i++)
+	{
+		LocalPgBackendStatus *local = pgc_local_beentry(i);
+		PgcProcState *proc;
+
+		if (local == NULL)
+			continue;
+		proc = pgc_find_proc(states, nstates, local->backendStatus.st_procpid);
+		if (proc == NULL)
+			continue;			/* exited since the status snapshot */
+		backends[count].status = &local->backendStatus;
+		backends[count].proc = proc;
+		count++;
+	}
+	*n = count;
+	return backends;
+}
+
+/*
+ * The columns pg_stat_activity shows only to the backend's role and to
+ * pg_read_all_stats: its state into values[state_col] and its statement
+ * into values[query_col], or NULL and "<insufficient privilege>".  Returns
+ * whether the caller may show the backend's other details.
+ */
+bool
+pgc_put_state_and_query(const PgBackendStatus *be, Datum *values, bool *nulls,
+						int state_col, int query_col)
+{
+	const char *state;
+	char	   *query;
+
+	if (!pgc_can_see_details(be->st_userid))
+	{
+		nulls[state_col] = true;
+		values[query_col] = CStringGetTextDatum("<insufficient privilege>");
+		return false;
+	}
+	state = pgc_backend_state_name(be->st_state);
+	if (state)
+		values[state_col] = CStringGetTextDatum(state);
+	else
+		nulls[state_col] = true;
+	query = pgstat_clip_activity(be->st_activity_raw);
+	values[query_col] = CStringGetTextDatum(query);
+	pfree(query);
+	return true;
+}
+
+/* An oid, or NULL when invalid. */
+void
+pgc_put_oid(Datum *values, bool *nulls, int col, Oid oid)
+{
+	if (OidIsValid(oid))
+		values[col] = ObjectIdGetDatum(oid);
+	else
+		nulls[col] = true;
 }
 
 /* The names pg_stat_activity.state uses. */

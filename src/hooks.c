@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * hooks.c
- *		The statement path: executor and utility hooks, the nesting level,
- *		and the transaction callbacks that bound the per-statement context.
+ *		The statement path: executor and utility hooks, and the transaction
+ *		callbacks that clean up after statements that failed.
  *
  * At the end of every executed statement (ExecutorEnd, any nesting level)
  * and of every utility statement, it checks whether this backend's
@@ -20,7 +20,9 @@
  * and ExecutorFinish wrappers and PG_TRY blocks would cost more than
  * everything else on this path.
  *
- * Owns no shared state and no backend-local state of its own.  Parallel
+ * Owns no shared state and no backend-local state of its own: the state
+ * of subxact.c and indexscan.c that a failed statement leaves behind is
+ * cleared by the abort callbacks below, so no hook needs PG_TRY.  Parallel
  * workers are skipped: they run parts of a statement the leader already
  * counts, and take no XIDs.
  *

@@ -47,10 +47,7 @@ put_slot_row(Tuplestorestate *tupstore, TupleDesc tupdesc, const SlotCopy *slot,
 		values[2] = Int32GetDatum(slot->active_pid);
 	else
 		nulls[2] = true;
-	if (OidIsValid(slot->database))
-		values[3] = ObjectIdGetDatum(slot->database);
-	else
-		nulls[3] = true;
+	pgc_put_oid(values, nulls, 3, slot->database);
 	nulls[4] = true;			/* a slot has no role */
 	values[5] = TransactionIdGetDatum(xmin);
 	values[6] = BoolGetDatum(catalog_only);
@@ -114,35 +111,25 @@ pg_contention_horizon_holders(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
-	PgcProcState *states;
-	int			nstates;
-	int			nbackends;
+	PgcBackend *backends;
+	int			n;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &tupdesc);
-	states = pgc_collect_procs(&nstates);
+	backends = pgc_collect_backends(&n);
 
-	nbackends = pgstat_fetch_stat_numbackends();
-	for (int i = 1; i <= nbackends; i++)
+	for (int i = 0; i < n; i++)
 	{
-		LocalPgBackendStatus *local = pgc_local_beentry(i);
-		PgBackendStatus *be;
-		PgcProcState *st;
-		TransactionId xmin;
+		PgBackendStatus *be = backends[i].status;
+		PgcProcState *st = backends[i].proc;
+		TransactionId xmin = st->xmin;
 		bool		walsender;
 		Datum		values[HORIZON_COLS] = {0};
 		bool		nulls[HORIZON_COLS] = {0};
 
-		if (local == NULL)
-			continue;
-		be = &local->backendStatus;
-		if (be->st_procpid == MyProcPid)
-			continue;
-		st = pgc_find_proc(states, nstates, be->st_procpid);
-		if (st == NULL ||
+		if (st->pid == MyProcPid ||
 			(st->status_flags & (PROC_IN_VACUUM | PROC_IN_LOGICAL_DECODING)) != 0)
 			continue;
-		xmin = st->xmin;
 		if (TransactionIdIsValid(st->xid) &&
 			(!TransactionIdIsValid(xmin) || TransactionIdPrecedes(st->xid, xmin)))
 			xmin = st->xid;
@@ -154,43 +141,24 @@ pg_contention_horizon_holders(PG_FUNCTION_ARGS)
 		values[0] = CStringGetTextDatum(walsender ? "standby feedback" : "backend");
 		values[1] = CStringGetTextDatum(psprintf("%d", st->pid));
 		values[2] = Int32GetDatum(st->pid);
-		if (OidIsValid(be->st_databaseid))
-			values[3] = ObjectIdGetDatum(be->st_databaseid);
-		else
-			nulls[3] = true;
-		if (OidIsValid(be->st_userid))
-			values[4] = ObjectIdGetDatum(be->st_userid);
-		else
-			nulls[4] = true;
+		pgc_put_oid(values, nulls, 3, be->st_databaseid);
+		pgc_put_oid(values, nulls, 4, be->st_userid);
 		values[5] = TransactionIdGetDatum(xmin);
 		values[6] = BoolGetDatum(false);
-
-		if (pgc_can_see_details(be->st_userid))
+		nulls[7] = true;
+		if (pgc_put_state_and_query(be, values, nulls, 8, 9))
 		{
-			const char *state = pgc_backend_state_name(be->st_state);
-			char	   *query = pgstat_clip_activity(be->st_activity_raw);
 			TimestampTz since = walsender ? be->st_proc_start_timestamp :
 				be->st_xact_start_timestamp;
 
 			if (since != 0)
+			{
 				values[7] = TimestampTzGetDatum(since);
-			else
-				nulls[7] = true;
-			if (state)
-				values[8] = CStringGetTextDatum(state);
-			else
-				nulls[8] = true;
-			values[9] = CStringGetTextDatum(query);
-			pfree(query);
-		}
-		else
-		{
-			nulls[7] = nulls[8] = true;
-			values[9] = CStringGetTextDatum("<insufficient privilege>");
+				nulls[7] = false;
+			}
 		}
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
-	pfree(states);
 
 	add_slots(tupstore, tupdesc);
 	return (Datum) 0;

@@ -176,8 +176,18 @@ typedef struct PgcProcState
 	Oid			dbid;
 } PgcProcState;
 
+typedef struct PgcBackend
+{
+	PgBackendStatus *status;	/* from this transaction's status snapshot */
+	PgcProcState *proc;			/* its PGPROC's transaction state */
+} PgcBackend;
+
 extern PgcProcState *pgc_collect_procs(int *n);
 extern PgcProcState *pgc_find_proc(PgcProcState *states, int n, int pid);
+extern PgcBackend *pgc_collect_backends(int *n);
+extern bool pgc_put_state_and_query(const PgBackendStatus *be, Datum *values,
+									bool *nulls, int state_col, int query_col);
+extern void pgc_put_oid(Datum *values, bool *nulls, int col, Oid oid);
 extern bool pgc_can_see_details(Oid owner);
 extern const char *pgc_backend_state_name(int state);
 extern const char *pgc_backend_type_name(const PgBackendStatus *beentry);

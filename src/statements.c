@@ -14,7 +14,7 @@
  * only to create entries, evict, or reset.  When the hash is full, the
  * least used 5% (at least 10) are evicted and counted; nothing errors.
  *
- * The common path takes no LWLock at all.  Each backend remembers where
+ * One step further, the common path takes no LWLock at all.  Each backend remembers where
  * the entries of its recent statements are (a small direct-mapped cache)
  * and the generation (pgc_shared->statements_generation) it found them in.
  * Entries are removed only by a holder of the exclusive lock (eviction,

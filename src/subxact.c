@@ -239,29 +239,19 @@ pg_contention_subxact(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
-	PgcProcState *states;
-	int			nstates;
-	int			nbackends;
+	PgcBackend *backends;
+	int			n;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &tupdesc);
-	states = pgc_collect_procs(&nstates);
+	backends = pgc_collect_backends(&n);
 
-	nbackends = pgstat_fetch_stat_numbackends();
-	for (int i = 1; i <= nbackends; i++)
+	for (int i = 0; i < n; i++)
 	{
-		LocalPgBackendStatus *local = pgc_local_beentry(i);
-		PgBackendStatus *be;
-		PgcProcState *st;
+		PgBackendStatus *be = backends[i].status;
+		PgcProcState *st = backends[i].proc;
 		Datum		values[SUBXACT_COLS] = {0};
 		bool		nulls[SUBXACT_COLS] = {0};
-
-		if (local == NULL)
-			continue;
-		be = &local->backendStatus;
-		st = pgc_find_proc(states, nstates, be->st_procpid);
-		if (st == NULL)
-			continue;			/* exited since the status snapshot */
 
 		/* Only backends that have a transaction open. */
 		if (be->st_xact_start_timestamp == 0 &&
@@ -272,14 +262,8 @@ pg_contention_subxact(PG_FUNCTION_ARGS)
 
 		/* Visible to everyone, as in pg_stat_activity. */
 		values[0] = Int32GetDatum(st->pid);
-		if (OidIsValid(be->st_databaseid))
-			values[1] = ObjectIdGetDatum(be->st_databaseid);
-		else
-			nulls[1] = true;
-		if (OidIsValid(be->st_userid))
-			values[2] = ObjectIdGetDatum(be->st_userid);
-		else
-			nulls[2] = true;
+		pgc_put_oid(values, nulls, 1, be->st_databaseid);
+		pgc_put_oid(values, nulls, 2, be->st_userid);
 		if (be->st_appname)
 			values[3] = CStringGetTextDatum(be->st_appname);
 		else
@@ -297,36 +281,23 @@ pg_contention_subxact(PG_FUNCTION_ARGS)
 		values[10] = BoolGetDatum(st->subxact_overflowed);
 
 		/* State, times and statement only for the owner and pg_read_all_stats. */
-		if (pgc_can_see_details(be->st_userid))
+		nulls[6] = nulls[11] = true;
+		if (pgc_put_state_and_query(be, values, nulls, 5, 12))
 		{
-			const char *state = pgc_backend_state_name(be->st_state);
-			char	   *query = pgstat_clip_activity(be->st_activity_raw);
 			int64		query_id = PGC_BEENTRY_QUERY_ID(be);
 
-			if (state)
-				values[5] = CStringGetTextDatum(state);
-			else
-				nulls[5] = true;
 			if (be->st_xact_start_timestamp != 0)
+			{
 				values[6] = TimestampTzGetDatum(be->st_xact_start_timestamp);
-			else
-				nulls[6] = true;
+				nulls[6] = false;
+			}
 			if (query_id != 0)
+			{
 				values[11] = Int64GetDatum(query_id);
-			else
-				nulls[11] = true;
-			values[12] = CStringGetTextDatum(query);
-			pfree(query);
+				nulls[11] = false;
+			}
 		}
-		else
-		{
-			nulls[5] = nulls[6] = nulls[11] = true;
-			values[12] = CStringGetTextDatum("<insufficient privilege>");
-		}
-
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
-
-	pfree(states);
 	return (Datum) 0;
 }

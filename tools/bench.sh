@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# The benchmark: what pg_contention costs, side by side with
+# pg_stat_statements and pg_wait_sampling, measured in one run.
+#
+#   tools/bench.sh                 print the results table (markdown)
+#   PGC_BENCH_OUT=FILE tools/bench.sh   also write it to FILE
+#
+# 1. Instructions per statement (deterministic): the server in single-user
+#    mode under valgrind --tool=callgrind runs a file of 3,000 statements
+#    and a file of one; the difference divided by 2,999.  Each run starts
+#    from the same copy of the data directory.
+# 2. The sampler's CPU time (/proc/PID/schedstat) over a fixed interval
+#    with 10, 100 and 500 connected backends, 4 of them running pgbench -S,
+#    for pg_contention's sampler and pg_wait_sampling's collector at the
+#    same 10 ms period.
+# 3. pgbench throughput, for context only: interleaved rounds per
+#    configuration, median and min-max (these figures are noisy).
+# 4. Shared memory pg_contention adds at default settings.
+#
+# As root it installs what it needs (valgrind, postgresql-15-pg-wait-sampling)
+# and runs the servers as "postgres"; everything lives in a temporary
+# directory, removed at the end.  About 12 minutes on 2 cores.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+. "$here/common.sh"
+
+major=${PGC_PG_MAJOR:-15}
+rounds=${PGC_BENCH_ROUNDS:-3}
+sampler_seconds=${PGC_BENCH_SAMPLER_SECONDS:-20}
+tps_seconds=${PGC_BENCH_TPS_SECONDS:-8}
+
+if [ "$(id -u)" -eq 0 ]; then
+	apt_install "postgresql-$major" "postgresql-server-dev-$major" "postgresql-$major-pg-wait-sampling" \
+		valgrind gcc make
+fi
+command -v valgrind >/dev/null || die "valgrind is missing: apt-get install valgrind"
+pg_config=$(pg_config_for "$major")
+[ -f "$("$pg_config" --pkglibdir)/pg_wait_sampling.so" ] ||
+	die "pg_wait_sampling is missing: apt-get install postgresql-$major-pg-wait-sampling"
+
+work=$(mktemp -d /tmp/pgc-bench.XXXXXX)
+chmod 755 "$work"
+as_user=()
+bindir=
+stop_server() {
+	[ -n "$bindir" ] && [ -f "$work/data/postmaster.pid" ] &&
+		"${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -m immediate -w stop >/dev/null 2>&1
+	pkill -f "pgbench.*$work" 2>/dev/null || true
+	return 0
+}
+trap 'stop_server; rm -rf "$work"' EXIT INT TERM
+
+log "building pg_contention and a private copy of PostgreSQL $major"
+copy_checkout "$top" "$work/src"
+stage_server "$pg_config" "$work/stage"
+make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no >"$work/build.log" 2>&1 &&
+	make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no install DESTDIR="$work/stage" >>"$work/build.log" 2>&1 ||
+	{ cat "$work/build.log" >&2; die "build failed"; }
+bindir=$work/stage$("$pg_config" --bindir)
+if [ "$(id -u)" -eq 0 ]; then
+	chown -R postgres: "$work"
+	as_user=(runuser -u postgres --)
+fi
+run() { "${as_user[@]}" "$@"; }
+
+configs="none pg_contention pg_stat_statements pg_wait_sampling"
+preload() { [ "$1" = none ] && echo "" || echo "$1"; }
+
+run "$bindir/initdb" -D "$work/data" -U postgres -A trust --no-sync >/dev/null
+cat >>"$work/data/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$work'
+port = 5432
+max_connections = 520
+shared_buffers = 128MB
+compute_query_id = on
+fsync = off
+synchronous_commit = off
+CONF
+
+start_server() {
+	run "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w \
+		-o "-c shared_preload_libraries='$(preload "$1")'" start >/dev/null
+}
+psql_() { run "$bindir/psql" -X -q -At -h "$work" -U postgres -d postgres "$@"; }
+pgbench_() { run "$bindir/pgbench" -h "$work" -U postgres "$@" postgres; }
+
+start_server none
+pgbench_ -i -s 10 -q >/dev/null 2>&1
+psql_ -c "CREATE EXTENSION pg_contention" -c "VACUUM ANALYZE" -c "CHECKPOINT"
+stop_server
+cp -a "$work/data" "$work/data.pristine"
+
+# ---- 1. instructions per statement ----
+python3 - "$work" <<'PY'
+import random, sys
+w = sys.argv[1]
+random.seed(1)
+keys = [random.randint(1, 1000000) for _ in range(3000)]
+sel = "SELECT abalance FROM pgbench_accounts WHERE aid = {};\n"
+upd = "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = {};\n"
+savepoints = "BEGIN;\n" + "".join(
+    "SAVEPOINT s{0}; UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = {1};\n".format(i, i % 100 + 1)
+    for i in range(1, 71))
+for name, body, pre, post in (("select", sel, "", ""), ("update", upd, "", ""),
+                              ("savepoints", sel, savepoints, "COMMIT;\n")):
+    for n in (3000, 1):
+        with open("{}/{}_{}.sql".format(w, name, n), "w") as f:
+            f.write(pre + "".join(body.format(k) for k in keys[:n]) + post)
+PY
+[ "$(id -u)" -eq 0 ] && chown -R postgres: "$work"
+
+instructions() {	# config file -> instruction count
+	rm -rf "$work/data" && cp -a "$work/data.pristine" "$work/data"
+	run valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+		"$bindir/postgres" --single -D "$work/data" \
+		-c shared_preload_libraries="$(preload "$1")" -c compute_query_id=on \
+		postgres <"$work/$2" >/dev/null 2>"$work/callgrind.err"
+	grep -o 'Collected : [0-9]*' "$work/callgrind.err" | awk '{print $3}'
+}
+
+declare -A per_statement
+for stmt in select update savepoints; do
+	for cfg in $configs; do
+		log "callgrind: $stmt, $cfg"
+		a=$(instructions "$cfg" "${stmt}_3000.sql")
+		b=$(instructions "$cfg" "${stmt}_1.sql")
+		per_statement[$stmt.$cfg]=$(( (a - b) / 2999 ))
+	done
+done
+rm -rf "$work/data" && cp -a "$work/data.pristine" "$work/data"
+
+# ---- 2. sampler CPU ----
+printf '\\sleep 1 s\n' >"$work/idle.sql"
+declare -A sampler_pct sampler_tick
+worker_pid() {
+	case "$1" in
+		pg_contention) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention sampler'" ;;
+		pg_wait_sampling) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pg_wait_sampling%'" ;;
+	esac
+}
+for backends in 10 100 500; do
+	for cfg in pg_contention pg_wait_sampling; do
+		log "sampler CPU: $cfg, $backends backends"
+		start_server "$cfg"
+		pgbench_ -n -c $((backends - 4)) -j 4 -T $((sampler_seconds + 10)) -f "$work/idle.sql" >/dev/null 2>&1 &
+		pgbench_ -n -S -c 4 -j 2 -T $((sampler_seconds + 10)) >/dev/null 2>&1 &
+		sleep 4
+		pid=$(worker_pid "$cfg")
+		[ -n "$pid" ] || die "no $cfg worker running"
+		t0=$(awk '{print $1}' "/proc/$pid/schedstat")
+		sleep "$sampler_seconds"
+		t1=$(awk '{print $1}' "/proc/$pid/schedstat")
+		sampler_pct[$cfg.$backends]=$(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')
+		if [ "$cfg" = pg_contention ]; then
+			sampler_tick[$backends]=$(psql_ -c "SELECT round(mean_tick_us::numeric, 1) || ' / ' || round(max_tick_us::numeric, 1) FROM pg_contention_sampler_status")
+			n=$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+			log "  $n client backends connected"
+		fi
+		wait
+		stop_server
+	done
+done
+
+# ---- 3. throughput (context) ----
+declare -A tps
+for round in $(seq 1 "$rounds"); do
+	for cfg in $configs; do
+		log "throughput round $round: $cfg"
+		start_server "$cfg"
+		s=$(pgbench_ -n -S -M prepared -c 4 -j 2 -T "$tps_seconds" 2>/dev/null | awk '/^tps/ {printf "%d", $3}')
+		t=$(pgbench_ -n -M prepared -c 4 -j 2 -T "$tps_seconds" 2>/dev/null | awk '/^tps/ {printf "%d", $3}')
+		tps[select.$cfg]="${tps[select.$cfg]:-} $s"
+		tps[tpcb.$cfg]="${tps[tpcb.$cfg]:-} $t"
+		stop_server
+	done
+done
+median_range() {	# "a b c" -> "median (min-max)"
+	echo "$1" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {
+		m = (NR % 2) ? v[(NR+1)/2] : int((v[NR/2] + v[NR/2+1]) / 2);
+		printf "%d (%d-%d)", m, v[1], v[NR] }'
+}
+
+# ---- 4. shared memory ----
+shmem_total() {
+	start_server "$1"
+	psql_ -c "SELECT sum(allocated_size) FROM pg_shmem_allocations"
+	stop_server
+}
+shm_none=$(shmem_total none)
+shm_pgc=$(shmem_total pg_contention)
+shm_mb=$(awk -v a="$shm_none" -v b="$shm_pgc" 'BEGIN { printf "%.2f", (b - a) / 1048576 }')
+
+# ---- the table ----
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f%%", (a - b) / b * 100 }'; }
+out=$work/results.md
+{
+	echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}'), $(nproc) cores, $(date -u +%Y-%m-%d)."
+	echo
+	echo "| measurement | no library | pg_contention | pg_stat_statements | pg_wait_sampling |"
+	echo "|---|---|---|---|---|"
+	for stmt in select update savepoints; do
+		base=${per_statement[$stmt.none]}
+		case $stmt in
+			select) label="instructions per indexed SELECT" ;;
+			update) label="instructions per indexed UPDATE" ;;
+			savepoints) label="instructions per SELECT under 70 open savepoints" ;;
+		esac
+		row="| $label | $base"
+		for cfg in pg_contention pg_stat_statements pg_wait_sampling; do
+			v=${per_statement[$stmt.$cfg]}
+			row="$row | $v ($(pct "$v" "$base"))"
+		done
+		echo "$row |"
+	done
+	for backends in 10 100 500; do
+		echo "| collector CPU, % of one core, $backends backends (4 active), 10 ms period | | ${sampler_pct[pg_contention.$backends]} (tick mean / max ${sampler_tick[$backends]} us) | | ${sampler_pct[pg_wait_sampling.$backends]} |"
+	done
+	echo "| pgbench -S tps, median (min-max) of $rounds, noisy | $(median_range "${tps[select.none]}") | $(median_range "${tps[select.pg_contention]}") | $(median_range "${tps[select.pg_stat_statements]}") | $(median_range "${tps[select.pg_wait_sampling]}") |"
+	echo "| pgbench TPC-B tps, median (min-max) of $rounds, noisy | $(median_range "${tps[tpcb.none]}") | $(median_range "${tps[tpcb.pg_contention]}") | $(median_range "${tps[tpcb.pg_stat_statements]}") | $(median_range "${tps[tpcb.pg_wait_sampling]}") |"
+	echo "| shared memory added at default settings | | $shm_mb MB | | |"
+} >"$out"
+cat "$out"
+[ -n "${PGC_BENCH_OUT:-}" ] && cp "$out" "$PGC_BENCH_OUT"
+exit 0
