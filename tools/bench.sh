@@ -27,7 +27,7 @@ top=$(cd "$here/.." && pwd)
 . "$here/common.sh"
 
 major=${PGC_PG_MAJOR:-15}
-rounds=${PGC_BENCH_ROUNDS:-3}
+rounds=${PGC_BENCH_ROUNDS:-5}
 sampler_seconds=${PGC_BENCH_SAMPLER_SECONDS:-20}
 tps_seconds=${PGC_BENCH_TPS_SECONDS:-8}
 
@@ -135,16 +135,46 @@ rm -rf "$work/data" && cp -a "$work/data.pristine" "$work/data"
 # ---- 2. sampler CPU ----
 printf '\\sleep 1 s\n' >"$work/idle.sql"
 declare -A sampler_pct sampler_tick
+
+# The floor: a process that does nothing but wake up every 10 ms.  On a
+# virtual machine the kernel's cost of a wake-up is most of a sampler's.
+cat >"$work/wake.c" <<'C'
+#include <sys/epoll.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+	int ep = epoll_create1(0), n = atoi(argv[1]);
+	struct epoll_event ev;
+	for (int i = 0; i < n; i++)
+		epoll_wait(ep, &ev, 1, 10);
+	return 0;
+}
+C
+gcc -O2 -o "$work/wake" "$work/wake.c"
+"$work/wake" $(( (sampler_seconds + 2) * 100 )) &
+wake_pid=$!
+sleep 1
+t0=$(awk '{print $1}' "/proc/$wake_pid/schedstat")
+sleep "$sampler_seconds"
+t1=$(awk '{print $1}' "/proc/$wake_pid/schedstat")
+wait "$wake_pid" || true
+wake_pct=$(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')
 worker_pid() {
 	case "$1" in
 		pg_contention) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention sampler'" ;;
 		pg_wait_sampling) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pg_wait_sampling%'" ;;
 	esac
 }
-for backends in 10 100 500; do
+for backends in 10 100 500 100@50; do
+	period=10
+	case $backends in *@*) period=${backends#*@}; backends=${backends%@*} ;; esac
 	for cfg in pg_contention pg_wait_sampling; do
-		log "sampler CPU: $cfg, $backends backends"
+		[ "$period" = 10 ] || [ "$cfg" = pg_contention ] || continue
+		log "sampler CPU: $cfg, $backends backends, period $period ms"
 		start_server "$cfg"
+		if [ "$cfg" = pg_contention ]; then
+			psql_ -c "ALTER SYSTEM SET pg_contention.sample_period = '${period}ms'" -c "SELECT pg_reload_conf()" >/dev/null
+		fi
 		pgbench_ -n -c $((backends - 4)) -j 4 -T $((sampler_seconds + 10)) -f "$work/idle.sql" >/dev/null 2>&1 &
 		pgbench_ -n -S -c 4 -j 2 -T $((sampler_seconds + 10)) >/dev/null 2>&1 &
 		sleep 4
@@ -153,13 +183,15 @@ for backends in 10 100 500; do
 		t0=$(awk '{print $1}' "/proc/$pid/schedstat")
 		sleep "$sampler_seconds"
 		t1=$(awk '{print $1}' "/proc/$pid/schedstat")
-		sampler_pct[$cfg.$backends]=$(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')
+		key=$cfg.$backends; [ "$period" = 10 ] || key=$key@$period
+		sampler_pct[$key]=$(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')
 		if [ "$cfg" = pg_contention ]; then
-			sampler_tick[$backends]=$(psql_ -c "SELECT round(mean_tick_us::numeric, 1) || ' / ' || round(max_tick_us::numeric, 1) FROM pg_contention_sampler_status")
+			sampler_tick[$key]=$(psql_ -c "SELECT round(mean_tick_us::numeric, 1) || ' / ' || round(max_tick_us::numeric, 1) FROM pg_contention_sampler_status")
 			n=$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
 			log "  $n client backends connected"
 		fi
 		wait
+		[ "$cfg" = pg_contention ] && psql_ -c "ALTER SYSTEM RESET pg_contention.sample_period" >/dev/null
 		stop_server
 	done
 done
@@ -216,8 +248,10 @@ out=$work/results.md
 		echo "$row |"
 	done
 	for backends in 10 100 500; do
-		echo "| collector CPU, % of one core, $backends backends (4 active), 10 ms period | | ${sampler_pct[pg_contention.$backends]} (tick mean / max ${sampler_tick[$backends]} us) | | ${sampler_pct[pg_wait_sampling.$backends]} |"
+		echo "| collector CPU, % of one core, $backends backends (4 active), 10 ms period | | ${sampler_pct[pg_contention.$backends]} (tick mean / max ${sampler_tick[pg_contention.$backends]} us) | | ${sampler_pct[pg_wait_sampling.$backends]} |"
 	done
+	echo "| collector CPU, % of one core, 100 backends (4 active), 50 ms period | | ${sampler_pct[pg_contention.100@50]} (tick mean / max ${sampler_tick[pg_contention.100@50]} us) | | |"
+	echo "| a process that only wakes every 10 ms (the floor), % of one core | $wake_pct | | | |"
 	echo "| pgbench -S tps, median (min-max) of $rounds, noisy | $(median_range "${tps[select.none]}") | $(median_range "${tps[select.pg_contention]}") | $(median_range "${tps[select.pg_stat_statements]}") | $(median_range "${tps[select.pg_wait_sampling]}") |"
 	echo "| pgbench TPC-B tps, median (min-max) of $rounds, noisy | $(median_range "${tps[tpcb.none]}") | $(median_range "${tps[tpcb.pg_contention]}") | $(median_range "${tps[tpcb.pg_stat_statements]}") | $(median_range "${tps[tpcb.pg_wait_sampling]}") |"
 	echo "| shared memory added at default settings | | $shm_mb MB | | |"
