@@ -27,8 +27,8 @@ top=$(cd "$here/.." && pwd)
 . "$here/common.sh"
 
 major=${PGC_PG_MAJOR:-15}
-rounds=${PGC_BENCH_ROUNDS:-5}
-sampler_seconds=${PGC_BENCH_SAMPLER_SECONDS:-20}
+rounds=${PGC_BENCH_ROUNDS:-3}
+sampler_seconds=${PGC_BENCH_SAMPLER_SECONDS:-15}
 tps_seconds=${PGC_BENCH_TPS_SECONDS:-8}
 
 if [ "$(id -u)" -eq 0 ]; then
@@ -165,35 +165,46 @@ worker_pid() {
 		pg_wait_sampling) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pg_wait_sampling%'" ;;
 	esac
 }
-for backends in 10 100 500 100@50; do
+# Runs: backends[@period_ms]:config.  At 100 backends, three interleaved
+# rounds (CPU time on a shared VM is noisy; the median is reported).
+runs="10:pg_contention 10:pg_wait_sampling 500:pg_contention 500:pg_wait_sampling 100@50:pg_contention"
+for round in $(seq 1 "$rounds"); do
+	runs="$runs 100:pg_contention 100:pg_wait_sampling"
+done
+for run_spec in $runs; do
+	backends=${run_spec%%:*}
+	cfg=${run_spec#*:}
 	period=10
 	case $backends in *@*) period=${backends#*@}; backends=${backends%@*} ;; esac
-	for cfg in pg_contention pg_wait_sampling; do
-		[ "$period" = 10 ] || [ "$cfg" = pg_contention ] || continue
-		log "sampler CPU: $cfg, $backends backends, period $period ms"
-		start_server "$cfg"
-		if [ "$cfg" = pg_contention ]; then
-			psql_ -c "ALTER SYSTEM SET pg_contention.sample_period = '${period}ms'" -c "SELECT pg_reload_conf()" >/dev/null
-		fi
-		pgbench_ -n -c $((backends - 4)) -j 4 -T $((sampler_seconds + 10)) -f "$work/idle.sql" >/dev/null 2>&1 &
-		pgbench_ -n -S -c 4 -j 2 -T $((sampler_seconds + 10)) >/dev/null 2>&1 &
-		sleep 4
-		pid=$(worker_pid "$cfg")
-		[ -n "$pid" ] || die "no $cfg worker running"
-		t0=$(awk '{print $1}' "/proc/$pid/schedstat")
-		sleep "$sampler_seconds"
-		t1=$(awk '{print $1}' "/proc/$pid/schedstat")
-		key=$cfg.$backends; [ "$period" = 10 ] || key=$key@$period
-		sampler_pct[$key]=$(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')
-		if [ "$cfg" = pg_contention ]; then
-			sampler_tick[$key]=$(psql_ -c "SELECT round(mean_tick_us::numeric, 1) || ' / ' || round(max_tick_us::numeric, 1) FROM pg_contention_sampler_status")
-			n=$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
-			log "  $n client backends connected"
-		fi
-		wait
-		[ "$cfg" = pg_contention ] && psql_ -c "ALTER SYSTEM RESET pg_contention.sample_period" >/dev/null
-		stop_server
-	done
+	key=$cfg.$backends; [ "$period" = 10 ] || key=$key@$period
+	log "sampler CPU: $cfg, $backends backends, period $period ms"
+	start_server "$cfg"
+	if [ "$cfg" = pg_contention ]; then
+		psql_ -c "ALTER SYSTEM SET pg_contention.sample_period = '${period}ms'" -c "SELECT pg_reload_conf()" >/dev/null
+	fi
+	pgbench_ -n -c $((backends - 4)) -j 4 -T $((sampler_seconds + 10)) -f "$work/idle.sql" >/dev/null 2>&1 &
+	pgbench_ -n -S -c 4 -j 2 -T $((sampler_seconds + 10)) >/dev/null 2>&1 &
+	sleep 4
+	pid=$(worker_pid "$cfg")
+	[ -n "$pid" ] || die "no $cfg worker running"
+	if [ "$cfg" = pg_contention ]; then
+		s0=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks FROM pg_contention_sampler_status")
+	fi
+	t0=$(awk '{print $1}' "/proc/$pid/schedstat")
+	sleep "$sampler_seconds"
+	t1=$(awk '{print $1}' "/proc/$pid/schedstat")
+	sampler_pct[$key]="${sampler_pct[$key]:-} $(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')"
+	if [ "$cfg" = pg_contention ]; then
+		# Time spent inside ticks over the same interval, measured by the
+		# worker itself: the part of its cost that is its own work.
+		s1=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks || ' ' || max_tick_us FROM pg_contention_sampler_status")
+		sampler_tick[$key]="${sampler_tick[$key]:-} $(echo "$s0 $s1" | awk -v s="$sampler_seconds" '{
+			ticks = $3 - $1; us = $4 - $2;
+			printf "%.3f/%.1f/%.0f", us / (s * 1e6) * 100, (ticks > 0 ? us / ticks : 0), $5 }')"
+	fi
+	wait
+	[ "$cfg" = pg_contention ] && psql_ -c "ALTER SYSTEM RESET pg_contention.sample_period" >/dev/null
+	stop_server
 done
 
 # ---- 3. throughput (context) ----
@@ -209,6 +220,12 @@ for round in $(seq 1 "$rounds"); do
 		stop_server
 	done
 done
+median_of() {	# "a b c" -> median (with the values when more than one)
+	echo "$1" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {
+		if (NR == 1) print v[1];
+		else { s = ""; for (i = 1; i <= NR; i++) s = s (i > 1 ? ", " : "") v[i];
+		       printf "%s (of %s)", v[int((NR+1)/2)], s } }'
+}
 median_range() {	# "a b c" -> "median (min-max)"
 	echo "$1" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {
 		m = (NR % 2) ? v[(NR+1)/2] : int((v[NR/2] + v[NR/2+1]) / 2);
@@ -247,11 +264,16 @@ out=$work/results.md
 		done
 		echo "$row |"
 	done
-	for backends in 10 100 500; do
-		echo "| collector CPU, % of one core, $backends backends (4 active), 10 ms period | | ${sampler_pct[pg_contention.$backends]} (tick mean / max ${sampler_tick[pg_contention.$backends]} us) | | ${sampler_pct[pg_wait_sampling.$backends]} |"
+	for key in 10 100 500 100@50; do
+		backends=${key%@*}
+		period=10; [ "$key" = 100@50 ] && period=50
+		pgc=$(median_of "${sampler_pct[pg_contention.$key]}")
+		ticks=$(echo "${sampler_tick[pg_contention.$key]}" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+		pgws=""
+		[ -n "${sampler_pct[pg_wait_sampling.$key]:-}" ] && pgws=$(median_of "${sampler_pct[pg_wait_sampling.$key]}")
+		echo "| worker CPU, % of one core (/proc), $backends backends (4 active), $period ms period | | $pgc; in ticks $(echo "$ticks" | cut -d/ -f1), tick mean $(echo "$ticks" | cut -d/ -f2) us, max $(echo "$ticks" | cut -d/ -f3) us | | $pgws |"
 	done
-	echo "| collector CPU, % of one core, 100 backends (4 active), 50 ms period | | ${sampler_pct[pg_contention.100@50]} (tick mean / max ${sampler_tick[pg_contention.100@50]} us) | | |"
-	echo "| a process that only wakes every 10 ms (the floor), % of one core | $wake_pct | | | |"
+	echo "| a process that only wakes every 10 ms (the wake-up floor), % of one core | $wake_pct | | | |"
 	echo "| pgbench -S tps, median (min-max) of $rounds, noisy | $(median_range "${tps[select.none]}") | $(median_range "${tps[select.pg_contention]}") | $(median_range "${tps[select.pg_stat_statements]}") | $(median_range "${tps[select.pg_wait_sampling]}") |"
 	echo "| pgbench TPC-B tps, median (min-max) of $rounds, noisy | $(median_range "${tps[tpcb.none]}") | $(median_range "${tps[tpcb.pg_contention]}") | $(median_range "${tps[tpcb.pg_stat_statements]}") | $(median_range "${tps[tpcb.pg_wait_sampling]}") |"
 	echo "| shared memory added at default settings | | $shm_mb MB | | |"
