@@ -16,7 +16,7 @@
  *          + max_profile_entries * sizeof(profile entry)
  *          + history_seconds * sizeof(history bucket)
  *          + processes * 8 (current query ids)
- * (about 7 MB with the defaults).
+ * (about 9.2 MB with the defaults).
  *
  * Locking: the blocks are created once under AddinShmemInitLock.
  * pgc_shared is set in every process that attached them; it stays NULL
