@@ -267,7 +267,8 @@ CREATE FUNCTION @extschema@.pg_contention_waits(
 	OUT wait_event_type text,
 	OUT wait_event text,
 	OUT samples bigint,
-	OUT share double precision
+	OUT share double precision,
+	OUT roleid oid
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_waits'
@@ -275,6 +276,7 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 CREATE VIEW @extschema@.pg_contention_waits AS
 	SELECT d.datname,
+		   r.rolname AS usename,
 		   w.dbid,
 		   w.query_id,
 		   w.wait_event_type,
@@ -282,7 +284,8 @@ CREATE VIEW @extschema@.pg_contention_waits AS
 		   w.samples,
 		   w.share
 	  FROM @extschema@.pg_contention_waits() AS w
-	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = w.dbid;
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = w.dbid
+	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = w.roleid;
 
 GRANT SELECT ON @extschema@.pg_contention_waits TO PUBLIC;
 

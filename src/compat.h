@@ -259,6 +259,19 @@ extern bool pgc_oldsnap_read_state(PgcOldSnapshotState *state);
 extern void pgc_oldsnap_probe(void);
 extern int	pgc_oldsnap_locks_held(int reads_per_lock);
 
+/*
+ * How often the sampler reads the statistics (SLRU and database counters).
+ * From PG15 they are in shared memory and cheap to read every second.
+ * Before, reading them from a process connected to no database makes the
+ * statistics collector write, and the reader parse, every database's
+ * statistics files: every tenth second only.
+ */
+#if PG_VERSION_NUM >= 150000
+#define PGC_STATS_READ_SECONDS	1
+#else
+#define PGC_STATS_READ_SECONDS	10
+#endif
+
 /* The sampler's own wait event: PG17 lets an extension name its own. */
 static inline uint32
 pgc_sampler_wait_event(void)
@@ -272,13 +285,26 @@ pgc_sampler_wait_event(void)
 
 /*
  * PG13 has no compute_query_id: queryId stays 0 unless pg_stat_statements
- * is loaded.  There, compat.c installs a post_parse_analyze hook that fills
- * in a hash of the statement's text when nobody else did (see README).
+ * is loaded.  There, the query id of a statement without one is a hash of
+ * its own text, computed when it runs (compat.c); never written into the
+ * Query, so other modules' hooks see what they expect.
  */
 #if PG_VERSION_NUM < 140000
 #define PGC_NEED_TEXT_QUERY_ID 1
 #endif
 extern void pgc_compat_init(void);
-extern int64 pgc_utility_query_id(PlannedStmt *pstmt, const char *query_string);
+extern int64 pgc_statement_query_id(PlannedStmt *stmt, const char *source_text);
+
+/*
+ * PG15 attaches a relation's pending statistics lazily, at its first count
+ * (and a relcache rebuild detaches them): attach them before reading a
+ * baseline, as the count itself would, so an entry that already holds
+ * counts is not read as zero.  Before PG15 they are attached at open.
+ */
+#if PG_VERSION_NUM >= 150000
+#define pgc_attach_pending_stats(rel)	((void) pgstat_should_count_relation(rel))
+#else
+#define pgc_attach_pending_stats(rel)	((void) 0)
+#endif
 
 #endif							/* PGC_COMPAT_H */

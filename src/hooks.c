@@ -62,7 +62,8 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	/* The statement the client sent: what an overflow event will name. */
 	if (is_client_statement(queryDesc->sourceText))
-		pgc_note_top_statement((int64) queryDesc->plannedstmt->queryId,
+		pgc_note_top_statement(pgc_statement_query_id(queryDesc->plannedstmt,
+													  queryDesc->sourceText),
 							   queryDesc->sourceText,
 							   queryDesc->plannedstmt->stmt_location,
 							   queryDesc->plannedstmt->stmt_len);
@@ -78,9 +79,14 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 	{
 		PlannedStmt *stmt = queryDesc->plannedstmt;
 
-		(void) pgc_check_overflow((int64) stmt->queryId);
+		int64		query_id = pgc_statement_query_id(stmt, queryDesc->sourceText);
 
-		if (pgc_track_statements)
+		(void) pgc_check_overflow(query_id);
+
+		/* EXPLAIN without ANALYZE runs nothing: not a call. */
+		if (pgc_track_statements &&
+			(queryDesc->estate == NULL ||
+			 (queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0))
 		{
 			Snapshot	snapshot = queryDesc->snapshot;
 			bool		mvcc = snapshot != NULL &&
@@ -88,7 +94,7 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			PgcIndexDelta deltas[PGC_INDEX_SLOTS];
 			int			ndeltas = pgc_index_scans_end(queryDesc, deltas);
 
-			pgc_statement_count((int64) stmt->queryId, queryDesc->sourceText,
+			pgc_statement_count(query_id, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len,
 								true,
 								mvcc && snapshot->suboverflowed,
@@ -106,7 +112,7 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 static void
 pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
-	int64		query_id = pgc_utility_query_id(pstmt, queryString);
+	int64		query_id = pgc_statement_query_id(pstmt, queryString);
 
 	if (is_client_statement(queryString) && !IsParallelWorker())
 		pgc_note_top_statement(query_id, queryString,
@@ -133,16 +139,31 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
  * subtransaction, when that subtransaction aborts (the event then names
  * the top-level statement around it).  If the whole transaction fails,
  * the server clears the flag before we could look: that overflow is not
- * recorded.  At an abort, forget the top-level statement and the
- * index-scan baselines of the executors that died with it.
+ * recorded.
+ *
+ * Index-scan baselines: an executor that fails never reaches ExecutorEnd,
+ * and it need not belong to the subtransaction that aborts (a cursor
+ * opened before a savepoint and fetched after it).  So every abort, and
+ * the end of the transaction, drops them all; an outer statement that is
+ * still running then goes uncounted for that one execution, which is the
+ * price of never keeping a pointer to a dead executor.
  */
 static void
 pgc_xact_callback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_ABORT)
+	switch (event)
 	{
-		pgc_forget_top_statement();
-		pgc_index_scans_abort(1);	/* no executor outlives this */
+		case XACT_EVENT_ABORT:
+			pgc_forget_top_statement();
+			pgc_index_scans_forget();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			pgc_index_scans_forget();
+			break;
+		default:
+			break;
 	}
 }
 
@@ -153,7 +174,7 @@ pgc_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	if (event != SUBXACT_EVENT_ABORT_SUB || IsParallelWorker())
 		return;
 	(void) pgc_check_overflow(0);
-	pgc_index_scans_abort(GetCurrentTransactionNestLevel());
+	pgc_index_scans_forget();
 }
 
 void

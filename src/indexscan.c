@@ -18,16 +18,14 @@
  *
  * Owns no shared state.  Backend-local: a small stack of the baselines of
  * the executors running now (nested executors push on top).  A frame is
- * popped at its ExecutorEnd; the frames of executors that failed are
- * dropped when their (sub)transaction aborts, by the subtransaction level
- * they were started at, so a frame never outlives its executor.  No locks,
- * no allocation.
+ * popped at its ExecutorEnd; all frames are dropped at every abort and at
+ * the end of every transaction, so a frame never outlives its executor
+ * (an executor that fails skips ExecutorEnd).  No locks, no allocation.
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_contention.h"
 
-#include "access/xact.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/rel.h"
@@ -43,7 +41,6 @@ typedef struct IndexBaseline
 typedef struct ExecutorBaselines
 {
 	QueryDesc  *queryDesc;
-	int			nest_level;		/* subtransaction level at ExecutorStart */
 	int			n;
 	IndexBaseline nodes[PGC_INDEX_SLOTS];	/* further indexes are not counted */
 } ExecutorBaselines;
@@ -92,6 +89,7 @@ collect_index_scans(PlanState *ps, void *context)
 		{
 			b->nodes[b->n].rel = rel;
 			b->nodes[b->n].kind = kind;
+			pgc_attach_pending_stats(rel);
 			b->nodes[b->n].returned = PGC_REL_TUPLES_RETURNED(rel);
 			b->nodes[b->n].fetched = PGC_REL_TUPLES_FETCHED(rel);
 			b->n++;
@@ -141,7 +139,6 @@ pgc_index_scans_start(QueryDesc *queryDesc)
 	if (b->n == 0)
 		return;
 	b->queryDesc = queryDesc;
-	b->nest_level = GetCurrentTransactionNestLevel();
 	nrunning++;
 }
 
@@ -192,17 +189,11 @@ pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas)
 }
 
 /*
- * A (sub)transaction at nest_level aborts: the executors it started are
- * gone.  Drop their frames before their QueryDesc addresses can be reused.
- * Level 1 (the top level) drops everything.
+ * Drop every baseline: called at every (sub)transaction abort and at the
+ * end of a transaction (see hooks.c), so none outlives its executor.
  */
 void
-pgc_index_scans_abort(int nest_level)
+pgc_index_scans_forget(void)
 {
-	int			kept = 0;
-
-	for (int i = 0; i < nrunning; i++)
-		if (running[i].nest_level < nest_level)
-			running[kept++] = running[i];
-	nrunning = kept;
+	nrunning = 0;
 }

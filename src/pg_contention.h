@@ -128,7 +128,7 @@ extern void pgc_hooks_install(void);
 
 /* statements.c */
 extern Size pgc_statements_shmem_size(void);
-extern void pgc_statements_shmem_init(void);
+extern void pgc_statements_shmem_init(bool first);
 extern void pgc_statement_count(int64 query_id, const char *source_text,
 								int stmt_location, int stmt_len,
 								bool counted_call, bool suboverflowed,
@@ -140,7 +140,7 @@ extern int64 pgc_statements_count(void);
 /* indexscan.c */
 extern void pgc_index_scans_start(QueryDesc *queryDesc);
 extern int	pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas);
-extern void pgc_index_scans_abort(int nest_level);
+extern void pgc_index_scans_forget(void);
 
 /* subxact.c */
 extern Size pgc_events_shmem_size(void);

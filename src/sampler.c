@@ -96,7 +96,9 @@ typedef struct PgcHistoryBucket
 typedef struct PgcProfileKey
 {
 	Oid			dbid;
+	Oid			roleid;
 	uint32		wait_event_info;	/* 0: on CPU */
+	uint32		padding;		/* zero: the key is hashed as bytes */
 	int64		query_id;
 } PgcProfileKey;
 
@@ -188,19 +190,32 @@ pgc_sampler_shmem_init(void)
  * The query id of the top-level statement this backend runs, for the
  * sampler.  One unlocked 8-byte store into this backend's own slot.
  */
+static int	my_query_id_index = -1;
+
+/* At exit: the next process in this PGPROC slot must not inherit our id. */
+static void
+clear_published_query_id(int code, Datum arg)
+{
+	if (my_query_id_index >= 0)
+		pg_atomic_write_u64(&backend_query_ids[my_query_id_index], 0);
+}
+
 void
 pgc_publish_query_id(int64 query_id)
 {
-	static int	my_index = -1;
-
-	if (unlikely(my_index < 0))
+	if (unlikely(my_query_id_index < 0))
 	{
+		int			index;
+
 		if (backend_query_ids == NULL || MyProc == NULL)
 			return;
-		my_index = MyProc - ProcGlobal->allProcs;
+		index = MyProc - ProcGlobal->allProcs;
+		if (index >= backend_query_ids_size)
+			return;
+		my_query_id_index = index;
+		before_shmem_exit(clear_published_query_id, (Datum) 0);
 	}
-	if (my_index < backend_query_ids_size)
-		pg_atomic_write_u64(&backend_query_ids[my_index], (uint64) query_id);
+	pg_atomic_write_u64(&backend_query_ids[my_query_id_index], (uint64) query_id);
 }
 
 /* Called by pg_contention_reset() (any backend). */
@@ -371,12 +386,14 @@ gather_tick(int *idle, int *overflowed)
 		int			pid = proc->pid;
 		uint32		info;
 		Oid			dbid;
+		Oid			roleid;
 		bool		ovf;
 
 		if (pid == 0 || proc == MyProc || proc->procLatch.owner_pid == 0)
 			continue;
 		info = proc->wait_event_info;
 		dbid = proc->databaseId;
+		roleid = proc->roleId;
 		ovf = PGC_PROC_SUBXID_OVERFLOWED(proc);
 		pg_read_barrier();
 		if (proc->pid != pid)
@@ -390,7 +407,9 @@ gather_tick(int *idle, int *overflowed)
 			continue;
 		}
 		tick_samples[n].key.dbid = dbid;
+		tick_samples[n].key.roleid = roleid;
 		tick_samples[n].key.wait_event_info = info;
+		tick_samples[n].key.padding = 0;
 		tick_samples[n].key.query_id = (i < (uint32) backend_query_ids_size) ?
 			(int64) pg_atomic_read_u64(&backend_query_ids[i]) : 0;
 		n++;
@@ -606,7 +625,7 @@ sampler_tick(TimestampTz now)
 
 	INSTR_TIME_SET_CURRENT(start);
 
-	if (new_second)
+	if (new_second && (second / USECS_PER_SEC) % PGC_STATS_READ_SECONDS == 0)
 	{
 		slru_ok = read_subtrans_counters(&lookups, &reads);
 		if (oldsnap_on)
@@ -697,6 +716,19 @@ pgc_sampler_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+
+	/*
+	 * The worker loads the library as "pg_contention"; if the server
+	 * preloaded it under another path, this is a second copy without the
+	 * shared state.  Exit 0: the postmaster will not restart it.
+	 */
+	if (pgc_shared == NULL || sampler == NULL)
+	{
+		ereport(LOG,
+				(errmsg("pg_contention sampler not started: the library was not preloaded as \"pg_contention\""),
+				 errhint("List it as pg_contention in shared_preload_libraries.")));
+		proc_exit(0);
+	}
 
 	/* No database: only shared memory and the statistics are needed. */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
@@ -823,7 +855,7 @@ pgc_sampler_oldsnap_window(TimestampTz since, PgcOldSnapWindow *window,
 
 /* ---- SQL functions ---- */
 
-#define WAITS_COLS 6
+#define WAITS_COLS 7
 
 /*
  * pg_contention_waits(): the profile.  Entries are copied under
@@ -856,7 +888,10 @@ pg_contention_waits(PG_FUNCTION_ARGS)
 		uint32		info = copy[i].key.wait_event_info;
 
 		values[0] = ObjectIdGetDatum(copy[i].key.dbid);
-		if (copy[i].key.query_id != 0)
+		/* Others' query ids only for pg_read_all_stats, as elsewhere. */
+		if (copy[i].key.query_id != 0 &&
+			(!OidIsValid(copy[i].key.roleid) ||
+			 pgc_can_see_details(copy[i].key.roleid)))
 			values[1] = Int64GetDatum(copy[i].key.query_id);
 		else
 			nulls[1] = true;
@@ -875,6 +910,7 @@ pg_contention_waits(PG_FUNCTION_ARGS)
 		}
 		values[4] = Int64GetDatum(copy[i].samples);
 		values[5] = Float8GetDatum(total > 0 ? (double) copy[i].samples / total : 0.0);
+		pgc_put_oid(values, nulls, 6, copy[i].key.roleid);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);

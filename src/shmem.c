@@ -85,7 +85,7 @@ pgc_shmem_startup(void)
 		pg_atomic_init_u64(&shared->statements_generation, 0);
 	}
 	pgc_events_shmem_init();
-	pgc_statements_shmem_init();
+	pgc_statements_shmem_init(!found);
 	pgc_sampler_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 

@@ -99,9 +99,9 @@ pgc_statements_shmem_size(void)
 	return hash_estimate_size(pgc_max_statements, entry_size());
 }
 
-/* Called under AddinShmemInitLock. */
+/* Called under AddinShmemInitLock; "first" when the shared state is new. */
 void
-pgc_statements_shmem_init(void)
+pgc_statements_shmem_init(bool first)
 {
 	HASHCTL		info;
 
@@ -111,47 +111,86 @@ pgc_statements_shmem_init(void)
 	statements = ShmemInitHash("pg_contention statements",
 							   pgc_max_statements, pgc_max_statements,
 							   &info, HASH_ELEM | HASH_BLOBS);
+
+	/*
+	 * Initialise the spinlock of every element the hash will ever use, once:
+	 * entries are later created under a spinlock that is taken, not reset
+	 * (see enter_statement).  Enter max_statements keys, then remove them.
+	 */
+	if (first)
+	{
+		PgcStatementKey key;
+
+		memset(&key, 0, sizeof(key));
+		for (int i = 0; i < pgc_max_statements; i++)
+		{
+			PgcStatementEntry *entry;
+
+			key.query_id = i;
+			entry = hash_search(statements, &key, HASH_ENTER_NULL, NULL);
+			if (entry == NULL)
+				break;
+			SpinLockInit(&entry->mutex);
+		}
+		for (int i = 0; i < pgc_max_statements; i++)
+		{
+			key.query_id = i;
+			hash_search(statements, &key, HASH_REMOVE, NULL);
+		}
+	}
 }
+
+typedef struct UsageOf
+{
+	double		usage;
+	PgcStatementEntry *entry;
+} UsageOf;
 
 static int
 compare_usage(const void *a, const void *b)
 {
-	double		ua = (*(PgcStatementEntry *const *) a)->usage;
-	double		ub = (*(PgcStatementEntry *const *) b)->usage;
+	double		ua = ((const UsageOf *) a)->usage;
+	double		ub = ((const UsageOf *) b)->usage;
 
 	return (ua > ub) - (ua < ub);
 }
 
 /*
  * Make room: decay every entry's usage, then remove the least used.
- * Caller holds statements_lock exclusively.
+ * Caller holds statements_lock exclusively; usage is read and decayed
+ * under each entry's spinlock, since the fast path updates it without the
+ * LWLock.
  */
 static void
 evict_least_used(void)
 {
 	HASH_SEQ_STATUS status;
-	PgcStatementEntry **all;
+	UsageOf    *all;
 	PgcStatementEntry *entry;
 	long		n = hash_get_num_entries(statements);
 	long		i = 0;
 	long		victims;
 
-	all = palloc(n * sizeof(PgcStatementEntry *));
+	all = palloc(Max(n, 1) * sizeof(UsageOf));
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
+		SpinLockAcquire(&entry->mutex);
 		entry->usage *= USAGE_DECAY_FACTOR;
-		all[i++] = entry;
+		all[i].usage = entry->usage;
+		SpinLockRelease(&entry->mutex);
+		all[i].entry = entry;
+		i++;
 	}
-	qsort(all, i, sizeof(PgcStatementEntry *), compare_usage);
+	qsort(all, i, sizeof(UsageOf), compare_usage);
 	victims = Min(i, Max(EVICT_MIN, i * EVICT_PERCENT / 100));
 	pg_atomic_fetch_add_u64(&pgc_shared->statements_generation, 1);
 	for (long v = 0; v < victims; v++)
 	{
 		/* Wait out any backend updating it without the LWLock. */
-		SpinLockAcquire(&all[v]->mutex);
-		SpinLockRelease(&all[v]->mutex);
-		hash_search(statements, &all[v]->key, HASH_REMOVE, NULL);
+		SpinLockAcquire(&all[v].entry->mutex);
+		SpinLockRelease(&all[v].entry->mutex);
+		hash_search(statements, &all[v].entry->key, HASH_REMOVE, NULL);
 	}
 	pgc_shared->statement_evictions += victims;
 	pfree(all);
@@ -181,17 +220,20 @@ enter_statement(const PgcStatementKey *key, const char *source_text,
 	{
 		/*
 		 * The slot may be a removed entry's, whose spinlock a backend with
-		 * a stale cache could still be holding for a moment (never-used
-		 * shared memory is zeroed, i.e. unlocked): take it, do not reset it.
+		 * a stale cache could still be holding for a moment: take it, do
+		 * not reset it (every element's spinlock was initialised at start).
 		 */
 		Size		after_mutex = offsetof(PgcStatementEntry, usage);
 
 		SpinLockAcquire(&entry->mutex);
-		memset((char *) entry + after_mutex, 0, entry_size() - after_mutex);
+		memset((char *) entry + after_mutex, 0,
+			   offsetof(PgcStatementEntry, query) - after_mutex);
 		entry->first_seen = now;
+		SpinLockRelease(&entry->mutex);
+
+		/* Only readers under the LWLock read the text: we hold it. */
 		pgc_copy_statement_text(entry->query, pgc_max_query_length,
 								source_text, stmt_location, stmt_len);
-		SpinLockRelease(&entry->mutex);
 	}
 	return entry;
 }

@@ -65,8 +65,14 @@ my ($entries, $evictions) = split /\|/, $node->safe_psql('postgres',
 cmp_ok($entries, '<=', 10, "profile holds at most 10 entries ($entries)");
 cmp_ok($evictions, '>', 0, "profile evictions counted ($evictions)");
 is($node->safe_psql('postgres',
-	"SELECT count(*) > 0 FROM pg_contention_waits WHERE wait_event = 'PgSleep' AND query_id IS NOT NULL"),
-	't', 'sleeping statements are in the profile with their query ids');
+	"SELECT count(*) > 0 FROM pg_contention_waits WHERE wait_event = 'PgSleep' AND query_id IS NOT NULL
+	    AND usename = current_user"),
+	't', 'sleeping statements are in the profile with their role and query ids');
+$node->safe_psql('postgres', 'CREATE ROLE reader LOGIN');
+is($node->safe_psql('postgres',
+	"SELECT count(*) > 0 AND bool_and(query_id IS NULL) FROM pg_contention_waits WHERE wait_event = 'PgSleep'",
+	extra_params => [ '-U', 'reader' ]),
+	't', 'another role sees the samples, not the query ids');
 is($node->safe_psql('postgres',
 	"SELECT round(sum(share)::numeric, 6) <= 1 FROM pg_contention_waits"),
 	't', 'shares are fractions of all non-idle samples');
@@ -78,9 +84,11 @@ ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 5 AND min(bucket_start) > '$first' FROM pg_contention_history"),
 	'the history keeps the newest 5 seconds');
 is($node->safe_psql('postgres',
-	"SELECT bool_and(ticks > 0) AND bool_and(idle_samples > 0)
-	   AND bool_and(subtrans_lookups IS NOT NULL) FROM pg_contention_history"),
-	't', 'buckets have ticks, idle samples (background processes) and SLRU deltas');
+	"SELECT bool_and(ticks > 0) AND bool_and(idle_samples > 0) FROM pg_contention_history"),
+	't', 'buckets have ticks and idle samples (background processes)');
+ok($node->poll_query_until('postgres',
+	"SELECT count(subtrans_lookups) > 0 FROM pg_contention_history"),
+	'and SLRU deltas (every second from PostgreSQL 15, every tenth before)');
 is($node->safe_psql('postgres',
 	"SELECT (spindelay_samples IS NULL) = (current_setting('server_version_num')::int < 170000)
 	    AND (oldsnapshot_timemap_samples IS NULL) = (current_setting('server_version_num')::int >= 170000)

@@ -103,6 +103,30 @@ is($node->safe_psql('postgres',
 	"SELECT scans FROM pg_contention_index_scans WHERE query = '$lookup'"),
 	'2', 'counting goes on after a failed statement');
 
+# EXPLAIN without ANALYZE is not a call either.
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_statements WHERE query LIKE 'EXPLAIN%' OR query LIKE 'SELECT info, id%'"),
+	'0', 'EXPLAIN without ANALYZE is not counted as a call');
+
+# A cursor that fails while fetched inside a savepoint never reaches
+# ExecutorEnd; its baselines must not pile up (20 times, more than the
+# per-backend stack holds) or be reused: later scans are still counted.
+my $cursor_failures = join('', map { qq{
+BEGIN;
+DECLARE c CURSOR FOR SELECT id / (id - 5) FROM t123 WHERE id < 10 ORDER BY id;
+SAVEPOINT s;
+FETCH ALL c;
+ROLLBACK TO s;
+CLOSE c;
+COMMIT;
+} } 1 .. 20);
+my ($ret, $out, $err) = $node->psql('postgres', "$plain\n$cursor_failures\n$lookup;\n$lookup;",
+	on_error_stop => 0);
+is(() = $err =~ /division by zero/g, 20, 'the 20 cursors failed');
+is($node->safe_psql('postgres',
+	"SELECT scans FROM pg_contention_index_scans WHERE query = '$lookup'"),
+	'4', 'index scans after 20 failed cursors are still counted');
+
 # Masking: another role sees the counters, not the statement.
 $node->safe_psql('postgres', 'CREATE ROLE reader LOGIN');
 is($node->safe_psql('postgres',

@@ -34,12 +34,14 @@ if ($version >= 170000)
 $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', '-h', $node->host, '-p', $node->port, 'postgres' ],
 	'pgbench tables');
 
-# Wait until the sampler has closed two seconds after now.
+# Wait until the sampler has read the statistics after now (every second
+# from PostgreSQL 15, every tenth second before).
 sub settle
 {
 	my $t = $node->safe_psql('postgres', 'SELECT now()');
 	$node->poll_query_until('postgres',
-		"SELECT count(*) >= 2 FROM pg_contention_history WHERE bucket_start > '$t'")
+		"SELECT count(*) >= 1 FROM pg_contention_history
+		  WHERE bucket_start > '$t'::timestamptz + interval '1 second' AND subtrans_lookups IS NOT NULL")
 	  or die 'history does not advance';
 }
 
