@@ -259,19 +259,6 @@ extern bool pgc_oldsnap_read_state(PgcOldSnapshotState *state);
 extern void pgc_oldsnap_probe(void);
 extern int	pgc_oldsnap_locks_held(int reads_per_lock);
 
-/*
- * How often the sampler reads the statistics (SLRU and database counters).
- * From PG15 they are in shared memory and cheap to read every second.
- * Before, reading them from a process connected to no database makes the
- * statistics collector write, and the reader parse, every database's
- * statistics files: every tenth second only.
- */
-#if PG_VERSION_NUM >= 150000
-#define PGC_STATS_READ_SECONDS	1
-#else
-#define PGC_STATS_READ_SECONDS	10
-#endif
-
 /* The sampler's own wait event: PG17 lets an extension name its own. */
 static inline uint32
 pgc_sampler_wait_event(void)

@@ -625,7 +625,7 @@ sampler_tick(TimestampTz now)
 
 	INSTR_TIME_SET_CURRENT(start);
 
-	if (new_second && (second / USECS_PER_SEC) % PGC_STATS_READ_SECONDS == 0)
+	if (new_second)
 	{
 		slru_ok = read_subtrans_counters(&lookups, &reads);
 		if (oldsnap_on)

@@ -49,8 +49,6 @@ sub run_case
 
 	# The clients' SLRU counters reach the statistics when they exit; wait
 	# until the sampler has closed two buckets after that.
-	# (From PostgreSQL 15 the counters are read every second, before every
-	# tenth second; wait for a read after the run.)
 	my $end = $node->safe_psql('postgres', 'SELECT now()');
 	ok($node->poll_query_until('postgres',
 		"SELECT count(*) >= 1 FROM pg_contention_history

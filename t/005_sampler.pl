@@ -88,7 +88,7 @@ is($node->safe_psql('postgres',
 	't', 'buckets have ticks and idle samples (background processes)');
 ok($node->poll_query_until('postgres',
 	"SELECT count(subtrans_lookups) > 0 FROM pg_contention_history"),
-	'and SLRU deltas (every second from PostgreSQL 15, every tenth before)');
+	'and SLRU deltas');
 is($node->safe_psql('postgres',
 	"SELECT (spindelay_samples IS NULL) = (current_setting('server_version_num')::int < 170000)
 	    AND (oldsnapshot_timemap_samples IS NULL) = (current_setting('server_version_num')::int >= 170000)

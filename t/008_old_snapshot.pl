@@ -34,8 +34,7 @@ if ($version >= 170000)
 $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', '-h', $node->host, '-p', $node->port, 'postgres' ],
 	'pgbench tables');
 
-# Wait until the sampler has read the statistics after now (every second
-# from PostgreSQL 15, every tenth second before).
+# Wait until the sampler has read the statistics after now.
 sub settle
 {
 	my $t = $node->safe_psql('postgres', 'SELECT now()');
