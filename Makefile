@@ -37,3 +37,6 @@ isolationcheck:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 tapcheck:
 	$(prove_installcheck)
+
+# PGXS does not track header dependencies for extensions.
+$(OBJS): src/pg_contention.h src/compat.h

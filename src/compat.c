@@ -29,14 +29,14 @@
 
 /* A query id from the statement's own slice of the source text. */
 int64
-pgc_statement_query_id(PlannedStmt *stmt, const char *source_text)
+pgc_text_query_id(PlannedStmt *stmt, const char *source_text)
 {
 	int			location = stmt->stmt_location;
 	int			len = stmt->stmt_len;
 	uint64		id;
 
-	if (stmt->queryId != 0 || source_text == NULL)
-		return (int64) stmt->queryId;
+	if (source_text == NULL)
+		return 0;
 	if (location < 0)
 	{
 		location = 0;
@@ -59,12 +59,6 @@ void
 pgc_compat_init(void)
 {
 	pgc_enable_query_id();
-}
-
-int64
-pgc_statement_query_id(PlannedStmt *stmt, const char *source_text)
-{
-	return (int64) stmt->queryId;
 }
 
 #endif

@@ -276,11 +276,16 @@ pgc_sampler_wait_event(void)
  * its own text, computed when it runs (compat.c); never written into the
  * Query, so other modules' hooks see what they expect.
  */
+extern void pgc_compat_init(void);
 #if PG_VERSION_NUM < 140000
 #define PGC_NEED_TEXT_QUERY_ID 1
+extern int64 pgc_text_query_id(PlannedStmt *stmt, const char *source_text);
+#define pgc_statement_query_id(stmt, source_text) \
+	((stmt)->queryId != 0 ? (int64) (stmt)->queryId : \
+	 pgc_text_query_id((stmt), (source_text)))
+#else
+#define pgc_statement_query_id(stmt, source_text)	((int64) (stmt)->queryId)
 #endif
-extern void pgc_compat_init(void);
-extern int64 pgc_statement_query_id(PlannedStmt *stmt, const char *source_text);
 
 /*
  * PG15 attaches a relation's pending statistics lazily, at its first count
