@@ -68,6 +68,13 @@
 #define ROLE_PG_READ_ALL_STATS DEFAULT_ROLE_READ_ALL_STATS
 #endif
 
+/* This backend's local transaction id: PG17 moved it into PGPROC.vxid. */
+#if PG_VERSION_NUM >= 170000
+#define PGC_MY_LXID()	(MyProc->vxid.lxid)
+#else
+#define PGC_MY_LXID()	(MyProc->lxid)
+#endif
+
 /*
  * Backend states: PG18 added STATE_STARTING (still authenticating), shown
  * as "starting" in pg_stat_activity.

@@ -48,8 +48,8 @@ static const char *top_query_string;
 static int	top_stmt_location;
 static int	top_stmt_len;
 
-/* The top-level transaction whose overflow was already recorded. */
-static TransactionId overflow_recorded_xid = InvalidTransactionId;
+/* The top-level transaction (local id) whose overflow was recorded. */
+static LocalTransactionId overflow_recorded_lxid = InvalidLocalTransactionId;
 
 static Size
 event_stride(void)
@@ -122,11 +122,11 @@ pgc_check_overflow(int64 current_query_id)
 
 	if (likely(!PGC_PROC_SUBXID_OVERFLOWED(MyProc)))
 		return false;
+	if (PGC_MY_LXID() == overflow_recorded_lxid || pgc_shared == NULL)
+		return false;
+	overflow_recorded_lxid = PGC_MY_LXID();
 	/* The parent takes its XID before any child, so top_xid is valid. */
 	top_xid = GetTopTransactionIdIfAny();
-	if (top_xid == overflow_recorded_xid || pgc_shared == NULL)
-		return false;
-	overflow_recorded_xid = top_xid;
 
 	text = debug_query_string;
 	if (top_known && text != NULL && text == top_query_string)
