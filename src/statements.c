@@ -433,6 +433,25 @@ copy_entries(long *n)
 	return copy;
 }
 
+/*
+ * The key columns both views start with: user, database, and the query id,
+ * which other roles see only with pg_read_all_stats.  Returns whether the
+ * caller may show the statement's text.
+ */
+static bool
+put_key_columns(const PgcStatementEntry *e, Datum *values, bool *nulls)
+{
+	bool		visible = pgc_can_see_details(e->key.userid);
+
+	values[0] = ObjectIdGetDatum(e->key.userid);
+	values[1] = ObjectIdGetDatum(e->key.dbid);
+	if (visible)
+		values[2] = Int64GetDatum(e->key.query_id);
+	else
+		nulls[2] = true;
+	return visible;
+}
+
 #define STATEMENT_COLS 10
 
 /* pg_contention_statements(): every entry; tuples built after copying. */
@@ -454,14 +473,8 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
 		Datum		values[STATEMENT_COLS] = {0};
 		bool		nulls[STATEMENT_COLS] = {0};
-		bool		visible = pgc_can_see_details(e->key.userid);
+		bool		visible = put_key_columns(e, values, nulls);
 
-		values[0] = ObjectIdGetDatum(e->key.userid);
-		values[1] = ObjectIdGetDatum(e->key.dbid);
-		if (visible)
-			values[2] = Int64GetDatum(e->key.query_id);
-		else
-			nulls[2] = true;
 		values[3] = Int64GetDatum(e->calls);
 		values[4] = Int64GetDatum(e->suboverflowed_calls);
 		values[5] = Int64GetDatum(e->standby_calls);
@@ -498,7 +511,6 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 	for (long i = 0; i < n; i++)
 	{
 		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
-		bool		visible = pgc_can_see_details(e->key.userid);
 
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 		{
@@ -506,14 +518,11 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 			Datum		values[INDEX_SCAN_COLS] = {0};
 			bool		nulls[INDEX_SCAN_COLS] = {0};
 
+			bool		visible;
+
 			if (c->indexoid == InvalidOid)
 				continue;
-			values[0] = ObjectIdGetDatum(e->key.userid);
-			values[1] = ObjectIdGetDatum(e->key.dbid);
-			if (visible)
-				values[2] = Int64GetDatum(e->key.query_id);
-			else
-				nulls[2] = true;
+			visible = put_key_columns(e, values, nulls);
 			values[3] = ObjectIdGetDatum(c->indexoid);
 			values[4] = Int64GetDatum(c->scans);
 			values[5] = Int64GetDatum(c->entries_read);
