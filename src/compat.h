@@ -266,6 +266,15 @@ extern bool pgc_oldsnap_read_state(PgcOldSnapshotState *state);
 extern void pgc_oldsnap_probe(void);
 extern int	pgc_oldsnap_locks_held(int reads_per_lock);
 
+/*
+ * ClientAuthentication_hook (the same in 13-18), declared here rather than
+ * through libpq/auth.h, whose libpq-be.h needs the GSSAPI headers that
+ * Debian's postgresql-server-dev packages do not pull in.
+ */
+struct Port;
+typedef void (*PgcClientAuthenticationHook) (struct Port *port, int status);
+extern PGDLLIMPORT PgcClientAuthenticationHook ClientAuthentication_hook;
+
 /* The sampler's own wait event: PG17 lets an extension name its own. */
 static inline uint32
 pgc_sampler_wait_event(void)

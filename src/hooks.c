@@ -9,7 +9,9 @@
  * subtransaction cache has just overflowed (subxact.c records the event)
  * and counts the statement, with the suboverflowed and standby flags of its
  * snapshot and what its index scans read (indexscan.c, baselines taken at
- * ExecutorStart), in the statement hash (statements.c).
+ * ExecutorStart), in the statement hash (statements.c).  The client's
+ * statement is noted when it starts executing and forgotten when it ends
+ * (current_statement.c), which is what the sampler attributes samples to.
  *
  * A statement is top-level (the one the client sent) when its source text
  * is the client's query string, debug_query_string: the same pointer for a
@@ -62,11 +64,11 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	/* The statement the client sent: what an overflow event will name. */
 	if (is_client_statement(queryDesc->sourceText))
-		pgc_note_top_statement(pgc_statement_query_id(queryDesc->plannedstmt,
-													  queryDesc->sourceText),
-							   queryDesc->sourceText,
-							   queryDesc->plannedstmt->stmt_location,
-							   queryDesc->plannedstmt->stmt_len);
+		pgc_statement_begin(pgc_statement_query_id(queryDesc->plannedstmt,
+												   queryDesc->sourceText),
+							queryDesc->sourceText,
+							queryDesc->plannedstmt->stmt_location,
+							queryDesc->plannedstmt->stmt_len);
 
 	if (pgc_track_statements && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 		pgc_index_scans_start(queryDesc);
@@ -81,7 +83,8 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 
 		int64		query_id = pgc_statement_query_id(stmt, queryDesc->sourceText);
 
-		(void) pgc_check_overflow(query_id);
+		(void) pgc_check_overflow(query_id, false);
+		pgc_count_deferred_overflow();
 
 		/* EXPLAIN without ANALYZE runs nothing: not a call. */
 		if (pgc_track_statements &&
@@ -94,13 +97,14 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			PgcIndexDelta deltas[PGC_INDEX_SLOTS];
 			int			ndeltas = pgc_index_scans_end(queryDesc, deltas);
 
-			pgc_statement_count(query_id, queryDesc->sourceText,
+			pgc_statement_count(GetUserId(), query_id, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len,
 								true,
 								mvcc && snapshot->suboverflowed,
 								mvcc && snapshot->takenDuringRecovery,
 								false, deltas, ndeltas);
 		}
+		pgc_statement_end(queryDesc->sourceText);
 	}
 
 	if (prev_ExecutorEnd)
@@ -114,9 +118,18 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
 	int64		query_id = pgc_statement_query_id(pstmt, queryString);
 
-	if (is_client_statement(queryString) && !IsParallelWorker())
-		pgc_note_top_statement(query_id, queryString,
-							   pstmt->stmt_location, pstmt->stmt_len);
+	/*
+	 * The client's statement, not a part of it (CREATE SCHEMA's
+	 * subcommands come back here with the same text).  It ends when this
+	 * call returns, even if it opened a cursor whose executor noted itself
+	 * with the cursor's own copy of the text meanwhile.
+	 */
+	bool		client_statement = context == PROCESS_UTILITY_TOPLEVEL &&
+		!IsParallelWorker() && is_client_statement(queryString);
+
+	if (client_statement)
+		pgc_statement_begin(query_id, queryString,
+							pstmt->stmt_location, pstmt->stmt_len);
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
@@ -130,7 +143,12 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	 * its check finds nothing.
 	 */
 	if (!IsParallelWorker())
-		(void) pgc_check_overflow(query_id);
+	{
+		(void) pgc_check_overflow(query_id, false);
+		pgc_count_deferred_overflow();
+		if (client_statement)
+			pgc_statement_forget();
+	}
 }
 
 /*
@@ -154,7 +172,7 @@ pgc_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_ABORT:
-			pgc_forget_top_statement();
+			pgc_statement_forget();
 			pgc_index_scans_forget();
 			break;
 		case XACT_EVENT_COMMIT:
@@ -173,7 +191,7 @@ pgc_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	if (event != SUBXACT_EVENT_ABORT_SUB || IsParallelWorker())
 		return;
-	(void) pgc_check_overflow(0);
+	(void) pgc_check_overflow(0, true);
 	pgc_index_scans_forget();
 }
 

@@ -16,11 +16,13 @@
  * whose heap tuple was dead or invisible.  The results go into the
  * statement's entry (statements.c).
  *
- * Owns no shared state.  Backend-local: a small stack of the baselines of
- * the executors running now (nested executors push on top).  A frame is
- * popped at its ExecutorEnd; all frames are dropped at every abort and at
- * the end of every transaction, so a frame never outlives its executor
- * (an executor that fails skips ExecutorEnd).  No locks, no allocation.
+ * Owns no shared state.  Backend-local: a small array of the baselines of
+ * the executors running now, each found by its QueryDesc.  A frame is
+ * removed at its own ExecutorEnd, whatever the order executors end in
+ * (cursors can be closed in any order); all frames are dropped at every
+ * abort and at the end of every transaction, so a frame never outlives its
+ * executor (an executor that fails skips ExecutorEnd, and its QueryDesc's
+ * address can be reused).  No locks, no allocation.
  *
  *-------------------------------------------------------------------------
  */
@@ -183,8 +185,11 @@ pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas)
 		n++;
 	}
 
-	/* Pop it, and any frame above it whose executor never ended. */
-	nrunning = k;
+	/* Remove this executor's frame only: others may still be running. */
+	if (k < nrunning - 1)
+		memmove(&running[k], &running[k + 1],
+				(nrunning - 1 - k) * sizeof(ExecutorBaselines));
+	nrunning--;
 	return n;
 }
 

@@ -5,15 +5,22 @@
  *		server's oldSnapshotControl and figures that rise with contention on
  *		its spinlocks, which have no wait event before PostgreSQL 17.
  *
- * The figures are gathered by the sampler (sampler.c) only while the
- * setting is on: each tick it times a few acquisitions of mutex_current
- * (the spinlock every snapshot takes) into a latency histogram, and reads
- * the three lock words a few dozen times without taking them to see how
- * often one is held; once a second it estimates the operations that take
- * these locks from the statistics the server keeps.  This file owns the
- * histogram arithmetic and the view; it owns no shared state.  Reading the
+ * Everything about the setting is here: the sampler's worker calls in
+ * only while it is on.  Each tick, the three lock words are read a few
+ * dozen times without taking them to see how often one is held; every
+ * fifth tick, a few acquisitions of mutex_current (the spinlock every
+ * snapshot takes) are timed into a latency histogram; once a second the
+ * operations that take these locks are estimated from the statistics the
+ * server keeps.  The per-second figures ride in the sampler's history
+ * buckets; the view sums a window of them.  The raw, version-specific
+ * reads of the server's structure are in compat.c.
+ *
+ * Owns the figures since the last reset (ShmemInitStruct "pg_contention
+ * old snapshot"), under its own LWLock: written by the worker once per
+ * tick while the setting is on, read by the view, zeroed by reset.  The
+ * list of databases for the estimate is the worker's own.  Reading the
  * server's state takes the server's spinlocks and OldSnapshotTimeMapLock
- * in shared mode, briefly (compat.c).
+ * in shared mode, briefly.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,12 +30,77 @@
 
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "storage/shmem.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(pg_contention_old_snapshot);
 
+typedef struct OldSnapShared
+{
+	LWLock	   *lock;
+	PgcOldSnapFigures total;	/* since the last reset */
+} OldSnapShared;
+
+static OldSnapShared *oldsnap = NULL;
+
+Size
+pgc_oldsnap_shmem_size(void)
+{
+	return sizeof(OldSnapShared);
+}
+
+/* Called under AddinShmemInitLock. */
 void
-pgc_oldsnap_add_probe(PgcOldSnapFigures *f, int64 ns)
+pgc_oldsnap_shmem_init(LWLock *lock)
+{
+	bool		found;
+
+	oldsnap = ShmemInitStruct("pg_contention old snapshot",
+							  pgc_oldsnap_shmem_size(), &found);
+	if (!found)
+	{
+		memset(oldsnap, 0, sizeof(OldSnapShared));
+		oldsnap->lock = lock;
+	}
+}
+
+void
+pgc_oldsnap_reset(void)
+{
+	LWLockAcquire(oldsnap->lock, LW_EXCLUSIVE);
+	memset(&oldsnap->total, 0, sizeof(PgcOldSnapFigures));
+	LWLockRelease(oldsnap->lock);
+}
+
+/* Is there anything to measure: the version has the setting, and it is on. */
+bool
+pgc_oldsnap_enabled(void)
+{
+	return pgc_oldsnap_supported() && pgc_oldsnap_setting() >= 0;
+}
+
+/* ---- the worker's side ---- */
+
+/*
+ * While old_snapshot_threshold is on: lock-word reads every tick, and two
+ * timed acquisitions every fifth tick.  An acquisition can wait through
+ * the spinlock's back-off (milliseconds under heavy contention), which
+ * delays the sampler's next tick; probing less often bounds that.
+ */
+#define OLDSNAP_READS_PER_LOCK	32
+#define OLDSNAP_PROBE_EVERY		5
+#define OLDSNAP_PROBES_PER_TICK 2
+
+/* Databases seen in samples, for the operation estimate (worker-private). */
+#define MAX_ESTIMATE_DBS 16
+static Oid	estimate_dbs[MAX_ESTIMATE_DBS];
+static int64 estimate_last_ops[MAX_ESTIMATE_DBS];
+static int	n_estimate_dbs = 0;
+
+static void
+add_probe(PgcOldSnapFigures *f, int64 ns)
 {
 	int			k = 0;
 
@@ -40,7 +112,7 @@ pgc_oldsnap_add_probe(PgcOldSnapFigures *f, int64 ns)
 }
 
 void
-pgc_oldsnap_merge(PgcOldSnapFigures *into, const PgcOldSnapFigures *from)
+pgc_oldsnap_add(PgcOldSnapFigures *into, const PgcOldSnapFigures *from)
 {
 	into->active |= from->active;
 	into->probes += from->probes;
@@ -50,6 +122,127 @@ pgc_oldsnap_merge(PgcOldSnapFigures *into, const PgcOldSnapFigures *from)
 	into->lock_word_reads += from->lock_word_reads;
 	into->lock_word_held += from->lock_word_held;
 	into->lock_op_estimate += from->lock_op_estimate;
+}
+
+/* The worker adds a tick's (or a second's) figures to the total. */
+void
+pgc_oldsnap_add_to_total(const PgcOldSnapFigures *figures)
+{
+	LWLockAcquire(oldsnap->lock, LW_EXCLUSIVE);
+	pgc_oldsnap_add(&oldsnap->total, figures);
+	LWLockRelease(oldsnap->lock);
+}
+
+/* A database with an active backend this tick: estimate its operations. */
+void
+pgc_oldsnap_note_database(Oid dbid)
+{
+	if (!OidIsValid(dbid))
+		return;
+	for (int i = 0; i < n_estimate_dbs; i++)
+		if (estimate_dbs[i] == dbid)
+			return;
+	if (n_estimate_dbs < MAX_ESTIMATE_DBS)
+	{
+		estimate_dbs[n_estimate_dbs] = dbid;
+		estimate_last_ops[n_estimate_dbs] = -1;
+		n_estimate_dbs++;
+	}
+}
+
+/*
+ * Operations that take the old-snapshot spinlocks while the setting is on,
+ * estimated from counters the server keeps: transactions (each takes at
+ * least one snapshot) and block requests (each heap page read may try
+ * pruning) in the databases seen in samples, since the last call.  Called
+ * once a second, right after the sampler read the SLRU counters, from the
+ * same statistics snapshot; what the fetch allocates is in the worker's
+ * per-tick context.
+ */
+int64
+pgc_oldsnap_read_operations(void)
+{
+	int64		ops = 0;
+
+	for (int i = 0; i < n_estimate_dbs; i++)
+	{
+		PgStat_StatDBEntry *db = pgstat_fetch_stat_dbentry(estimate_dbs[i]);
+		int64		now_ops;
+
+		if (db == NULL)
+			continue;
+		now_ops = PGC_DB_LOCK_OPS(db);
+		if (estimate_last_ops[i] >= 0 && now_ops > estimate_last_ops[i])
+			ops += now_ops - estimate_last_ops[i];
+		estimate_last_ops[i] = now_ops;
+	}
+	return ops;
+}
+
+/* One tick: look at the lock words, and every fifth tick time a few probes. */
+void
+pgc_oldsnap_sample(int64 tick, PgcOldSnapFigures *f)
+{
+	f->active = true;
+
+	/* Look first: right after our own probe the line would be ours. */
+	f->lock_word_reads += PGC_OLDSNAP_LOCKS * OLDSNAP_READS_PER_LOCK;
+	f->lock_word_held += pgc_oldsnap_locks_held(OLDSNAP_READS_PER_LOCK);
+
+	if (tick % OLDSNAP_PROBE_EVERY != 0)
+		return;
+	for (int i = 0; i < OLDSNAP_PROBES_PER_TICK; i++)
+	{
+		instr_time	start,
+					end;
+
+		INSTR_TIME_SET_CURRENT(start);
+		pgc_oldsnap_probe();
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_SUBTRACT(end, start);
+		add_probe(f, (int64) (INSTR_TIME_GET_DOUBLE(end) * 1e9));
+	}
+}
+
+/* ---- the view ---- */
+
+/* Figures of the completed seconds since "since", from the history. */
+typedef struct OldSnapWindow
+{
+	int			seconds;		/* completed seconds in the window */
+	int64		ticks;
+	int64		active_samples;
+	int64		cpu_samples;
+	int64		timemap_samples;
+	int64		procarray_samples;
+	bool		have_timemap;
+	PgcOldSnapFigures figures;
+} OldSnapWindow;
+
+static void
+sum_window(TimestampTz since, OldSnapWindow *window)
+{
+	bool		named_found[PGC_NUM_NAMED_WAITS];
+	int			n;
+	PgcHistoryBucket *history = pgc_sampler_copy_history(&n, named_found);
+
+	memset(window, 0, sizeof(*window));
+	window->have_timemap = named_found[PGC_NAMED_OLDSNAPSHOT_TIMEMAP];
+	for (int i = 0; i < n; i++)
+	{
+		PgcHistoryBucket *b = &history[i];
+
+		if (b->bucket_start < since)
+			continue;
+		window->seconds++;
+		window->ticks += b->ticks;
+		window->active_samples += b->active_samples;
+		window->cpu_samples += b->cpu_samples;
+		window->timemap_samples += b->named_samples[PGC_NAMED_OLDSNAPSHOT_TIMEMAP];
+		window->procarray_samples += b->named_samples[PGC_NAMED_PROCARRAY];
+		pgc_oldsnap_add(&window->figures, &b->oldsnap);
+	}
+	pfree(history);
 }
 
 /*
@@ -108,7 +301,7 @@ pg_contention_old_snapshot(PG_FUNCTION_ARGS)
 	Datum		values[OLDSNAP_COLS] = {0};
 	bool		nulls[OLDSNAP_COLS] = {0};
 	PgcOldSnapshotState state;
-	PgcOldSnapWindow window;
+	OldSnapWindow window;
 	PgcOldSnapFigures total;
 	bool		supported = pgc_oldsnap_supported();
 	int			setting = pgc_oldsnap_setting();
@@ -123,8 +316,11 @@ pg_contention_old_snapshot(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	pgc_sampler_oldsnap_window(GetCurrentTimestamp() - (TimestampTz) window_seconds * USECS_PER_SEC,
-							   &window, &total);
+	sum_window(GetCurrentTimestamp() - (TimestampTz) window_seconds * USECS_PER_SEC,
+			   &window);
+	LWLockAcquire(oldsnap->lock, LW_SHARED);
+	total = oldsnap->total;
+	LWLockRelease(oldsnap->lock);
 
 	/* The setting, and the server's state (only where it exists). */
 	if (supported)

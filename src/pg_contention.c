@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * pg_contention.c
- *		Module entry point: settings, hook registration and the shared
- *		memory request.
+ *		Module entry point: settings, hook registration, the shared memory
+ *		request and the sampler's registration.
  *
  * Owns the pg_contention.* settings.  Everything here runs in the
  * postmaster at start-up, so there is no locking.
@@ -159,5 +159,7 @@ _PG_init(void)
 	shmem_startup_hook = pgc_shmem_startup_hook;
 
 	pgc_hooks_install();
+	pgc_current_statement_init();
+	pgc_subxact_init();
 	pgc_sampler_register();
 }

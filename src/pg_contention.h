@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * pg_contention.h
- *		The one internal header of pg_contention: the shared-memory layout and
- *		the functions each file exports to the others, grouped by file.
+ *		The one internal header of pg_contention: the types several files
+ *		share and the functions each file exports to the others, grouped by
+ *		file.  Everything else in src/ is static.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,30 +20,55 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#define PGC_VERSION "1.0"
+#define PGC_VERSION "1.1"
 
 #include "compat.h"
 
-/*
- * Shared state header.  One ShmemInitStruct block; the statement hash and
- * the event ring are separate blocks found by name (shmem.c).  Capacities
- * are fixed at postmaster start from PGC_POSTMASTER settings.
- */
-typedef struct PgcSharedState
+/* ---- pg_contention.c: settings ---- */
+extern int	pgc_max_query_length;
+extern int	pgc_max_events;
+extern int	pgc_max_statements;
+extern bool pgc_track_statements;
+extern bool pgc_sampler_enabled;
+extern int	pgc_sample_period;
+extern int	pgc_max_profile_entries;
+extern int	pgc_history_seconds;
+
+/* ---- shmem.c: the registry of shared stores ---- */
+
+/* Non-NULL once shared memory is attached: the library was preloaded. */
+extern void *pgc_shared;
+extern void pgc_shmem_request(void);
+extern void pgc_shmem_startup(void);
+extern void pgc_require_loaded(void);
+
+/* ---- current_statement.c: the top-level statement this backend runs ---- */
+extern Size pgc_query_ids_shmem_size(void);
+extern void pgc_query_ids_shmem_init(LWLock *lock);
+extern void pgc_current_statement_init(void);
+extern void pgc_statement_begin(int64 query_id, const char *source_text,
+								int stmt_location, int stmt_len);
+extern void pgc_statement_end(const char *source_text);
+extern void pgc_statement_forget(void);
+extern bool pgc_current_statement(int64 *query_id, int *stmt_location,
+								  int *stmt_len);
+
+/* What the sampler reads of one process's slot (see current_statement.c). */
+typedef struct PgcPublishedStatement
 {
-	LWLock	   *statements_lock;	/* statement hash, see statements.c */
-	LWLock	   *events_lock;	/* overflow event ring, see subxact.c */
-	LWLock	   *sampler_lock;	/* profile, history, status: sampler.c */
-	TimestampTz started_at;		/* when the shared state was created */
-	TimestampTz stats_reset;	/* last pg_contention_reset(), or start */
+	int64		query_id;		/* 0: not known (yet) */
+	uint32		statement_no;	/* 0: not a client backend */
+	uint32		ended_no;		/* the last statement that ended, 0: none */
+	int64		ended_query_id; /* and its query id */
+} PgcPublishedStatement;
 
-	/* statement hash bookkeeping, under statements_lock */
-	int64		statement_evictions;	/* entries evicted to make room */
-	pg_atomic_uint64 statements_generation; /* bumped before entries move */
+extern int	pgc_query_id_slots(void);
+extern void pgc_read_published(int procno, PgcPublishedStatement *out);
 
-	/* overflow event ring, under events_lock */
-	int64		events_written; /* events ever written since reset */
-} PgcSharedState;
+/* ---- hooks.c ---- */
+extern void pgc_hooks_install(void);
+
+/* ---- statements.c: the statement hash ---- */
 
 /* The key of the statement hash: who ran which statement where. */
 typedef struct PgcStatementKey
@@ -66,7 +92,60 @@ typedef struct PgcIndexDelta
 	int64		fetched;		/* heap tuples found visible */
 } PgcIndexDelta;
 
-/* old_snapshot_threshold pressure figures (oldsnapshot.c) */
+extern Size pgc_statements_shmem_size(void);
+extern void pgc_statements_shmem_init(LWLock *lock);
+extern void pgc_statements_reset(void);
+extern void pgc_statements_info(int64 *count, int64 *evictions);
+extern void pgc_statement_count(Oid userid, int64 query_id,
+								const char *source_text,
+								int stmt_location, int stmt_len,
+								bool counted_call, bool suboverflowed,
+								bool in_recovery, bool overflow_event,
+								const PgcIndexDelta *deltas, int ndeltas);
+
+/* ---- indexscan.c ---- */
+extern void pgc_index_scans_start(QueryDesc *queryDesc);
+extern int	pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas);
+extern void pgc_index_scans_forget(void);
+
+/* ---- subxact.c: overflow detection and the event ring ---- */
+extern Size pgc_events_shmem_size(void);
+extern void pgc_events_shmem_init(LWLock *lock);
+extern void pgc_events_reset(void);
+extern void pgc_events_info(int64 *written);
+extern void pgc_subxact_init(void);
+extern bool pgc_check_overflow(int64 current_query_id, bool in_abort);
+extern void pgc_count_deferred_overflow(void);
+
+/* ---- sampler.c: the worker, the wait profile and the history ---- */
+
+/* The wait events the history counts by name, found once at start. */
+typedef enum PgcNamedWait
+{
+	PGC_NAMED_SUBTRANS_SLRU,	/* LWLock:SubtransSLRU */
+	PGC_NAMED_SUBTRANS_BUFFER,	/* LWLock:SubtransBuffer */
+	PGC_NAMED_OLDSNAPSHOT_TIMEMAP,	/* LWLock:OldSnapshotTimeMap, PG13-16 */
+	PGC_NAMED_PROCARRAY,		/* LWLock:ProcArray */
+	PGC_NAMED_SPIN_DELAY,		/* Timeout:SpinDelay, PG17+ */
+	PGC_NUM_NAMED_WAITS
+} PgcNamedWait;
+
+/* History columns by wait-event class (the class is the top byte). */
+typedef enum PgcWaitClass
+{
+	PGC_CLASS_LWLOCK,
+	PGC_CLASS_LOCK,
+	PGC_CLASS_BUFFERPIN,
+	PGC_CLASS_IO,
+	PGC_CLASS_IPC,
+	PGC_CLASS_TIMEOUT,
+	PGC_CLASS_EXTENSION,
+	PGC_CLASS_CLIENT,
+	PGC_CLASS_OTHER,
+	PGC_NUM_WAIT_CLASSES
+} PgcWaitClass;
+
+/* old_snapshot_threshold pressure figures of a tick, a second, or more. */
 #define PGC_PROBE_HIST_BUCKETS 32	/* bucket k: latency < 2^k ns */
 
 typedef struct PgcOldSnapFigures
@@ -80,91 +159,79 @@ typedef struct PgcOldSnapFigures
 	int64		lock_op_estimate;	/* transactions + block requests */
 } PgcOldSnapFigures;
 
-typedef struct PgcOldSnapWindow
+/* One second of history. */
+typedef struct PgcHistoryBucket
 {
-	int			seconds;		/* completed seconds in the window */
+	PgcOldSnapFigures oldsnap;	/* old_snapshot_threshold pressure */
+	TimestampTz bucket_start;
 	int64		ticks;
-	int64		active_samples;
+	int64		active_samples; /* non-idle backends, summed over ticks */
+	int64		idle_samples;
 	int64		cpu_samples;
-	int64		timemap_samples;
-	int64		procarray_samples;
-	bool		have_timemap;
-	PgcOldSnapFigures figures;
-} PgcOldSnapWindow;
+	int64		class_samples[PGC_NUM_WAIT_CLASSES];
+	int64		named_samples[PGC_NUM_NAMED_WAITS];
+	int32		max_overflowed_backends;
+	bool		slru_known;		/* SLRU deltas were read for this bucket */
+	int64		subtrans_lookups;	/* delta of blks_hit + blks_read */
+	int64		subtrans_reads; /* delta of blks_read */
+} PgcHistoryBucket;
 
-/* One overflow event (a ring slot); query[] has max_query_length bytes. */
-typedef struct PgcOverflowEvent
+/* One profile entry: samples of a (database, role, query id, wait event). */
+typedef struct PgcProfileKey
 {
-	TimestampTz event_time;
-	int			pid;
 	Oid			dbid;
-	Oid			userid;
-	TransactionId top_xid;
-	int64		query_id;		/* top-level statement */
-	int64		nested_query_id;	/* innermost statement, 0 if the same */
-	int			nesting_depth;	/* subtransaction nesting at the event */
-	char		application_name[NAMEDATALEN];
-	char		query[FLEXIBLE_ARRAY_MEMBER];	/* NUL-terminated */
-} PgcOverflowEvent;
+	Oid			roleid;
+	uint32		wait_event_info;	/* 0: on CPU */
+	uint32		padding;		/* zero: the key is hashed as bytes */
+	int64		query_id;
+} PgcProfileKey;
 
-/* pg_contention.c: settings */
-extern int	pgc_max_query_length;
-extern int	pgc_max_events;
-extern int	pgc_max_statements;
-extern bool pgc_track_statements;
-extern bool pgc_sampler_enabled;
-extern int	pgc_sample_period;
-extern int	pgc_max_profile_entries;
-extern int	pgc_history_seconds;
+typedef struct PgcProfileEntry
+{
+	PgcProfileKey key;
+	int64		samples;
+} PgcProfileEntry;
 
-/* shmem.c */
-extern PgcSharedState *pgc_shared;
-extern void pgc_shmem_request(void);
-extern void pgc_shmem_startup(void);
-extern void pgc_require_loaded(void);
+/* The worker's status, as pg_contention_sampler_status shows it. */
+typedef struct PgcSamplerStatus
+{
+	int			worker_pid;		/* 0 when not running */
+	TimestampTz worker_started;
+	int64		ticks;
+	double		last_tick_us;
+	double		max_tick_us;
+	double		total_tick_us;
+	int			period_ms;		/* in effect */
+	bool		enabled;		/* in effect */
+	int64		memory_bytes;	/* the worker's memory contexts, allocated */
+	int			profile_used;
+	int64		profile_evictions;
+	int64		profile_samples;	/* all non-idle samples since reset */
+	int64		buckets_written;	/* completed buckets since reset */
+} PgcSamplerStatus;
 
-/* hooks.c */
-extern void pgc_hooks_install(void);
-
-/* statements.c */
-extern Size pgc_statements_shmem_size(void);
-extern void pgc_statements_shmem_init(bool first);
-extern void pgc_statement_count(int64 query_id, const char *source_text,
-								int stmt_location, int stmt_len,
-								bool counted_call, bool suboverflowed,
-								bool in_recovery, bool overflow_event,
-								const PgcIndexDelta *deltas, int ndeltas);
-extern void pgc_statements_reset(void);
-extern int64 pgc_statements_count(void);
-
-/* indexscan.c */
-extern void pgc_index_scans_start(QueryDesc *queryDesc);
-extern int	pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas);
-extern void pgc_index_scans_forget(void);
-
-/* subxact.c */
-extern Size pgc_events_shmem_size(void);
-extern void pgc_events_shmem_init(void);
-extern void pgc_events_reset(void);
-extern void pgc_note_top_statement(int64 query_id, const char *source_text,
-								   int stmt_location, int stmt_len);
-extern void pgc_forget_top_statement(void);
-extern bool pgc_check_overflow(int64 current_query_id);
-
-/* sampler.c */
 extern Size pgc_sampler_shmem_size(void);
-extern void pgc_sampler_shmem_init(void);
+extern void pgc_sampler_shmem_init(LWLock *lock);
 extern void pgc_sampler_register(void);
 extern void pgc_sampler_reset(void);
-extern void pgc_publish_query_id(int64 query_id);
-extern void pgc_sampler_oldsnap_window(TimestampTz since, PgcOldSnapWindow *window,
-									   PgcOldSnapFigures *total);
+extern void pgc_sampler_copy_status(PgcSamplerStatus *status,
+									bool *named_found);
+extern PgcProfileEntry *pgc_sampler_copy_profile(int *n, int64 *total);
+extern PgcHistoryBucket *pgc_sampler_copy_history(int *n, bool *named_found);
 
-/* oldsnapshot.c */
-extern void pgc_oldsnap_add_probe(PgcOldSnapFigures *f, int64 ns);
-extern void pgc_oldsnap_merge(PgcOldSnapFigures *into, const PgcOldSnapFigures *from);
+/* ---- oldsnapshot.c: old_snapshot_threshold pressure ---- */
+extern Size pgc_oldsnap_shmem_size(void);
+extern void pgc_oldsnap_shmem_init(LWLock *lock);
+extern void pgc_oldsnap_reset(void);
+extern bool pgc_oldsnap_enabled(void);
+extern void pgc_oldsnap_note_database(Oid dbid);
+extern int64 pgc_oldsnap_read_operations(void);
+extern void pgc_oldsnap_sample(int64 tick, PgcOldSnapFigures *figures);
+extern void pgc_oldsnap_add(PgcOldSnapFigures *into,
+							const PgcOldSnapFigures *from);
+extern void pgc_oldsnap_add_to_total(const PgcOldSnapFigures *figures);
 
-/* activity.c */
+/* ---- activity.c: helpers for the views about backends ---- */
 typedef struct PgcProcState
 {
 	int			pid;

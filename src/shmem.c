@@ -1,22 +1,24 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *		pg_contention's shared memory: its size, its creation at postmaster
- *		start, and the check that every SQL entry point makes before using it.
+ *		The registry of pg_contention's shared stores: their sizes and
+ *		creation at postmaster start, the check that every SQL entry point
+ *		makes before using them, and the two functions about all of them,
+ *		pg_contention_reset() and pg_contention_info().
  *
- * Owns PgcSharedState (the ShmemInitStruct block "pg_contention") and the
- * LWLock tranche "pg_contention"; the statement hash (statements.c), the
- * event ring (subxact.c) and the sampler's stores (sampler.c) create their
- * own blocks from here.
+ * Owns the LWLock tranche "pg_contention" (one lock per store that needs
+ * one, handed to the store at creation) and a small header
+ * (ShmemInitStruct "pg_contention": when the stores were created and last
+ * reset, under its own spinlock).  Each store owns its block, its lock and
+ * its reset; this file only calls them, in the order of the table below.
  *
  * Size, all from PGC_POSTMASTER settings:
- *   header + max_events * MAXALIGN(sizeof(event) + max_query_length)
- *          + hash_estimate_size(max_statements,
- *                               MAXALIGN(sizeof(entry) + max_query_length))
- *          + max_profile_entries * sizeof(profile entry)
- *          + history_seconds * sizeof(history bucket)
- *          + processes * 8 (current query ids)
- * (about 9.2 MB with the defaults).
+ *   max_events * MAXALIGN(sizeof(event) + max_query_length)
+ *   + hash_estimate_size(max_statements,
+ *                        MAXALIGN(sizeof(entry) + max_query_length))
+ *   + max_profile_entries * 32 + history_seconds * sizeof(bucket)
+ *   + processes * 24 (published statements)
+ * (about 9.3 MB with the defaults; pg_shmem_allocations lists each block).
  *
  * Locking: the blocks are created once under AddinShmemInitLock.
  * pgc_shared is set in every process that attached them; it stays NULL
@@ -29,23 +31,52 @@
 
 #include "access/htup_details.h"
 #include "funcapi.h"
-#include "storage/ipc.h"
 #include "storage/shmem.h"
-#include "utils/timestamp.h"
 
-PgcSharedState *pgc_shared = NULL;
+typedef struct RegistryHeader
+{
+	slock_t		mutex;
+	TimestampTz started_at;
+	TimestampTz stats_reset;	/* last pg_contention_reset(), or start */
+} RegistryHeader;
+
+void	   *pgc_shared = NULL;
+
+typedef struct PgcStore
+{
+	Size		(*shmem_size) (void);
+	void		(*shmem_init) (LWLock *lock);
+	void		(*reset) (void);	/* NULL: nothing to reset */
+	bool		needs_lock;
+} PgcStore;
+
+static const PgcStore stores[] = {
+	{pgc_query_ids_shmem_size, pgc_query_ids_shmem_init, NULL, false},
+	{pgc_events_shmem_size, pgc_events_shmem_init, pgc_events_reset, true},
+	{pgc_statements_shmem_size, pgc_statements_shmem_init, pgc_statements_reset, true},
+	{pgc_sampler_shmem_size, pgc_sampler_shmem_init, pgc_sampler_reset, true},
+	{pgc_oldsnap_shmem_size, pgc_oldsnap_shmem_init, pgc_oldsnap_reset, true},
+};
 
 #define PGC_TRANCHE_NAME "pg_contention"
-#define PGC_NUM_LOCKS 3
+
+static int
+lock_count(void)
+{
+	int			n = 0;
+
+	for (int i = 0; i < lengthof(stores); i++)
+		n += stores[i].needs_lock;
+	return n;
+}
 
 static Size
 pgc_shmem_size(void)
 {
-	Size		size = MAXALIGN(sizeof(PgcSharedState));
+	Size		size = MAXALIGN(sizeof(RegistryHeader));
 
-	size = add_size(size, pgc_events_shmem_size());
-	size = add_size(size, pgc_statements_shmem_size());
-	size = add_size(size, pgc_sampler_shmem_size());
+	for (int i = 0; i < lengthof(stores); i++)
+		size = add_size(size, MAXALIGN(stores[i].shmem_size()));
 	return size;
 }
 
@@ -57,40 +88,36 @@ void
 pgc_shmem_request(void)
 {
 	RequestAddinShmemSpace(pgc_shmem_size());
-	RequestNamedLWLockTranche(PGC_TRANCHE_NAME, PGC_NUM_LOCKS);
+	RequestNamedLWLockTranche(PGC_TRANCHE_NAME, lock_count());
 }
 
 /*
- * Create or attach the shared state.  Called from shmem_startup_hook in the
+ * Create or attach every store.  Called from shmem_startup_hook in the
  * postmaster (and in every backend under EXEC_BACKEND).
  */
 void
 pgc_shmem_startup(void)
 {
 	bool		found;
-	PgcSharedState *shared;
+	RegistryHeader *header;
+	LWLockPadded *locks;
+	int			next_lock = 0;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	shared = ShmemInitStruct("pg_contention", sizeof(PgcSharedState), &found);
+	header = ShmemInitStruct("pg_contention", sizeof(RegistryHeader), &found);
 	if (!found)
 	{
-		LWLockPadded *locks = GetNamedLWLockTranche(PGC_TRANCHE_NAME);
-
-		memset(shared, 0, sizeof(PgcSharedState));
-		shared->statements_lock = &locks[0].lock;
-		shared->events_lock = &locks[1].lock;
-		shared->sampler_lock = &locks[2].lock;
-		shared->started_at = GetCurrentTimestamp();
-		shared->stats_reset = shared->started_at;
-		pg_atomic_init_u64(&shared->statements_generation, 0);
+		SpinLockInit(&header->mutex);
+		header->started_at = GetCurrentTimestamp();
+		header->stats_reset = header->started_at;
 	}
-	pgc_events_shmem_init();
-	pgc_statements_shmem_init(!found);
-	pgc_sampler_shmem_init();
+	locks = GetNamedLWLockTranche(PGC_TRANCHE_NAME);
+	for (int i = 0; i < lengthof(stores); i++)
+		stores[i].shmem_init(stores[i].needs_lock ? &locks[next_lock++].lock : NULL);
 	LWLockRelease(AddinShmemInitLock);
 
 	/* Only now is everything usable. */
-	pgc_shared = shared;
+	pgc_shared = header;
 }
 
 /*
@@ -111,26 +138,23 @@ PG_FUNCTION_INFO_V1(pg_contention_reset);
 PG_FUNCTION_INFO_V1(pg_contention_info);
 
 /*
- * pg_contention_reset(): forget every statement and event, and the counts
- * of evictions and drops.  EXECUTE is revoked from PUBLIC in the install
- * script.  Takes each store's lock exclusively, one after the other.
+ * pg_contention_reset(): empty every store (statements, events, the
+ * sampler's profile and history, the old-snapshot totals) and their
+ * eviction and drop counters.  Each store takes its own lock, one after
+ * the other.  EXECUTE is revoked from PUBLIC in the install script.
  */
 Datum
 pg_contention_reset(PG_FUNCTION_ARGS)
 {
+	RegistryHeader *header = (RegistryHeader *) pgc_shared;
+
 	pgc_require_loaded();
-
-	LWLockAcquire(pgc_shared->statements_lock, LW_EXCLUSIVE);
-	pgc_statements_reset();
-	LWLockRelease(pgc_shared->statements_lock);
-
-	LWLockAcquire(pgc_shared->events_lock, LW_EXCLUSIVE);
-	pgc_events_reset();
-	pgc_shared->stats_reset = GetCurrentTimestamp();
-	LWLockRelease(pgc_shared->events_lock);
-
-	pgc_sampler_reset();
-
+	for (int i = 0; i < lengthof(stores); i++)
+		if (stores[i].reset)
+			stores[i].reset();
+	SpinLockAcquire(&header->mutex);
+	header->stats_reset = GetCurrentTimestamp();
+	SpinLockRelease(&header->mutex);
 	PG_RETURN_VOID();
 }
 
@@ -143,6 +167,7 @@ pg_contention_reset(PG_FUNCTION_ARGS)
 Datum
 pg_contention_info(PG_FUNCTION_ARGS)
 {
+	RegistryHeader *header = (RegistryHeader *) pgc_shared;
 	TupleDesc	tupdesc;
 	Datum		values[INFO_COLS];
 	bool		nulls[INFO_COLS] = {0};
@@ -155,14 +180,11 @@ pg_contention_info(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	LWLockAcquire(pgc_shared->statements_lock, LW_SHARED);
-	statements = pgc_statements_count();
-	evictions = pgc_shared->statement_evictions;
-	LWLockRelease(pgc_shared->statements_lock);
-	LWLockAcquire(pgc_shared->events_lock, LW_SHARED);
-	written = pgc_shared->events_written;
-	reset = pgc_shared->stats_reset;
-	LWLockRelease(pgc_shared->events_lock);
+	pgc_statements_info(&statements, &evictions);
+	pgc_events_info(&written);
+	SpinLockAcquire(&header->mutex);
+	reset = header->stats_reset;
+	SpinLockRelease(&header->mutex);
 
 	values[0] = TimestampTzGetDatum(reset);
 	values[1] = Int32GetDatum(pgc_max_statements);

@@ -6,17 +6,21 @@
  *		subtransaction-overflow events it caused.
  *
  * Owns the statement hash (ShmemInitHash "pg_contention statements", at
- * most pgc_max_statements entries, keyed by user, database and query id)
- * and pgc_shared->statement_evictions.
+ * most pgc_max_statements entries, keyed by user, database and query id),
+ * its header (ShmemInitStruct "pg_contention statements header": the
+ * eviction count and the generation) and its LWLock.
  *
- * Locking, as in pg_stat_statements: statements_lock in shared mode to find
+ * Locking, as in pg_stat_statements: the LWLock in shared mode to find
  * an entry and update its counters under the entry's spinlock; exclusive
  * only to create entries, evict, or reset.  When the hash is full, the
  * least used 5% (at least 10) are evicted and counted; nothing errors.
+ * An entry's spinlock guards its counters only: the query text is written
+ * once, when the entry is created under the exclusive lock, and read only
+ * under the LWLock, so readers copy it outside the spinlock.
  *
  * One step further, the common path takes no LWLock at all.  Each backend remembers where
  * the entries of its recent statements are (a small direct-mapped cache)
- * and the generation (pgc_shared->statements_generation) it found them in.
+ * and the generation (stmts->generation) it found them in.
  * Entries are removed only by a holder of the exclusive lock (eviction,
  * reset), which first bumps the generation and then takes each victim's
  * spinlock before removing it; a new entry is initialised under its
@@ -53,6 +57,13 @@ typedef struct PgcIndexCounters
 	int64		other_entries_read; /* entries read by those two */
 } PgcIndexCounters;
 
+typedef struct StatementsShared
+{
+	LWLock	   *lock;
+	int64		evictions;		/* entries evicted to make room, under lock */
+	pg_atomic_uint64 generation;	/* bumped before entries move */
+} StatementsShared;
+
 typedef struct PgcStatementEntry
 {
 	PgcStatementKey key;
@@ -73,6 +84,7 @@ typedef struct PgcStatementEntry
 #define EVICT_PERCENT		5
 #define EVICT_MIN			10
 
+static StatementsShared *stmts = NULL;
 static HTAB *statements = NULL;
 
 /* This backend's cache of entry locations, see the header comment. */
@@ -96,14 +108,27 @@ entry_size(void)
 Size
 pgc_statements_shmem_size(void)
 {
-	return hash_estimate_size(pgc_max_statements, entry_size());
+	return add_size(MAXALIGN(sizeof(StatementsShared)),
+					hash_estimate_size(pgc_max_statements, entry_size()));
 }
 
-/* Called under AddinShmemInitLock; "first" when the shared state is new. */
+/* Called under AddinShmemInitLock. */
 void
-pgc_statements_shmem_init(bool first)
+pgc_statements_shmem_init(LWLock *lock)
 {
 	HASHCTL		info;
+	bool		found;
+	bool		first;
+
+	stmts = ShmemInitStruct("pg_contention statements header",
+							sizeof(StatementsShared), &found);
+	first = !found;
+	if (first)
+	{
+		stmts->lock = lock;
+		stmts->evictions = 0;
+		pg_atomic_init_u64(&stmts->generation, 0);
+	}
 
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(PgcStatementKey);
@@ -184,7 +209,7 @@ evict_least_used(void)
 	}
 	qsort(all, i, sizeof(UsageOf), compare_usage);
 	victims = Min(i, Max(EVICT_MIN, i * EVICT_PERCENT / 100));
-	pg_atomic_fetch_add_u64(&pgc_shared->statements_generation, 1);
+	pg_atomic_fetch_add_u64(&stmts->generation, 1);
 	for (long v = 0; v < victims; v++)
 	{
 		/* Wait out any backend updating it without the LWLock. */
@@ -192,7 +217,7 @@ evict_least_used(void)
 		SpinLockRelease(&all[v].entry->mutex);
 		hash_search(statements, &all[v].entry->key, HASH_REMOVE, NULL);
 	}
-	pgc_shared->statement_evictions += victims;
+	stmts->evictions += victims;
 	pfree(all);
 }
 
@@ -315,7 +340,7 @@ update_entry(PgcStatementEntry *entry, TimestampTz now, bool counted_call,
  * cache overflow.
  */
 void
-pgc_statement_count(int64 query_id, const char *source_text,
+pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 					int stmt_location, int stmt_len,
 					bool counted_call, bool suboverflowed,
 					bool in_recovery, bool overflow_event,
@@ -329,7 +354,7 @@ pgc_statement_count(int64 query_id, const char *source_text,
 	if (pgc_shared == NULL)
 		return;
 
-	key.userid = GetUserId();
+	key.userid = userid;
 	key.dbid = MyDatabaseId;
 	key.query_id = query_id;
 
@@ -340,7 +365,7 @@ pgc_statement_count(int64 query_id, const char *source_text,
 	{
 		entry = slot->entry;
 		SpinLockAcquire(&entry->mutex);
-		if (pg_atomic_read_u64(&pgc_shared->statements_generation) == slot->generation)
+		if (pg_atomic_read_u64(&stmts->generation) == slot->generation)
 		{
 			update_entry(entry, now, counted_call, suboverflowed, in_recovery,
 						 overflow_event, deltas, ndeltas);
@@ -350,48 +375,52 @@ pgc_statement_count(int64 query_id, const char *source_text,
 		SpinLockRelease(&entry->mutex);
 	}
 
-	LWLockAcquire(pgc_shared->statements_lock, LW_SHARED);
+	LWLockAcquire(stmts->lock, LW_SHARED);
 	entry = hash_search(statements, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
-		LWLockRelease(pgc_shared->statements_lock);
-		LWLockAcquire(pgc_shared->statements_lock, LW_EXCLUSIVE);
+		LWLockRelease(stmts->lock);
+		LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
 		entry = enter_statement(&key, source_text, stmt_location, stmt_len,
 								now);
 		if (entry == NULL)
 		{
-			LWLockRelease(pgc_shared->statements_lock);
+			LWLockRelease(stmts->lock);
 			return;
 		}
 	}
 	/* No removal can happen while we hold the LWLock: the generation holds. */
 	slot->key = key;
 	slot->entry = entry;
-	slot->generation = pg_atomic_read_u64(&pgc_shared->statements_generation);
+	slot->generation = pg_atomic_read_u64(&stmts->generation);
 
 	SpinLockAcquire(&entry->mutex);
 	update_entry(entry, now, counted_call, suboverflowed, in_recovery,
 				 overflow_event, deltas, ndeltas);
 	SpinLockRelease(&entry->mutex);
 
-	LWLockRelease(pgc_shared->statements_lock);
+	LWLockRelease(stmts->lock);
 }
 
-/* Entries in the hash; caller holds statements_lock. */
-int64
-pgc_statements_count(void)
+/* For pg_contention_info: entries in the hash, and evictions. */
+void
+pgc_statements_info(int64 *count, int64 *evictions)
 {
-	return hash_get_num_entries(statements);
+	LWLockAcquire(stmts->lock, LW_SHARED);
+	*count = hash_get_num_entries(statements);
+	*evictions = stmts->evictions;
+	LWLockRelease(stmts->lock);
 }
 
-/* Called by pg_contention_reset() with statements_lock held exclusively. */
+/* pg_contention_reset(): forget every statement and the eviction count. */
 void
 pgc_statements_reset(void)
 {
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
 
-	pg_atomic_fetch_add_u64(&pgc_shared->statements_generation, 1);
+	LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
+	pg_atomic_fetch_add_u64(&stmts->generation, 1);
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
@@ -400,12 +429,14 @@ pgc_statements_reset(void)
 		SpinLockRelease(&entry->mutex);
 		hash_search(statements, &entry->key, HASH_REMOVE, NULL);
 	}
-	pgc_shared->statement_evictions = 0;
+	stmts->evictions = 0;
+	LWLockRelease(stmts->lock);
 }
 
 /*
- * Copy every entry out of the hash, under statements_lock in shared mode
- * (counters under their spinlock), into a palloc'd array; *n is the count.
+ * Copy every entry out of the hash, under the LWLock in shared mode, into
+ * a palloc'd array; *n is the count.  The counters are copied under the
+ * entry's spinlock, the text after releasing it (see the header comment).
  * Entries are only added under the exclusive lock, so the count holds.
  */
 static char *
@@ -417,18 +448,21 @@ copy_entries(long *n)
 	char	   *copy;
 	long		i = 0;
 
-	LWLockAcquire(pgc_shared->statements_lock, LW_SHARED);
+	LWLockAcquire(stmts->lock, LW_SHARED);
 	copy = palloc_extended(mul_size(Max(hash_get_num_entries(statements), 1), size),
 						   MCXT_ALLOC_HUGE);
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
+		PgcStatementEntry *dest = (PgcStatementEntry *) (copy + i * size);
+
 		SpinLockAcquire(&entry->mutex);
-		memcpy(copy + i * size, entry, size);
+		memcpy(dest, entry, offsetof(PgcStatementEntry, query));
 		SpinLockRelease(&entry->mutex);
+		strlcpy(dest->query, entry->query, pgc_max_query_length);
 		i++;
 	}
-	LWLockRelease(pgc_shared->statements_lock);
+	LWLockRelease(stmts->lock);
 	*n = i;
 	return copy;
 }

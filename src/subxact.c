@@ -5,16 +5,22 @@
  *		cache, and the ring of overflow events, each naming the statement
  *		that made a backend's cache overflow.
  *
- * Owns the event ring (ShmemInitStruct "pg_contention overflow events",
- * pgc_max_events slots) and pgc_shared->events_written.
+ * Owns the event ring (ShmemInitStruct "pg_contention overflow events":
+ * a header with the count of events written, then pgc_max_events slots)
+ * and its LWLock.
  *
- * Locking: the ring is written and read under pgc_shared->events_lock;
- * writers (at most one event per top-level transaction, so rare) take it
- * exclusively, readers in shared mode only to copy the slots out.  The live
- * view reads other backends' PGPROCs in one pass under ProcArrayLock held
- * in shared mode, and their backend status through the pgstat snapshot.
- * The overflow check reads only this backend's own PGPROC, which only this
+ * Locking: the ring is written and read under its lock; writers (at most
+ * one event per top-level transaction, so rare) take it exclusively,
+ * readers in shared mode only to copy the used slots out.  The live view
+ * reads other backends' PGPROCs in one pass under ProcArrayLock held in
+ * shared mode, and their backend status through the pgstat snapshot.  The
+ * overflow check reads only this backend's own PGPROC, which only this
  * backend writes, so it takes no lock.
+ *
+ * An overflow seen when a subtransaction aborts is written to the ring
+ * there (a lock and a copy, no allocation), but counted against its
+ * statement only at the next statement end: counting can create and evict
+ * statement entries, which allocates, and abort callbacks must not.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,75 +37,114 @@
 PG_FUNCTION_INFO_V1(pg_contention_subxact);
 PG_FUNCTION_INFO_V1(pg_contention_overflow_events);
 
-/* The ring: pgc_max_events slots of event_stride() bytes. */
-static char *event_ring = NULL;
+/* One overflow event (a ring slot); query[] has max_query_length bytes. */
+typedef struct OverflowEvent
+{
+	TimestampTz event_time;
+	int			pid;
+	Oid			dbid;
+	Oid			userid;
+	TransactionId top_xid;
+	int64		query_id;		/* top-level statement */
+	int64		nested_query_id;	/* innermost statement, 0 if the same */
+	int			nesting_depth;	/* subtransaction nesting at the event */
+	char		application_name[NAMEDATALEN];
+	char		query[FLEXIBLE_ARRAY_MEMBER];	/* NUL-terminated */
+} OverflowEvent;
 
-/*
- * The top-level statement this backend is running, noted by the hooks: its
- * query id, its source text and where it lies in it.  top_query_string is
- * only compared with debug_query_string, never dereferenced: the text is
- * read through debug_query_string, which is valid while the client's
- * message is processed.  (For the extended protocol the source text noted
- * at Bind is the portal's copy, which is debug_query_string at Execute.)
- */
-static bool top_known = false;
-static int64 top_query_id;
-static const char *top_query_string;
-static int	top_stmt_location;
-static int	top_stmt_len;
+typedef struct EventsShared
+{
+	LWLock	   *lock;
+	int64		written;		/* events ever written since reset */
+} EventsShared;
+
+/* The header, then pgc_max_events slots of event_stride() bytes. */
+static EventsShared *events = NULL;
+static char *event_ring = NULL;
 
 /* The top-level transaction (local id) whose overflow was recorded. */
 static LocalTransactionId overflow_recorded_lxid = InvalidLocalTransactionId;
 
+/*
+ * An overflow recorded in a subtransaction's abort, to be counted against
+ * its statement at the next statement end.  The text buffer is allocated
+ * once, at start, so the abort path never allocates.
+ */
+static bool deferred_pending = false;
+static Oid	deferred_userid;
+static int64 deferred_query_id;
+static char *deferred_text = NULL;
+
 static Size
 event_stride(void)
 {
-	return MAXALIGN(offsetof(PgcOverflowEvent, query) + pgc_max_query_length);
+	return MAXALIGN(offsetof(OverflowEvent, query) + pgc_max_query_length);
 }
 
-#define EVENT_SLOT(i) ((PgcOverflowEvent *) (event_ring + (i) * event_stride()))
+#define EVENT_SLOT(ring, i) ((OverflowEvent *) ((ring) + (i) * event_stride()))
 
 Size
 pgc_events_shmem_size(void)
 {
-	return mul_size(pgc_max_events, event_stride());
+	return add_size(MAXALIGN(sizeof(EventsShared)),
+					mul_size(pgc_max_events, event_stride()));
 }
 
 /* Called under AddinShmemInitLock. */
 void
-pgc_events_shmem_init(void)
+pgc_events_shmem_init(LWLock *lock)
 {
 	bool		found;
+	char	   *base;
 
-	event_ring = ShmemInitStruct("pg_contention overflow events",
-								 pgc_events_shmem_size(), &found);
+	base = ShmemInitStruct("pg_contention overflow events",
+						   pgc_events_shmem_size(), &found);
+	events = (EventsShared *) base;
+	event_ring = base + MAXALIGN(sizeof(EventsShared));
 	if (!found)
-		memset(event_ring, 0, pgc_events_shmem_size());
+	{
+		memset(base, 0, pgc_events_shmem_size());
+		events->lock = lock;
+	}
 }
 
-/* Called by pg_contention_reset() with events_lock held exclusively. */
+/* pg_contention_reset(): forget every event and the count of drops. */
 void
 pgc_events_reset(void)
 {
-	pgc_shared->events_written = 0;
+	LWLockAcquire(events->lock, LW_EXCLUSIVE);
+	events->written = 0;
+	LWLockRelease(events->lock);
 }
 
 void
-pgc_note_top_statement(int64 query_id, const char *source_text,
-					   int stmt_location, int stmt_len)
+pgc_events_info(int64 *written)
 {
-	top_known = true;
-	top_query_id = query_id;
-	top_query_string = source_text;
-	top_stmt_location = stmt_location;
-	top_stmt_len = stmt_len;
-	pgc_publish_query_id(query_id);
+	LWLockAcquire(events->lock, LW_SHARED);
+	*written = events->written;
+	LWLockRelease(events->lock);
 }
 
+/* At library load (postmaster or backend): the deferred count's buffer. */
 void
-pgc_forget_top_statement(void)
+pgc_subxact_init(void)
 {
-	top_known = false;
+	deferred_text = MemoryContextAlloc(TopMemoryContext, pgc_max_query_length);
+}
+
+/*
+ * Count an overflow recorded in an aborted subtransaction against its
+ * statement.  Called at every statement end; the common path is one test.
+ */
+void
+pgc_count_deferred_overflow(void)
+{
+	if (likely(!deferred_pending))
+		return;
+	deferred_pending = false;
+	if (pgc_track_statements)
+		pgc_statement_count(deferred_userid, deferred_query_id, deferred_text,
+							-1, 0, false, false, false, true, NULL, 0);
 }
 
 /*
@@ -107,14 +152,15 @@ pgc_forget_top_statement(void)
  * transaction not yet recorded?  If so, record one event naming the
  * top-level statement (and current_query_id, the innermost statement that
  * just finished, when it differs; 0 when unknown) and count it against the
- * top-level statement.  Called at every statement end, so the common path
- * is a single read of our own PGPROC.
+ * top-level statement, at once or, in_abort, at the next statement end.
+ * Called at every statement end, so the common path is a single read of
+ * our own PGPROC.
  */
 bool
-pgc_check_overflow(int64 current_query_id)
+pgc_check_overflow(int64 current_query_id, bool in_abort)
 {
 	TransactionId top_xid;
-	PgcOverflowEvent *ev;
+	OverflowEvent *ev;
 	int64		query_id;
 	const char *text;
 	int			location;
@@ -129,14 +175,11 @@ pgc_check_overflow(int64 current_query_id)
 	top_xid = GetTopTransactionIdIfAny();
 
 	text = debug_query_string;
-	if (top_known && text != NULL && text == top_query_string)
+	if (pgc_current_statement(&query_id, &location, &len))
 	{
 		/* The noted statement's slice of the client's string. */
 		size_t		textlen = strlen(text);
 
-		query_id = top_query_id;
-		location = top_stmt_location;
-		len = top_stmt_len;
 		if (location < 0 || (size_t) location > textlen)
 			location = -1;
 		else if (len < 0 || (size_t) location + len > textlen)
@@ -150,8 +193,8 @@ pgc_check_overflow(int64 current_query_id)
 		len = 0;
 	}
 
-	LWLockAcquire(pgc_shared->events_lock, LW_EXCLUSIVE);
-	ev = EVENT_SLOT(pgc_shared->events_written % pgc_max_events);
+	LWLockAcquire(events->lock, LW_EXCLUSIVE);
+	ev = EVENT_SLOT(event_ring, events->written % pgc_max_events);
 	ev->event_time = GetCurrentTimestamp();
 	ev->pid = MyProcPid;
 	ev->dbid = MyDatabaseId;
@@ -164,11 +207,20 @@ pgc_check_overflow(int64 current_query_id)
 			NAMEDATALEN);
 	pgc_copy_statement_text(ev->query, pgc_max_query_length, text,
 							location, len);
-	pgc_shared->events_written++;
-	LWLockRelease(pgc_shared->events_lock);
+	events->written++;
+	LWLockRelease(events->lock);
 
-	if (pgc_track_statements)
-		pgc_statement_count(query_id, text, location, len,
+	if (in_abort)
+	{
+		/* The event's copy of the text is the same slice, already cut. */
+		deferred_pending = true;
+		deferred_userid = GetUserId();
+		deferred_query_id = query_id;
+		pgc_copy_statement_text(deferred_text, pgc_max_query_length, text,
+								location, len);
+	}
+	else if (pgc_track_statements)
+		pgc_statement_count(GetUserId(), query_id, text, location, len,
 							false, false, false, true, NULL, 0);
 	return true;
 }
@@ -176,35 +228,43 @@ pgc_check_overflow(int64 current_query_id)
 #define EVENT_COLS 10
 
 /*
- * pg_contention_overflow_events(): the ring, oldest first.  The slots are
- * copied out under events_lock in shared mode; tuples are built after it
- * is released.
+ * pg_contention_overflow_events(): the ring, oldest first.  The used slots
+ * are copied out under the lock in shared mode (in ring order: the slots
+ * before the oldest one come after it); tuples are built after it is
+ * released.
  */
 Datum
 pg_contention_overflow_events(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
-	char	   *copy;
+	char	   *copy = NULL;
 	int64		written;
-	int64		first;
 	int			n;
+	int			oldest;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &tupdesc);
 
-	copy = palloc_extended(pgc_events_shmem_size(), MCXT_ALLOC_HUGE);
-	LWLockAcquire(pgc_shared->events_lock, LW_SHARED);
-	written = pgc_shared->events_written;
-	memcpy(copy, event_ring, pgc_events_shmem_size());
-	LWLockRelease(pgc_shared->events_lock);
-
+	LWLockAcquire(events->lock, LW_SHARED);
+	written = events->written;
 	n = (int) Min(written, (int64) pgc_max_events);
-	first = written - n;
-	for (int64 i = first; i < written; i++)
+	oldest = (int) ((written - n) % pgc_max_events);
+	if (n > 0)
 	{
-		PgcOverflowEvent *ev = (PgcOverflowEvent *)
-		(copy + (i % pgc_max_events) * event_stride());
+		Size		stride = event_stride();
+		Size		first_part = (Size) (n - oldest) * stride;
+
+		/* Palloc under a shared lock: an error releases it at abort. */
+		copy = palloc_extended(mul_size(n, stride), MCXT_ALLOC_HUGE);
+		memcpy(copy, event_ring + oldest * stride, first_part);
+		memcpy(copy + first_part, event_ring, (Size) oldest * stride);
+	}
+	LWLockRelease(events->lock);
+
+	for (int i = 0; i < n; i++)
+	{
+		OverflowEvent *ev = EVENT_SLOT(copy, i);
 		Datum		values[EVENT_COLS] = {0};
 		bool		nulls[EVENT_COLS] = {0};
 		bool		visible = pgc_can_see_details(ev->userid);
@@ -228,7 +288,8 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 										"<insufficient privilege>");
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
-	pfree(copy);
+	if (copy)
+		pfree(copy);
 	return (Datum) 0;
 }
 

@@ -1,0 +1,172 @@
+/*-------------------------------------------------------------------------
+ *
+ * sampler_views.c
+ *		The SQL functions over the sampler's stores: the wait profile
+ *		(pg_contention_waits), the per-second history
+ *		(pg_contention_history) and the worker's status
+ *		(pg_contention_sampler_status).
+ *
+ * Owns no shared state.  Each function copies what it needs through
+ * sampler.c, which takes the sampler's lock in shared mode only for the
+ * copy; names are decoded and rows built after it is released.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_contention.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(pg_contention_waits);
+PG_FUNCTION_INFO_V1(pg_contention_history);
+PG_FUNCTION_INFO_V1(pg_contention_sampler_status);
+
+#define WAITS_COLS 7
+
+/* pg_contention_waits(): the profile. */
+Datum
+pg_contention_waits(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	PgcProfileEntry *copy;
+	int			n;
+	int64		total;
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	copy = pgc_sampler_copy_profile(&n, &total);
+
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[WAITS_COLS] = {0};
+		bool		nulls[WAITS_COLS] = {0};
+		uint32		info = copy[i].key.wait_event_info;
+
+		values[0] = ObjectIdGetDatum(copy[i].key.dbid);
+		/* Others' query ids only for pg_read_all_stats, as elsewhere. */
+		if (copy[i].key.query_id != 0 &&
+			(!OidIsValid(copy[i].key.roleid) ||
+			 pgc_can_see_details(copy[i].key.roleid)))
+			values[1] = Int64GetDatum(copy[i].key.query_id);
+		else
+			nulls[1] = true;
+		if (info == 0)
+		{
+			values[2] = CStringGetTextDatum("CPU");
+			values[3] = CStringGetTextDatum("CPU");
+		}
+		else
+		{
+			const char *type = pgstat_get_wait_event_type(info);
+			const char *event = pgstat_get_wait_event(info);
+
+			values[2] = CStringGetTextDatum(type ? type : "???");
+			values[3] = CStringGetTextDatum(event ? event : "???");
+		}
+		values[4] = Int64GetDatum(copy[i].samples);
+		values[5] = Float8GetDatum(total > 0 ? (double) copy[i].samples / total : 0.0);
+		pgc_put_oid(values, nulls, 6, copy[i].key.roleid);
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	pfree(copy);
+	return (Datum) 0;
+}
+
+#define HISTORY_COLS 22
+
+/* pg_contention_history(): the completed one-second buckets, oldest first. */
+Datum
+pg_contention_history(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	PgcHistoryBucket *copy;
+	int			n;
+	bool		named_found[PGC_NUM_NAMED_WAITS];
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	copy = pgc_sampler_copy_history(&n, named_found);
+
+	for (int i = 0; i < n; i++)
+	{
+		PgcHistoryBucket *b = &copy[i];
+		Datum		values[HISTORY_COLS] = {0};
+		bool		nulls[HISTORY_COLS] = {0};
+		int			c = 0;
+
+		values[c++] = TimestampTzGetDatum(b->bucket_start);
+		values[c++] = Int64GetDatum(b->ticks);
+		values[c++] = Float8GetDatum(b->ticks > 0 ? (double) b->active_samples / b->ticks : 0.0);
+		values[c++] = Int64GetDatum(b->idle_samples);
+		values[c++] = Int64GetDatum(b->cpu_samples);
+		for (int k = 0; k < PGC_NUM_WAIT_CLASSES; k++)
+			values[c++] = Int64GetDatum(b->class_samples[k]);
+		for (int k = 0; k < PGC_NUM_NAMED_WAITS; k++)
+		{
+			if (named_found[k])
+				values[c] = Int64GetDatum(b->named_samples[k]);
+			else
+				nulls[c] = true;	/* no such wait event in this version */
+			c++;
+		}
+		values[c++] = Int32GetDatum(b->max_overflowed_backends);
+		if (b->slru_known)
+		{
+			values[c++] = Int64GetDatum(b->subtrans_lookups);
+			values[c++] = Int64GetDatum(b->subtrans_reads);
+		}
+		else
+		{
+			nulls[c++] = true;
+			nulls[c++] = true;
+		}
+		Assert(c == HISTORY_COLS);
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	pfree(copy);
+	return (Datum) 0;
+}
+
+#define STATUS_COLS 14
+
+/* pg_contention_sampler_status(): is the worker running, and what it costs. */
+Datum
+pg_contention_sampler_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[STATUS_COLS];
+	bool		nulls[STATUS_COLS] = {0};
+	PgcSamplerStatus s;
+
+	pgc_require_loaded();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	pgc_sampler_copy_status(&s, NULL);
+
+	values[0] = BoolGetDatum(s.worker_pid != 0);
+	if (s.worker_pid != 0)
+	{
+		values[1] = Int32GetDatum(s.worker_pid);
+		values[2] = TimestampTzGetDatum(s.worker_started);
+	}
+	else
+		nulls[1] = nulls[2] = true;
+	values[3] = BoolGetDatum(s.enabled);
+	values[4] = Int32GetDatum(s.period_ms);
+	values[5] = Int64GetDatum(s.ticks);
+	values[6] = Float8GetDatum(s.last_tick_us);
+	values[7] = Float8GetDatum(s.max_tick_us);
+	values[8] = Float8GetDatum(s.ticks > 0 ? s.total_tick_us / s.ticks : 0.0);
+	values[9] = Int32GetDatum(s.profile_used);
+	values[10] = Int32GetDatum(pgc_max_profile_entries);
+	values[11] = Int64GetDatum(s.profile_evictions);
+	values[12] = Int32GetDatum((int32) Min(s.buckets_written, (int64) pgc_history_seconds));
+	if (s.worker_pid != 0 && s.memory_bytes > 0)
+		values[13] = Int64GetDatum(s.memory_bytes);
+	else
+		nulls[13] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
