@@ -127,6 +127,31 @@ is($node->safe_psql('postgres',
 	"SELECT scans FROM pg_contention_index_scans WHERE query = '$lookup'"),
 	'4', 'index scans after 20 failed cursors are still counted');
 
+# Cursors closed in another order than they were opened: each executor's
+# counts are matched to it, not popped as a stack (closing the first must
+# not drop the second's baselines).
+$node->safe_psql('postgres', q{
+	CREATE TABLE t2 (id int, v text) WITH (autovacuum_enabled = off);
+	CREATE INDEX idx_t2_id ON t2 (id);
+	INSERT INTO t2 SELECT i, 'v' FROM generate_series(1, 1000) i;
+	ANALYZE t2;
+	SELECT pg_contention_reset();
+});
+$node->safe_psql('postgres', qq{$plain
+BEGIN;
+DECLARE first_opened CURSOR FOR SELECT * FROM t123 WHERE id < 10 ORDER BY id;
+DECLARE second_opened CURSOR FOR SELECT * FROM t2 WHERE id < 10 ORDER BY id;
+FETCH 2 FROM first_opened;
+FETCH 2 FROM second_opened;
+CLOSE first_opened;
+CLOSE second_opened;
+COMMIT;
+});
+is($node->safe_psql('postgres',
+	"SELECT indexrelname, sum(scans), sum(entries_read) > 0 FROM pg_contention_index_scans
+	  WHERE indexrelname IN ('idx_t123_id', 'idx_t2_id') GROUP BY 1 ORDER BY 1"),
+	"idx_t123_id|1|t\nidx_t2_id|1|t", 'two cursors closed out of order are both counted');
+
 # Masking: another role sees the counters, not the statement.
 $node->safe_psql('postgres', 'CREATE ROLE reader LOGIN');
 is($node->safe_psql('postgres',
