@@ -60,23 +60,58 @@ is($node->safe_psql('postgres',
 	"SELECT calls FROM pg_contention_statements WHERE query = 'SELECT ''hot'' AS hot'"),
 	'50', 'the most used statement was not evicted');
 
-# Long texts are cut to max_query_length - 1 bytes.
-$node->safe_psql('postgres',
-	"SELECT 1 AS long_marker_" . ('x' x 40) . ", 2 AS " . ('y' x 40));
+# Long texts are cut to max_query_length - 1 bytes.  The statement has a
+# shape of its own (a query id no earlier statement has), so its entry is
+# new and holds its own, long, text.
+my $long = "SELECT 1 AS long_marker_" . ('x' x 40) . ", 2, 3, 4, 5, 6, 7, 8, 9 AS " . ('y' x 40);
+$node->safe_psql('postgres', $long);
 is($node->safe_psql('postgres',
-	"SELECT max(octet_length(query)) <= 63 FROM pg_contention_statements"),
-	't', 'statement texts are cut to fit max_query_length');
+	"SELECT octet_length(query) FROM pg_contention_statements WHERE query LIKE 'SELECT 1 AS long_marker_%'"),
+	'63', 'a statement text is cut to max_query_length - 1 bytes');
+# An overflow whose statement is long: the event keeps the cut text.
+$node->safe_psql('postgres', "BEGIN;\n"
+	  . join('', map { "SAVEPOINT s$_; INSERT INTO r VALUES ($_);\n" } 1 .. 64)
+	  . "SAVEPOINT s65; INSERT INTO r SELECT 65 AS long_event_marker_" . ('z' x 60) . ";\nCOMMIT;\n");
 is($node->safe_psql('postgres',
-	"SELECT max(octet_length(query)) <= 63 FROM pg_contention_overflow_events"),
-	't', 'event texts are cut to fit max_query_length');
+	"SELECT octet_length(query) FROM pg_contention_overflow_events WHERE query LIKE 'INSERT INTO r SELECT 65 AS long_event_marker_%'"),
+	'63', 'an event text is cut to max_query_length - 1 bytes');
+
+# An overflow inside a subtransaction that then fails is recorded at the
+# subtransaction's abort, and counted against its statement at the next
+# statement end, not inside the abort (counting can evict, which
+# allocates): here the DO statement, whose entry only that count creates,
+# in a hash kept full by eviction.
+$node->safe_psql('postgres', distinct_statements('false'));
+my $events_before = $node->safe_psql('postgres', 'SELECT events_written FROM pg_contention_info');
+$node->safe_psql('postgres', q{
+	DO $$
+	BEGIN
+		FOR i IN 1 .. 64 LOOP
+			BEGIN INSERT INTO r VALUES (i); EXCEPTION WHEN others THEN NULL; END;
+		END LOOP;
+		BEGIN
+			INSERT INTO r VALUES (65);
+			PERFORM 1 / 0;
+		EXCEPTION WHEN division_by_zero THEN NULL;
+		END;
+	END $$;
+});
+is($node->safe_psql('postgres', 'SELECT events_written FROM pg_contention_info'),
+	$events_before + 1, 'the overflow in the failed subtransaction is recorded');
+is($node->safe_psql('postgres',
+	"SELECT overflow_events FROM pg_contention_statements WHERE query LIKE 'DO \$\$%'"),
+	'1', 'and counted against its statement, into a full hash');
 
 # Eviction while four clients update entries concurrently (their cached
 # entry pointers are invalidated by each eviction): 120 statement shapes
-# into a hash of 100, picked at random.
+# into a hash of 100, picked at random, each followed by the same hot
+# statement.  The hot statement is never the least used, so it is never
+# evicted: every one of its 1,200 executions must be counted, none lost to
+# an update of an entry that was being evicted.
 my %scripts;
 for my $i (1 .. 120)
 {
-	$scripts{"shape_$i"} = "SELECT 1" . (', 2' x $i) . ";\n";
+	$scripts{"shape_$i"} = "SELECT 1" . (', 2' x $i) . ";\nSELECT 'hot under eviction';\n";
 }
 $node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 $node->pgbench('-n -c 4 -j 2 -t 300', 0, [qr{processed: 1200/1200}], [qr{^$}],
@@ -85,6 +120,9 @@ $node->pgbench('-n -c 4 -j 2 -t 300', 0, [qr{processed: 1200/1200}], [qr{^$}],
 	'SELECT statements, statement_evictions FROM pg_contention_info');
 cmp_ok($count, '<=', 100, "still at most 100 statements under concurrent eviction ($count)");
 cmp_ok($evictions, '>', 0, "evictions happened meanwhile ($evictions)");
+is($node->safe_psql('postgres',
+	"SELECT calls FROM pg_contention_statements WHERE query = 'SELECT ''hot under eviction'''"),
+	'1200', 'every execution of the hot statement counted exactly once');
 cmp_ok($node->safe_psql('postgres',
 	"SELECT sum(calls) FROM pg_contention_statements WHERE query LIKE 'SELECT 1, 2%'"),
 	'<=', 1200, 'no execution counted twice');

@@ -95,10 +95,20 @@ is($node->safe_psql('postgres',
 	   FROM pg_contention_history LIMIT 1"),
 	't', 'wait events the server version lacks are NULL, not 0');
 
-# Reset empties both stores.
+# Reset empties both stores.  A bucket can close in the second after the
+# reset, but it holds only ticks taken after it: none may start before the
+# second the reset happened in.
+ok($node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM pg_contention_history'),
+	'there is history to reset');
 $node->safe_psql('postgres', 'SELECT pg_contention_reset()');
-is($node->safe_psql('postgres',
-	'SELECT (SELECT count(*) FROM pg_contention_history) + (SELECT count(*) FROM pg_contention_waits WHERE samples > 5)'),
+is($node->safe_psql('postgres', q{
+	SELECT (SELECT count(*) FROM pg_contention_history h, pg_contention_info i
+			 WHERE h.bucket_start < date_trunc('second', i.stats_reset))
+		 + (SELECT count(*) FROM pg_contention_waits WHERE samples > 5)}),
 	'0', 'reset clears the history and the profile');
+
+# The worker's memory is reported, and a reset does not need it to grow.
+ok($node->safe_psql('postgres', 'SELECT memory_bytes > 0 FROM pg_contention_sampler_status') eq 't',
+	'the worker reports the memory it holds');
 
 done_testing();
