@@ -7,26 +7,29 @@
  *
  * Owns the array of published statements (ShmemInitStruct "pg_contention
  * query ids"), one slot per PGPROC, indexed like ProcGlobal->allProcs.
- * Each slot holds the query id of the client's statement and a statement
- * number; only the backend owning the PGPROC writes its slot, the sampler
- * reads them all.
+ * Each slot holds a statement number and a query id; only the process
+ * owning the PGPROC writes its slot, the sampler reads them all.
  *
- * Protocol, without locks (aligned atomics, ordered by barriers):
- *   - at client authentication the number becomes 1: from then on the
- *     process runs client statements (other processes keep 0);
- *   - when a top-level statement starts executing (ExecutorStart or
- *     ProcessUtility) its query id is written;
- *   - when it ends (ExecutorEnd or the end of ProcessUtility, or any
- *     abort) its number and query id are copied to the "ended" pair, the
- *     query id goes back to 0 and the number is incremented;
- *   - at exit everything goes back to 0, so the next process in the slot
- *     inherits nothing.
+ * Protocol, without locks (two aligned atomics, ordered by a barrier):
+ * the number counts the client's statements twice, 2k while statement k
+ * runs (the query id is k's) and 2k + 1 once it has ended (the query id
+ * is still k's, statement k + 1 has not started executing yet).
+ *   - At client authentication the number becomes 1; processes that serve
+ *     no client keep 0 and their samples are attributed as they come.
+ *   - When a top-level statement starts executing (ExecutorStart, or
+ *     ProcessUtility), its query id is written, then the number becomes
+ *     even.  When it ends (ExecutorEnd, the end of ProcessUtility, any
+ *     abort) the number becomes odd: one store.
+ *   - A statement that fails before it starts executing (in parse
+ *     analysis) writes query id 0 and skips a number at the abort.
+ *   - At exit both go back to 0, so the next process in the slot inherits
+ *     nothing.
  * The server computes a query id only when parse analysis has finished,
  * so a statement waiting in parse analysis or planning (a lock wait behind
- * an ALTER TABLE) shows query id 0 with the number of the statement it
- * belongs to: the sampler holds such samples and credits them to the
- * query id published under the same number, while it runs or, if it ran
- * too briefly to be seen, in the ended pair (sampler.c).
+ * an ALTER TABLE) runs under an odd number: the sampler holds its samples
+ * and credits them to the query id published with the next number, or
+ * the one after if the statement ran too briefly to be seen (sampler.c).
+ * An idle backend's number is odd: it is credited with nothing.
  *
  * Backend-local: the noted statement (query id, source text pointer and
  * its slice), compared only by pointer with debug_query_string.
@@ -43,15 +46,13 @@
 typedef struct PublishedSlot
 {
 	pg_atomic_uint64 query_id;
-	pg_atomic_uint64 ended_query_id;
 	pg_atomic_uint32 statement_no;
-	pg_atomic_uint32 ended_no;
 } PublishedSlot;
 
 static PublishedSlot *published = NULL;
 static int	published_slots = 0;
 
-/* This backend's slot, found at its first statement. */
+/* This backend's slot, found at authentication or its first statement. */
 static PublishedSlot *my_slot = NULL;
 static uint32 my_statement_no = 0;
 
@@ -92,9 +93,7 @@ pgc_query_ids_shmem_init(LWLock *lock)
 		for (int i = 0; i < PGC_MAX_PROCS; i++)
 		{
 			pg_atomic_init_u64(&published[i].query_id, 0);
-			pg_atomic_init_u64(&published[i].ended_query_id, 0);
 			pg_atomic_init_u32(&published[i].statement_no, 0);
-			pg_atomic_init_u32(&published[i].ended_no, 0);
 		}
 }
 
@@ -104,10 +103,8 @@ clear_my_slot(int code, Datum arg)
 {
 	if (my_slot != NULL)
 	{
-		pg_atomic_write_u64(&my_slot->query_id, 0);
-		pg_atomic_write_u32(&my_slot->ended_no, 0);
-		pg_write_barrier();
 		pg_atomic_write_u32(&my_slot->statement_no, 0);
+		pg_atomic_write_u64(&my_slot->query_id, 0);
 	}
 }
 
@@ -146,9 +143,21 @@ pgc_current_statement_init(void)
 	ClientAuthentication_hook = pgc_client_authentication;
 }
 
+static inline void
+set_statement_no(uint32 no)
+{
+	if (unlikely(no == 0))
+		no = 2;					/* wrapped: 0 means "no client" */
+	my_statement_no = no;
+	pg_atomic_write_u32(&my_slot->statement_no, no);
+}
+
 /*
  * A top-level statement starts executing: note it, and publish its query
- * id for the sampler (one unlocked store into our own slot).
+ * id, then (if no statement was running) the even number that says the
+ * id is this statement's.  A cursor's executor started by a top-level
+ * DECLARE lands here too, with the number already even: it only replaces
+ * the id.
  */
 void
 pgc_statement_begin(int64 query_id, const char *source_text,
@@ -163,59 +172,49 @@ pgc_statement_begin(int64 query_id, const char *source_text,
 	if (unlikely(my_slot == NULL) && !attach_my_slot())
 		return;
 	pg_atomic_write_u64(&my_slot->query_id, (uint64) query_id);
-}
-
-/*
- * The statement is over: 0 is published, the ended pair says what this
- * statement's id was, and the next statement gets a new number.  The
- * reader goes the other way round (pgc_read_published).
- */
-static void
-end_statement(void)
-{
-	top_known = false;
-	if (my_slot == NULL)
-		return;
-	if (my_statement_no != 0)
-	{
-		pg_atomic_write_u64(&my_slot->ended_query_id,
-							pg_atomic_read_u64(&my_slot->query_id));
-		pg_write_barrier();
-		pg_atomic_write_u32(&my_slot->ended_no, my_statement_no);
-		pg_write_barrier();
-	}
-	pg_atomic_write_u64(&my_slot->query_id, 0);
-	if (my_statement_no != 0)
+	if (my_statement_no & 1)
 	{
 		pg_write_barrier();
-		if (++my_statement_no == 0)
-			my_statement_no = 1;
-		pg_atomic_write_u32(&my_slot->statement_no, my_statement_no);
+		set_statement_no(my_statement_no + 1);
 	}
 }
 
 /*
- * An executor or utility statement with this source text has ended; if it
- * was the noted top-level statement, the statement is over.  Compared by
- * pointer: a nested statement has a text of its own, and a cursor's
- * executor ends with a copy.
+ * An executor with this source text has ended; if it was the noted
+ * top-level statement, the statement is over.  Compared by pointer: a
+ * nested statement has a text of its own, and a cursor's executor ends
+ * with its own copy.
  */
 void
 pgc_statement_end(const char *source_text)
 {
 	if (top_known && source_text == top_query_string)
-		end_statement();
+	{
+		top_known = false;
+		if (my_statement_no != 0 && (my_statement_no & 1) == 0)
+			set_statement_no(my_statement_no + 1);
+	}
 }
 
 /*
- * The transaction aborted: whatever was running has ended, also a
- * statement that failed before it was noted (in parse analysis).
+ * Whatever runs has ended: the end of a top-level utility statement, or
+ * an abort.  A statement that failed before it started executing (in
+ * parse analysis) had an odd number and no id: it ends with id 0.
  */
 void
 pgc_statement_forget(void)
 {
-	if (top_known || my_statement_no != 0)
-		end_statement();
+	top_known = false;
+	if (my_statement_no == 0)
+		return;
+	if (my_statement_no & 1)
+	{
+		pg_atomic_write_u64(&my_slot->query_id, 0);
+		pg_write_barrier();
+		set_statement_no(my_statement_no + 2);
+	}
+	else
+		set_statement_no(my_statement_no + 1);
 }
 
 /*
@@ -242,25 +241,14 @@ pgc_query_id_slots(void)
 }
 
 /*
- * Read in the opposite order of the writes: the number, then the id (an
- * id read after a number belongs to that statement or a later one, never
- * to an earlier one, since the writer zeroes the id before it moves the
- * number on); then the ended pair, whose number is read before and after
- * its id so that a pair being rewritten is not believed.
+ * The number first, then the id, the reverse of the writer's order: an id
+ * read after an even number is that statement's, or a later one's if the
+ * process moved on between the two reads (never an earlier one's).
  */
 void
 pgc_read_published(int procno, PgcPublishedStatement *out)
 {
-	PublishedSlot *slot = &published[procno];
-	uint32		ended_no;
-
-	out->statement_no = pg_atomic_read_u32(&slot->statement_no);
+	out->statement_no = pg_atomic_read_u32(&published[procno].statement_no);
 	pg_read_barrier();
-	out->query_id = (int64) pg_atomic_read_u64(&slot->query_id);
-	pg_read_barrier();
-	ended_no = pg_atomic_read_u32(&slot->ended_no);
-	pg_read_barrier();
-	out->ended_query_id = (int64) pg_atomic_read_u64(&slot->ended_query_id);
-	pg_read_barrier();
-	out->ended_no = (pg_atomic_read_u32(&slot->ended_no) == ended_no) ? ended_no : 0;
+	out->query_id = (int64) pg_atomic_read_u64(&published[procno].query_id);
 }

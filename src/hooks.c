@@ -84,7 +84,6 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 		int64		query_id = pgc_statement_query_id(stmt, queryDesc->sourceText);
 
 		(void) pgc_check_overflow(query_id, false);
-		pgc_count_deferred_overflow();
 
 		/* EXPLAIN without ANALYZE runs nothing: not a call. */
 		if (pgc_track_statements &&
@@ -145,7 +144,6 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	if (!IsParallelWorker())
 	{
 		(void) pgc_check_overflow(query_id, false);
-		pgc_count_deferred_overflow();
 		if (client_statement)
 			pgc_statement_forget();
 	}

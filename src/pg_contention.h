@@ -53,13 +53,15 @@ extern void pgc_statement_forget(void);
 extern bool pgc_current_statement(int64 *query_id, int *stmt_location,
 								  int *stmt_len);
 
-/* What the sampler reads of one process's slot (see current_statement.c). */
+/*
+ * What the sampler reads of one process's slot: statement_no is 2k while
+ * the client's statement k runs with query_id, 2k + 1 once it has ended
+ * (query_id is still k's), 0 for a process that serves no client.
+ */
 typedef struct PgcPublishedStatement
 {
-	int64		query_id;		/* 0: not known (yet) */
-	uint32		statement_no;	/* 0: not a client backend */
-	uint32		ended_no;		/* the last statement that ended, 0: none */
-	int64		ended_query_id; /* and its query id */
+	int64		query_id;
+	uint32		statement_no;
 } PgcPublishedStatement;
 
 extern int	pgc_query_id_slots(void);
@@ -115,7 +117,6 @@ extern void pgc_events_reset(void);
 extern void pgc_events_info(int64 *written);
 extern void pgc_subxact_init(void);
 extern bool pgc_check_overflow(int64 current_query_id, bool in_abort);
-extern void pgc_count_deferred_overflow(void);
 
 /* ---- sampler.c: the worker, the wait profile and the history ---- */
 

@@ -435,53 +435,54 @@ release_pending(PendingSamples *p, int64 query_id)
 
 /*
  * Add one sample to the profile (idle samples only settle held ones).  A
- * client statement without a query id yet is held (see
- * current_statement.c) until its number is seen with an id: while it
- * runs, or in the ended pair once it is over.  If the process has moved
- * on by more than one statement, or another process has the slot, what
- * was held goes to query id 0.
+ * sample of a client statement that has not started executing (odd
+ * number, see current_statement.c) is held until the process's number
+ * moves on: one step means the statement started, two that it also ended,
+ * and in both cases the published query id is that statement's.  If the
+ * number moved further, or another process has the slot, what was held
+ * goes to query id 0.
  */
 static void
 profile_sample(const TickSample *s)
 {
 	PendingSamples *p = &pending[s->procno];
 	const PgcPublishedStatement *stmt = &s->stmt;
-	bool		idle = (s->key.wait_event_info == UINT32_MAX);
+	PgcProfileKey key;
 
-	if (p->n > 0)
+	if (p->n > 0 && (p->pid != s->pid || p->statement_no != stmt->statement_no))
 	{
-		if (p->pid != s->pid)
-			release_pending(p, 0);
-		else if (p->statement_no != stmt->statement_no)
-			release_pending(p, p->statement_no == stmt->ended_no ?
-							stmt->ended_query_id : 0);
-		else if (stmt->query_id != 0)
-			release_pending(p, stmt->query_id);
+		uint32		steps = stmt->statement_no - p->statement_no;
+
+		release_pending(p, (p->pid == s->pid && (steps == 1 || steps == 2)) ?
+						stmt->query_id : 0);
 	}
-	if (idle)
-		return;
-	if (stmt->query_id != 0 || stmt->statement_no == 0)
+	if (s->key.wait_event_info == UINT32_MAX)
+		return;					/* idle */
+	if ((stmt->statement_no & 1) == 0)
 	{
 		add_to_profile(&s->key, 1);
 		return;
 	}
 
+	/* Held without an id: the field still shows the previous statement's. */
+	key = s->key;
+	key.query_id = 0;
 	p->pid = s->pid;
 	p->statement_no = stmt->statement_no;
 	for (int k = 0; k < p->n; k++)
-		if (memcmp(&p->keys[k], &s->key, sizeof(PgcProfileKey)) == 0)
+		if (memcmp(&p->keys[k], &key, sizeof(PgcProfileKey)) == 0)
 		{
 			p->samples[k]++;
 			return;
 		}
 	if (p->n < PENDING_PER_PROC)
 	{
-		p->keys[p->n] = s->key;
+		p->keys[p->n] = key;
 		p->samples[p->n] = 1;
 		p->n++;
 	}
 	else
-		add_to_profile(&s->key, 1);	/* too many kinds of wait: unknown */
+		add_to_profile(&key, 1);	/* too many kinds of wait: unknown */
 }
 
 /* Read the Subtrans SLRU counters; false if they cannot be read. */

@@ -134,13 +134,11 @@ pgc_subxact_init(void)
 
 /*
  * Count an overflow recorded in an aborted subtransaction against its
- * statement.  Called at every statement end; the common path is one test.
+ * statement: at the next statement end (pgc_check_overflow).
  */
-void
-pgc_count_deferred_overflow(void)
+static void
+count_deferred_overflow(void)
 {
-	if (likely(!deferred_pending))
-		return;
 	deferred_pending = false;
 	if (pgc_track_statements)
 		pgc_statement_count(deferred_userid, deferred_query_id, deferred_text,
@@ -154,7 +152,7 @@ pgc_count_deferred_overflow(void)
  * just finished, when it differs; 0 when unknown) and count it against the
  * top-level statement, at once or, in_abort, at the next statement end.
  * Called at every statement end, so the common path is a single read of
- * our own PGPROC.
+ * our own PGPROC and of the deferred flag.
  */
 bool
 pgc_check_overflow(int64 current_query_id, bool in_abort)
@@ -166,9 +164,12 @@ pgc_check_overflow(int64 current_query_id, bool in_abort)
 	int			location;
 	int			len;
 
-	if (likely(!PGC_PROC_SUBXID_OVERFLOWED(MyProc)))
+	if (likely(!PGC_PROC_SUBXID_OVERFLOWED(MyProc) && !deferred_pending))
 		return false;
-	if (PGC_MY_LXID() == overflow_recorded_lxid || pgc_shared == NULL)
+	if (deferred_pending && !in_abort)
+		count_deferred_overflow();
+	if (!PGC_PROC_SUBXID_OVERFLOWED(MyProc) ||
+		PGC_MY_LXID() == overflow_recorded_lxid || pgc_shared == NULL)
 		return false;
 	overflow_recorded_lxid = PGC_MY_LXID();
 	/* The parent takes its XID before any child, so top_xid is valid. */

@@ -16,6 +16,13 @@
 # 3. pgbench throughput, for context only: interleaved rounds per
 #    configuration, median and min-max (these figures are noisy).
 # 4. Shared memory pg_contention adds at default settings.
+# 5. The sampler's own memory over a minute with old_snapshot_threshold on
+#    and stats_fetch_consistency = none (the worker's statistics reads
+#    allocate every second): RssAnon and memory_bytes at the start and the
+#    end, under a pgbench -S load.
+#
+#   PGC_BENCH_QUICK=1 tools/bench.sh    only part 1, the instruction counts
+#   PGC_BENCH_CONFIGS="none pg_contention" ...   fewer configurations
 #
 # As root it installs what it needs (valgrind, postgresql-15-pg-wait-sampling)
 # and runs the servers as "postgres"; everything lives in a temporary
@@ -65,7 +72,7 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 run() { "${as_user[@]}" "$@"; }
 
-configs="none pg_contention pg_stat_statements pg_wait_sampling"
+configs=${PGC_BENCH_CONFIGS:-none pg_contention pg_stat_statements pg_wait_sampling}
 preload() { [ "$1" = none ] && echo "" || echo "$1"; }
 
 run "$bindir/initdb" -D "$work/data" -U postgres -A trust --no-sync >/dev/null
@@ -80,9 +87,9 @@ fsync = off
 synchronous_commit = off
 CONF
 
-start_server() {
+start_server() {	# config [extra server options]
 	run "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w \
-		-o "-c shared_preload_libraries='$(preload "$1")'" start >/dev/null
+		-o "-c shared_preload_libraries='$(preload "$1")' ${2:-}" start >/dev/null
 }
 psql_() { run "$bindir/psql" -X -q -At -h "$work" -U postgres -d postgres "$@"; }
 pgbench_() { run "$bindir/pgbench" -h "$work" -U postgres "$@" postgres; }
@@ -130,6 +137,46 @@ for stmt in select update savepoints; do
 		per_statement[$stmt.$cfg]=$(( (a - b) / 2999 ))
 	done
 done
+rm -rf "$work/data" && cp -a "$work/data.pristine" "$work/data"
+
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f%%", (a - b) / b * 100 }'; }
+instruction_rows() {
+	for stmt in select update savepoints; do
+		base=${per_statement[$stmt.none]}
+		case $stmt in
+			select) label="instructions per indexed SELECT" ;;
+			update) label="instructions per indexed UPDATE" ;;
+			savepoints) label="instructions per SELECT under 70 open savepoints" ;;
+		esac
+		row="| $label | $base"
+		for cfg in pg_contention pg_stat_statements pg_wait_sampling; do
+			v=${per_statement[$stmt.$cfg]:-}
+			if [ -n "$v" ]; then row="$row | $v ($(pct "$v" "$base"))"; else row="$row | "; fi
+		done
+		echo "$row |"
+	done
+}
+if [ -n "${PGC_BENCH_QUICK:-}" ]; then
+	echo "| measurement | no library | pg_contention | pg_stat_statements | pg_wait_sampling |"
+	echo "|---|---|---|---|---|"
+	instruction_rows
+	exit 0
+fi
+
+# ---- 5. the sampler's memory over a minute ----
+memory_seconds=${PGC_BENCH_MEMORY_SECONDS:-60}
+log "sampler memory: old_snapshot_threshold on, stats_fetch_consistency = none, ${memory_seconds} s"
+start_server pg_contention "-c old_snapshot_threshold=1min -c stats_fetch_consistency=none"
+pgbench_ -n -S -c 4 -j 2 -T $((memory_seconds + 15)) >/dev/null 2>&1 &
+sleep 5
+pid=$(psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention sampler'")
+rss0=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status")
+mem0=$(psql_ -c "SELECT memory_bytes FROM pg_contention_sampler_status")
+sleep "$memory_seconds"
+rss1=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status")
+mem1=$(psql_ -c "SELECT memory_bytes FROM pg_contention_sampler_status")
+wait
+stop_server
 rm -rf "$work/data" && cp -a "$work/data.pristine" "$work/data"
 
 # ---- 2. sampler CPU ----
@@ -243,27 +290,13 @@ shm_pgc=$(shmem_total pg_contention)
 shm_mb=$(awk -v a="$shm_none" -v b="$shm_pgc" 'BEGIN { printf "%.2f", (b - a) / 1048576 }')
 
 # ---- the table ----
-pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f%%", (a - b) / b * 100 }'; }
 out=$work/results.md
 {
 	echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}'), $(nproc) cores, $(date -u +%Y-%m-%d)."
 	echo
 	echo "| measurement | no library | pg_contention | pg_stat_statements | pg_wait_sampling |"
 	echo "|---|---|---|---|---|"
-	for stmt in select update savepoints; do
-		base=${per_statement[$stmt.none]}
-		case $stmt in
-			select) label="instructions per indexed SELECT" ;;
-			update) label="instructions per indexed UPDATE" ;;
-			savepoints) label="instructions per SELECT under 70 open savepoints" ;;
-		esac
-		row="| $label | $base"
-		for cfg in pg_contention pg_stat_statements pg_wait_sampling; do
-			v=${per_statement[$stmt.$cfg]}
-			row="$row | $v ($(pct "$v" "$base"))"
-		done
-		echo "$row |"
-	done
+	instruction_rows
 	for key in 10 100 500 100@50; do
 		backends=${key%@*}
 		period=10; [ "$key" = 100@50 ] && period=50
@@ -277,6 +310,7 @@ out=$work/results.md
 	echo "| pgbench -S tps, median (min-max) of $rounds, noisy | $(median_range "${tps[select.none]}") | $(median_range "${tps[select.pg_contention]}") | $(median_range "${tps[select.pg_stat_statements]}") | $(median_range "${tps[select.pg_wait_sampling]}") |"
 	echo "| pgbench TPC-B tps, median (min-max) of $rounds, noisy | $(median_range "${tps[tpcb.none]}") | $(median_range "${tps[tpcb.pg_contention]}") | $(median_range "${tps[tpcb.pg_stat_statements]}") | $(median_range "${tps[tpcb.pg_wait_sampling]}") |"
 	echo "| shared memory added at default settings | | $shm_mb MB | | |"
+	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"
 } >"$out"
 cat "$out"
 [ -n "${PGC_BENCH_OUT:-}" ] && cp "$out" "$PGC_BENCH_OUT"
