@@ -18,8 +18,11 @@
  *     no client keep 0 and their samples are attributed as they come.
  *   - When a top-level statement starts executing (ExecutorStart, or
  *     ProcessUtility), its query id is written, then the number becomes
- *     even.  When it ends (ExecutorEnd, the end of ProcessUtility, any
- *     abort) the number becomes odd: one store.
+ *     even.  When it ends the number becomes odd: one store.  It ends at
+ *     ExecutorEnd or at the end of ProcessUtility inside a transaction
+ *     block; at the transaction's end when the transaction ends with it
+ *     (an implicit transaction, COMMIT, ROLLBACK, PREPARE TRANSACTION),
+ *     so that the commit's waits are the statement's; at any abort.
  *   - A statement that fails before it starts executing (in parse
  *     analysis) writes query id 0 and skips a number at the abort.
  *   - At exit both go back to 0, so the next process in the slot inherits
@@ -38,6 +41,7 @@
  */
 #include "pg_contention.h"
 
+#include "access/xact.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -57,14 +61,15 @@ static PublishedSlot *my_slot = NULL;
 static uint32 my_statement_no = 0;
 
 /*
- * The noted statement.  top_query_string is never dereferenced: the text
- * is read through debug_query_string, which is valid while the client's
- * message is processed.  (For the extended protocol the source text noted
- * at Bind is the portal's copy, which is debug_query_string at Execute.)
+ * The noted statement.  pgc_top_statement_text (NULL: none) is exported
+ * only for the inline test in pg_contention.h and never dereferenced: the
+ * text is read through debug_query_string, which is valid while the
+ * client's message is processed.  (For the extended protocol the source
+ * text noted at Bind is the portal's copy, which is debug_query_string at
+ * Execute.)
  */
-static bool top_known = false;
+const char *pgc_top_statement_text = NULL;
 static int64 top_query_id;
-static const char *top_query_string;
 static int	top_stmt_location;
 static int	top_stmt_len;
 
@@ -163,9 +168,8 @@ void
 pgc_statement_begin(int64 query_id, const char *source_text,
 					int stmt_location, int stmt_len)
 {
-	top_known = true;
 	top_query_id = query_id;
-	top_query_string = source_text;
+	pgc_top_statement_text = source_text;
 	top_stmt_location = stmt_location;
 	top_stmt_len = stmt_len;
 
@@ -179,42 +183,63 @@ pgc_statement_begin(int64 query_id, const char *source_text,
 	}
 }
 
-/*
- * An executor with this source text has ended; if it was the noted
- * top-level statement, the statement is over.  Compared by pointer: a
- * nested statement has a text of its own, and a cursor's executor ends
- * with its own copy.
- */
-void
-pgc_statement_end(const char *source_text)
+/* The statement is over: an odd number says so (one store). */
+static inline void
+end_now(void)
 {
-	if (top_known && source_text == top_query_string)
-	{
-		top_known = false;
-		if (my_statement_no != 0 && (my_statement_no & 1) == 0)
-			set_statement_no(my_statement_no + 1);
-	}
+	pgc_top_statement_text = NULL;
+	if (my_statement_no != 0 && (my_statement_no & 1) == 0)
+		set_statement_no(my_statement_no + 1);
 }
 
 /*
- * Whatever runs has ended: the end of a top-level utility statement, or
- * an abort.  A statement that failed before it started executing (in
- * parse analysis) had an odd number and no id: it ends with id 0.
+ * The executor of the noted top-level statement has ended (the inline
+ * pgc_statement_end() compared the text pointers: a nested statement has
+ * a text of its own, and a cursor's executor ends with its own copy).
+ * The statement is over, unless its transaction commits right after (an
+ * implicit transaction): the commit's waits (WAL flush, synchronous
+ * replication) are part of the statement, which then ends at the
+ * transaction's end.
  */
 void
-pgc_statement_forget(void)
+pgc_statement_ended(void)
 {
-	top_known = false;
+	if (pgc_top_statement_text != NULL && IsTransactionBlock())
+		end_now();
+}
+
+/*
+ * A top-level utility statement has ended; ends_transaction: it was
+ * COMMIT, ROLLBACK or PREPARE TRANSACTION, whose work is done after it
+ * returns, so the statement ends at the transaction's end, as it does in
+ * an implicit transaction.
+ */
+void
+pgc_statement_end_utility(bool ends_transaction)
+{
+	if (!ends_transaction && IsTransactionBlock())
+		end_now();
+}
+
+/*
+ * The transaction has ended: whatever ran is over.  After an abort, a
+ * statement that failed before it started executing (in parse analysis)
+ * had an odd number and no id: it ends with id 0.
+ */
+void
+pgc_transaction_end(bool aborted)
+{
+	pgc_top_statement_text = NULL;
 	if (my_statement_no == 0)
 		return;
-	if (my_statement_no & 1)
+	if ((my_statement_no & 1) == 0)
+		set_statement_no(my_statement_no + 1);
+	else if (aborted)
 	{
 		pg_atomic_write_u64(&my_slot->query_id, 0);
 		pg_write_barrier();
 		set_statement_no(my_statement_no + 2);
 	}
-	else
-		set_statement_no(my_statement_no + 1);
 }
 
 /*
@@ -224,8 +249,8 @@ pgc_statement_forget(void)
 bool
 pgc_current_statement(int64 *query_id, int *stmt_location, int *stmt_len)
 {
-	if (!top_known || debug_query_string == NULL ||
-		debug_query_string != top_query_string)
+	if (pgc_top_statement_text == NULL ||
+		debug_query_string != pgc_top_statement_text)
 		return false;
 	*query_id = top_query_id;
 	*stmt_location = top_stmt_location;

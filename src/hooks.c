@@ -112,6 +112,19 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 		standard_ExecutorEnd(queryDesc);
 }
 
+/* COMMIT, ROLLBACK, PREPARE TRANSACTION: their work follows their return. */
+static bool
+ends_transaction(PlannedStmt *pstmt)
+{
+	TransactionStmt *stmt = (TransactionStmt *) pstmt->utilityStmt;
+
+	if (stmt == NULL || !IsA(stmt, TransactionStmt))
+		return false;
+	return stmt->kind == TRANS_STMT_COMMIT ||
+		stmt->kind == TRANS_STMT_ROLLBACK ||
+		stmt->kind == TRANS_STMT_PREPARE;
+}
+
 static void
 pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
@@ -145,7 +158,7 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	{
 		(void) pgc_check_overflow(query_id, false);
 		if (client_statement)
-			pgc_statement_forget();
+			pgc_statement_end_utility(ends_transaction(pstmt));
 	}
 }
 
@@ -170,12 +183,13 @@ pgc_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_ABORT:
-			pgc_statement_forget();
+			pgc_transaction_end(true);
 			pgc_index_scans_forget();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
+			pgc_transaction_end(false);
 			pgc_index_scans_forget();
 			break;
 		default:

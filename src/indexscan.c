@@ -144,6 +144,15 @@ pgc_index_scans_start(QueryDesc *queryDesc)
 	nrunning++;
 }
 
+/* Remove frame k from the middle (cursors closed out of order). */
+static pg_noinline void
+remove_frame(int k)
+{
+	memmove(&running[k], &running[k + 1],
+			(nrunning - 1 - k) * sizeof(ExecutorBaselines));
+	nrunning--;
+}
+
 /*
  * Before standard_ExecutorEnd: this execution's counts per index, into
  * deltas[] (PGC_INDEX_SLOTS entries).  Returns how many.
@@ -186,10 +195,10 @@ pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas)
 	}
 
 	/* Remove this executor's frame only: others may still be running. */
-	if (k < nrunning - 1)
-		memmove(&running[k], &running[k + 1],
-				(nrunning - 1 - k) * sizeof(ExecutorBaselines));
-	nrunning--;
+	if (likely(k == nrunning - 1))
+		nrunning = k;
+	else
+		remove_frame(k);
 	return n;
 }
 

@@ -48,8 +48,9 @@ extern void pgc_query_ids_shmem_init(LWLock *lock);
 extern void pgc_current_statement_init(void);
 extern void pgc_statement_begin(int64 query_id, const char *source_text,
 								int stmt_location, int stmt_len);
-extern void pgc_statement_end(const char *source_text);
-extern void pgc_statement_forget(void);
+extern void pgc_statement_ended(void);
+extern void pgc_statement_end_utility(bool ends_transaction);
+extern void pgc_transaction_end(bool aborted);
 extern bool pgc_current_statement(int64 *query_id, int *stmt_location,
 								  int *stmt_len);
 
@@ -63,6 +64,20 @@ typedef struct PgcPublishedStatement
 	int64		query_id;
 	uint32		statement_no;
 } PgcPublishedStatement;
+
+/*
+ * At every ExecutorEnd: did the noted top-level statement's executor end?
+ * Inline, with the one variable it needs exported: this runs for every
+ * statement at every nesting level.
+ */
+extern const char *pgc_top_statement_text;
+
+static inline void
+pgc_statement_end(const char *source_text)
+{
+	if (unlikely(source_text == pgc_top_statement_text))
+		pgc_statement_ended();
+}
 
 extern int	pgc_query_id_slots(void);
 extern void pgc_read_published(int procno, PgcPublishedStatement *out);
@@ -116,7 +131,22 @@ extern void pgc_events_shmem_init(LWLock *lock);
 extern void pgc_events_reset(void);
 extern void pgc_events_info(int64 *written);
 extern void pgc_subxact_init(void);
-extern bool pgc_check_overflow(int64 current_query_id, bool in_abort);
+extern bool pgc_overflow_count_deferred;
+extern bool pgc_record_overflow(int64 current_query_id, bool in_abort);
+
+/*
+ * At every statement end: has this backend's subtransaction cache
+ * overflowed (or is an overflow's count waiting)?  Inline: the common
+ * path is two loads and a test.  Only this backend writes its PGPROC's
+ * flag, so the read needs no lock.
+ */
+static inline bool
+pgc_check_overflow(int64 current_query_id, bool in_abort)
+{
+	if (likely(!PGC_PROC_SUBXID_OVERFLOWED(MyProc) && !pgc_overflow_count_deferred))
+		return false;
+	return pgc_record_overflow(current_query_id, in_abort);
+}
 
 /* ---- sampler.c: the worker, the wait profile and the history ---- */
 

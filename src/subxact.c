@@ -70,7 +70,7 @@ static LocalTransactionId overflow_recorded_lxid = InvalidLocalTransactionId;
  * its statement at the next statement end.  The text buffer is allocated
  * once, at start, so the abort path never allocates.
  */
-static bool deferred_pending = false;
+bool		pgc_overflow_count_deferred = false;
 static Oid	deferred_userid;
 static int64 deferred_query_id;
 static char *deferred_text = NULL;
@@ -139,7 +139,7 @@ pgc_subxact_init(void)
 static void
 count_deferred_overflow(void)
 {
-	deferred_pending = false;
+	pgc_overflow_count_deferred = false;
 	if (pgc_track_statements)
 		pgc_statement_count(deferred_userid, deferred_query_id, deferred_text,
 							-1, 0, false, false, false, true, NULL, 0);
@@ -151,11 +151,11 @@ count_deferred_overflow(void)
  * top-level statement (and current_query_id, the innermost statement that
  * just finished, when it differs; 0 when unknown) and count it against the
  * top-level statement, at once or, in_abort, at the next statement end.
- * Called at every statement end, so the common path is a single read of
- * our own PGPROC and of the deferred flag.
+ * Called through pgc_check_overflow() (pg_contention.h), whose inline test
+ * keeps the common path to a read of our own PGPROC and of the flag.
  */
 bool
-pgc_check_overflow(int64 current_query_id, bool in_abort)
+pgc_record_overflow(int64 current_query_id, bool in_abort)
 {
 	TransactionId top_xid;
 	OverflowEvent *ev;
@@ -164,9 +164,7 @@ pgc_check_overflow(int64 current_query_id, bool in_abort)
 	int			location;
 	int			len;
 
-	if (likely(!PGC_PROC_SUBXID_OVERFLOWED(MyProc) && !deferred_pending))
-		return false;
-	if (deferred_pending && !in_abort)
+	if (pgc_overflow_count_deferred && !in_abort)
 		count_deferred_overflow();
 	if (!PGC_PROC_SUBXID_OVERFLOWED(MyProc) ||
 		PGC_MY_LXID() == overflow_recorded_lxid || pgc_shared == NULL)
@@ -214,7 +212,7 @@ pgc_check_overflow(int64 current_query_id, bool in_abort)
 	if (in_abort)
 	{
 		/* The event's copy of the text is the same slice, already cut. */
-		deferred_pending = true;
+		pgc_overflow_count_deferred = true;
 		deferred_userid = GetUserId();
 		deferred_query_id = query_id;
 		pgc_copy_statement_text(deferred_text, pgc_max_query_length, text,
