@@ -61,14 +61,22 @@ static PublishedSlot *my_slot = NULL;
 static uint32 my_statement_no = 0;
 
 /*
- * The noted statement.  pgc_top_statement_text (NULL: none) is exported
- * only for the inline test in pg_contention.h and never dereferenced: the
- * text is read through debug_query_string, which is valid while the
- * client's message is processed.  (For the extended protocol the source
+ * The noted statement.  top_statement_text (NULL: none) is never
+ * dereferenced: the text is read through debug_query_string, which is
+ * valid while the client's message is processed.  (For the extended protocol the source
  * text noted at Bind is the portal's copy, which is debug_query_string at
  * Execute.)
  */
-const char *pgc_top_statement_text = NULL;
+static const char *top_statement_text = NULL;
+
+/*
+ * The text whose executor's end ends the statement: the noted text inside
+ * a transaction block, NULL in an implicit transaction (the statement then
+ * ends with its transaction, see pgc_statement_ended).  Exported for the
+ * inline test in pg_contention.h; decided at the start, so the common
+ * autocommit statement makes no call at its end.
+ */
+const char *pgc_executor_end_text = NULL;
 static int64 top_query_id;
 static int	top_stmt_location;
 static int	top_stmt_len;
@@ -162,14 +170,16 @@ set_statement_no(uint32 no)
  * id, then (if no statement was running) the even number that says the
  * id is this statement's.  A cursor's executor started by a top-level
  * DECLARE lands here too, with the number already even: it only replaces
- * the id.
+ * the id.  in_block: IsTransactionBlock(), which the caller reads (so
+ * that this stays a leaf function).
  */
 void
 pgc_statement_begin(int64 query_id, const char *source_text,
-					int stmt_location, int stmt_len)
+					int stmt_location, int stmt_len, bool in_block)
 {
 	top_query_id = query_id;
-	pgc_top_statement_text = source_text;
+	top_statement_text = source_text;
+	pgc_executor_end_text = in_block ? source_text : NULL;
 	top_stmt_location = stmt_location;
 	top_stmt_len = stmt_len;
 
@@ -187,25 +197,25 @@ pgc_statement_begin(int64 query_id, const char *source_text,
 static inline void
 end_now(void)
 {
-	pgc_top_statement_text = NULL;
+	top_statement_text = NULL;
+	pgc_executor_end_text = NULL;
 	if (my_statement_no != 0 && (my_statement_no & 1) == 0)
 		set_statement_no(my_statement_no + 1);
 }
 
 /*
- * The executor of the noted top-level statement has ended (the inline
- * pgc_statement_end() compared the text pointers: a nested statement has
- * a text of its own, and a cursor's executor ends with its own copy).
- * The statement is over, unless its transaction commits right after (an
- * implicit transaction): the commit's waits (WAL flush, synchronous
- * replication) are part of the statement, which then ends at the
- * transaction's end.
+ * The executor of the noted top-level statement has ended inside a
+ * transaction block (the inline pgc_statement_end() compared the text
+ * pointers: a nested statement has a text of its own, and a cursor's
+ * executor ends with its own copy): the statement is over.  In an
+ * implicit transaction the commit follows, and its waits (WAL flush,
+ * synchronous replication) are part of the statement, which then ends at
+ * the transaction's end (pgc_transaction_end).
  */
 void
 pgc_statement_ended(void)
 {
-	if (pgc_top_statement_text != NULL && IsTransactionBlock())
-		end_now();
+	end_now();
 }
 
 /*
@@ -229,7 +239,8 @@ pgc_statement_end_utility(bool ends_transaction)
 void
 pgc_transaction_end(bool aborted)
 {
-	pgc_top_statement_text = NULL;
+	top_statement_text = NULL;
+	pgc_executor_end_text = NULL;
 	if (my_statement_no == 0)
 		return;
 	if ((my_statement_no & 1) == 0)
@@ -249,8 +260,8 @@ pgc_transaction_end(bool aborted)
 bool
 pgc_current_statement(int64 *query_id, int *stmt_location, int *stmt_len)
 {
-	if (pgc_top_statement_text == NULL ||
-		debug_query_string != pgc_top_statement_text)
+	if (top_statement_text == NULL ||
+		debug_query_string != top_statement_text)
 		return false;
 	*query_id = top_query_id;
 	*stmt_location = top_stmt_location;

@@ -68,7 +68,8 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 												   queryDesc->sourceText),
 							queryDesc->sourceText,
 							queryDesc->plannedstmt->stmt_location,
-							queryDesc->plannedstmt->stmt_len);
+							queryDesc->plannedstmt->stmt_len,
+							IsTransactionBlock());
 
 	if (pgc_track_statements && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 		pgc_index_scans_start(queryDesc);
@@ -96,12 +97,15 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			PgcIndexDelta deltas[PGC_INDEX_SLOTS];
 			int			ndeltas = pgc_index_scans_end(queryDesc, deltas);
 
-			pgc_statement_count(GetUserId(), query_id, queryDesc->sourceText,
-								stmt->stmt_location, stmt->stmt_len,
-								true,
-								mvcc && snapshot->suboverflowed,
-								mvcc && snapshot->takenDuringRecovery,
-								false, deltas, ndeltas);
+			int			flags = PGC_COUNT_CALL;
+
+			if (mvcc && snapshot->suboverflowed)
+				flags |= PGC_COUNT_SUBOVERFLOWED;
+			if (mvcc && snapshot->takenDuringRecovery)
+				flags |= PGC_COUNT_STANDBY;
+			pgc_statement_count(InvalidOid, query_id, queryDesc->sourceText,
+								stmt->stmt_location, stmt->stmt_len, flags,
+								deltas, ndeltas);
 		}
 		pgc_statement_end(queryDesc->sourceText);
 	}
@@ -141,7 +145,8 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 
 	if (client_statement)
 		pgc_statement_begin(query_id, queryString,
-							pstmt->stmt_location, pstmt->stmt_len);
+							pstmt->stmt_location, pstmt->stmt_len,
+							IsTransactionBlock());
 
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
@@ -177,20 +182,25 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
  * still running then goes uncounted for that one execution, which is the
  * price of never keeping a pointer to a dead executor.
  */
+static pg_noinline void
+transaction_ended(bool aborted)
+{
+	pgc_transaction_end(aborted);
+	pgc_index_scans_forget();
+}
+
 static void
 pgc_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
 		case XACT_EVENT_ABORT:
-			pgc_transaction_end(true);
-			pgc_index_scans_forget();
+			transaction_ended(true);
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
-			pgc_transaction_end(false);
-			pgc_index_scans_forget();
+			transaction_ended(false);
 			break;
 		default:
 			break;

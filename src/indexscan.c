@@ -57,11 +57,18 @@ static bool
 collect_index_scans(PlanState *ps, void *context)
 {
 	ExecutorBaselines *b = (ExecutorBaselines *) context;
-	Relation	rel = NULL;
-	uint8		kind = 0;
+	Relation	rel;
+	uint8		kind;
 
 	if (ps == NULL)
 		return false;
+
+	/*
+	 * Scan nodes are leaves (a bitmap index scan's parent walks it).  Most
+	 * other nodes keep their children in lefttree/righttree and subplans
+	 * in initPlan/subPlan; walk those directly.  The few with other child
+	 * lists go through the server's generic walker.
+	 */
 	switch (nodeTag(ps))
 	{
 		case T_IndexScanState:
@@ -76,9 +83,22 @@ collect_index_scans(PlanState *ps, void *context)
 			rel = ((BitmapIndexScanState *) ps)->biss_RelationDesc;
 			kind = PGC_SCAN_BITMAP;
 			break;
+		case T_AppendState:
+		case T_MergeAppendState:
+		case T_ModifyTableState:
+		case T_BitmapAndState:
+		case T_BitmapOrState:
+		case T_SubqueryScanState:
+		case T_CustomScanState:
+			return planstate_tree_walker(ps, collect_index_scans, context);
 		default:
-			break;
+			if (ps->initPlan != NIL || ps->subPlan != NIL)
+				return planstate_tree_walker(ps, collect_index_scans, context);
+			if (ps->righttree != NULL)
+				(void) collect_index_scans(ps->righttree, context);
+			return collect_index_scans(ps->lefttree, context);
 	}
+
 	if (rel != NULL)
 	{
 		int			i;
@@ -98,29 +118,10 @@ collect_index_scans(PlanState *ps, void *context)
 		}
 	}
 
-	/*
-	 * Most nodes keep their children in lefttree/righttree and subplans in
-	 * initPlan/subPlan; walk those directly.  The few with other child
-	 * lists go through the server's generic walker.
-	 */
-	switch (nodeTag(ps))
-	{
-		case T_AppendState:
-		case T_MergeAppendState:
-		case T_ModifyTableState:
-		case T_BitmapAndState:
-		case T_BitmapOrState:
-		case T_SubqueryScanState:
-		case T_CustomScanState:
-			return planstate_tree_walker(ps, collect_index_scans, context);
-		default:
-			break;
-	}
+	/* An index scan can still carry subplans (in its quals). */
 	if (ps->initPlan != NIL || ps->subPlan != NIL)
 		return planstate_tree_walker(ps, collect_index_scans, context);
-	if (ps->righttree != NULL)
-		(void) collect_index_scans(ps->righttree, context);
-	return collect_index_scans(ps->lefttree, context);
+	return false;
 }
 
 /*

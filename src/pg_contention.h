@@ -47,7 +47,7 @@ extern Size pgc_query_ids_shmem_size(void);
 extern void pgc_query_ids_shmem_init(LWLock *lock);
 extern void pgc_current_statement_init(void);
 extern void pgc_statement_begin(int64 query_id, const char *source_text,
-								int stmt_location, int stmt_len);
+								int stmt_location, int stmt_len, bool in_block);
 extern void pgc_statement_ended(void);
 extern void pgc_statement_end_utility(bool ends_transaction);
 extern void pgc_transaction_end(bool aborted);
@@ -66,16 +66,17 @@ typedef struct PgcPublishedStatement
 } PgcPublishedStatement;
 
 /*
- * At every ExecutorEnd: did the noted top-level statement's executor end?
- * Inline, with the one variable it needs exported: this runs for every
- * statement at every nesting level.
+ * At every ExecutorEnd: did the noted top-level statement's executor end
+ * (inside a transaction block; see current_statement.c)?  Inline, with the
+ * one variable it needs exported: this runs for every statement at every
+ * nesting level.
  */
-extern const char *pgc_top_statement_text;
+extern const char *pgc_executor_end_text;
 
 static inline void
 pgc_statement_end(const char *source_text)
 {
-	if (unlikely(source_text == pgc_top_statement_text))
+	if (unlikely(source_text == pgc_executor_end_text))
 		pgc_statement_ended();
 }
 
@@ -113,11 +114,14 @@ extern Size pgc_statements_shmem_size(void);
 extern void pgc_statements_shmem_init(LWLock *lock);
 extern void pgc_statements_reset(void);
 extern void pgc_statements_info(int64 *count, int64 *evictions);
+#define PGC_COUNT_CALL				0x01	/* an execution */
+#define PGC_COUNT_SUBOVERFLOWED		0x02	/* its snapshot was suboverflowed */
+#define PGC_COUNT_STANDBY			0x04	/* its snapshot was a standby's */
+#define PGC_COUNT_OVERFLOW_EVENT	0x08	/* it overflowed the cache */
+
 extern void pgc_statement_count(Oid userid, int64 query_id,
 								const char *source_text,
-								int stmt_location, int stmt_len,
-								bool counted_call, bool suboverflowed,
-								bool in_recovery, bool overflow_event,
+								int stmt_location, int stmt_len, int flags,
 								const PgcIndexDelta *deltas, int ndeltas);
 
 /* ---- indexscan.c ---- */
@@ -132,18 +136,22 @@ extern void pgc_events_reset(void);
 extern void pgc_events_info(int64 *written);
 extern void pgc_subxact_init(void);
 extern bool pgc_overflow_count_deferred;
+extern LocalTransactionId pgc_overflow_recorded_lxid;
 extern bool pgc_record_overflow(int64 current_query_id, bool in_abort);
 
 /*
  * At every statement end: has this backend's subtransaction cache
- * overflowed (or is an overflow's count waiting)?  Inline: the common
- * path is two loads and a test.  Only this backend writes its PGPROC's
- * flag, so the read needs no lock.
+ * overflowed in a transaction whose overflow is not recorded yet (or is
+ * an overflow's count waiting)?  Inline: the common path is two loads and
+ * a test, and a transaction already recorded adds one compare.  Only this
+ * backend writes its PGPROC's flag, so the read needs no lock.
  */
 static inline bool
 pgc_check_overflow(int64 current_query_id, bool in_abort)
 {
-	if (likely(!PGC_PROC_SUBXID_OVERFLOWED(MyProc) && !pgc_overflow_count_deferred))
+	if (likely((!PGC_PROC_SUBXID_OVERFLOWED(MyProc) ||
+				PGC_MY_LXID() == pgc_overflow_recorded_lxid) &&
+			   !pgc_overflow_count_deferred))
 		return false;
 	return pgc_record_overflow(current_query_id, in_abort);
 }

@@ -313,20 +313,19 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 
 /* Add one statement's counts; caller holds the entry's spinlock. */
 static inline void
-update_entry(PgcStatementEntry *entry, TimestampTz now, bool counted_call,
-			 bool suboverflowed, bool in_recovery, bool overflow_event,
+update_entry(PgcStatementEntry *entry, TimestampTz now, int flags,
 			 const PgcIndexDelta *deltas, int ndeltas)
 {
-	if (counted_call)
+	if (flags & PGC_COUNT_CALL)
 	{
 		entry->calls++;
 		entry->usage += 1.0;
-		if (suboverflowed)
+		if (flags & PGC_COUNT_SUBOVERFLOWED)
 			entry->suboverflowed_calls++;
-		if (in_recovery)
+		if (flags & PGC_COUNT_STANDBY)
 			entry->standby_calls++;
 	}
-	if (overflow_event)
+	if (flags & PGC_COUNT_OVERFLOW_EVENT)
 		entry->overflow_events++;
 	if (ndeltas > 0)
 		add_index_deltas(entry, deltas, ndeltas);
@@ -334,46 +333,23 @@ update_entry(PgcStatementEntry *entry, TimestampTz now, bool counted_call,
 }
 
 /*
- * Count one statement for the current user and database.  counted_call:
- * an execution (ExecutorEnd) with its snapshot's flags and its index
- * scans' deltas; overflow_event: the statement caused a subtransaction-
- * cache overflow.
+ * The locked path of pgc_statement_count: find or create the entry under
+ * the LWLock, remember it in the backend's cache slot, and count.  Kept
+ * out of line so that the common path stays short.
  */
-void
-pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
-					int stmt_location, int stmt_len,
-					bool counted_call, bool suboverflowed,
-					bool in_recovery, bool overflow_event,
-					const PgcIndexDelta *deltas, int ndeltas)
+static pg_noinline void
+count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
+			 const char *source_text, int stmt_location, int stmt_len,
+			 int flags, const PgcIndexDelta *deltas, int ndeltas)
 {
-	PgcStatementKey key;
 	PgcStatementEntry *entry;
-	LocalCacheSlot *slot;
+	PgcStatementKey key;
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 
-	if (pgc_shared == NULL)
-		return;
-
+	memset(&key, 0, sizeof(key));	/* hashed as bytes: no stray padding */
 	key.userid = userid;
 	key.dbid = MyDatabaseId;
 	key.query_id = query_id;
-
-	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32)) % LOCAL_CACHE_SIZE];
-
-	/* Fast path: a cached entry, still live (see the header comment). */
-	if (slot->entry != NULL && memcmp(&slot->key, &key, sizeof(key)) == 0)
-	{
-		entry = slot->entry;
-		SpinLockAcquire(&entry->mutex);
-		if (pg_atomic_read_u64(&stmts->generation) == slot->generation)
-		{
-			update_entry(entry, now, counted_call, suboverflowed, in_recovery,
-						 overflow_event, deltas, ndeltas);
-			SpinLockRelease(&entry->mutex);
-			return;
-		}
-		SpinLockRelease(&entry->mutex);
-	}
 
 	LWLockAcquire(stmts->lock, LW_SHARED);
 	entry = hash_search(statements, &key, HASH_FIND, NULL);
@@ -395,11 +371,52 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 	slot->generation = pg_atomic_read_u64(&stmts->generation);
 
 	SpinLockAcquire(&entry->mutex);
-	update_entry(entry, now, counted_call, suboverflowed, in_recovery,
-				 overflow_event, deltas, ndeltas);
+	update_entry(entry, now, flags, deltas, ndeltas);
 	SpinLockRelease(&entry->mutex);
 
 	LWLockRelease(stmts->lock);
+}
+
+/*
+ * Count one statement for a user (InvalidOid: the current one) in the
+ * current database.  flags: PGC_COUNT_CALL for an execution (ExecutorEnd)
+ * with its snapshot's flags and its index scans' deltas;
+ * PGC_COUNT_OVERFLOW_EVENT when the statement caused a subtransaction-
+ * cache overflow.  The text is read only if the entry must be created.
+ */
+void
+pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
+					int stmt_location, int stmt_len, int flags,
+					const PgcIndexDelta *deltas, int ndeltas)
+{
+	PgcStatementEntry *entry;
+	LocalCacheSlot *slot;
+
+	if (stmts == NULL)
+		return;
+	if (!OidIsValid(userid))
+		userid = GetUserId();
+
+	/* Fast path: a cached entry, still live (see the header comment). */
+	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32)) % LOCAL_CACHE_SIZE];
+	entry = slot->entry;
+	if (entry != NULL && slot->key.query_id == query_id &&
+		slot->key.userid == userid && slot->key.dbid == MyDatabaseId)
+	{
+		TimestampTz now = GetCurrentStatementStartTimestamp();
+
+		SpinLockAcquire(&entry->mutex);
+		if (pg_atomic_read_u64(&stmts->generation) == slot->generation)
+		{
+			update_entry(entry, now, flags, deltas, ndeltas);
+			SpinLockRelease(&entry->mutex);
+			return;
+		}
+		SpinLockRelease(&entry->mutex);
+	}
+
+	count_locked(slot, userid, query_id, source_text, stmt_location, stmt_len,
+				 flags, deltas, ndeltas);
 }
 
 /* For pg_contention_info: entries in the hash, and evictions. */

@@ -62,8 +62,14 @@ typedef struct EventsShared
 static EventsShared *events = NULL;
 static char *event_ring = NULL;
 
-/* The top-level transaction (local id) whose overflow was recorded. */
-static LocalTransactionId overflow_recorded_lxid = InvalidLocalTransactionId;
+static void record_event(int64 current_query_id, bool in_abort);
+
+/*
+ * The top-level transaction (local id) whose overflow was recorded.
+ * Exported for the inline test in pg_contention.h: a transaction that has
+ * overflowed checks again at every statement end.
+ */
+LocalTransactionId pgc_overflow_recorded_lxid = InvalidLocalTransactionId;
 
 /*
  * An overflow recorded in a subtransaction's abort, to be counted against
@@ -142,7 +148,7 @@ count_deferred_overflow(void)
 	pgc_overflow_count_deferred = false;
 	if (pgc_track_statements)
 		pgc_statement_count(deferred_userid, deferred_query_id, deferred_text,
-							-1, 0, false, false, false, true, NULL, 0);
+							-1, 0, PGC_COUNT_OVERFLOW_EVENT, NULL, 0);
 }
 
 /*
@@ -157,6 +163,23 @@ count_deferred_overflow(void)
 bool
 pgc_record_overflow(int64 current_query_id, bool in_abort)
 {
+	if (unlikely(pgc_overflow_count_deferred) && !in_abort)
+		count_deferred_overflow();
+	if (PGC_MY_LXID() == pgc_overflow_recorded_lxid ||
+		!PGC_PROC_SUBXID_OVERFLOWED(MyProc) || pgc_shared == NULL)
+		return false;
+	record_event(current_query_id, in_abort);
+	return true;
+}
+
+/*
+ * Record the event of this transaction's overflow, and count it (see
+ * pgc_record_overflow).  Out of line: a transaction whose cache overflowed
+ * checks again at every statement end, and that check must stay short.
+ */
+static pg_noinline void
+record_event(int64 current_query_id, bool in_abort)
+{
 	TransactionId top_xid;
 	OverflowEvent *ev;
 	int64		query_id;
@@ -164,12 +187,7 @@ pgc_record_overflow(int64 current_query_id, bool in_abort)
 	int			location;
 	int			len;
 
-	if (pgc_overflow_count_deferred && !in_abort)
-		count_deferred_overflow();
-	if (!PGC_PROC_SUBXID_OVERFLOWED(MyProc) ||
-		PGC_MY_LXID() == overflow_recorded_lxid || pgc_shared == NULL)
-		return false;
-	overflow_recorded_lxid = PGC_MY_LXID();
+	pgc_overflow_recorded_lxid = PGC_MY_LXID();
 	/* The parent takes its XID before any child, so top_xid is valid. */
 	top_xid = GetTopTransactionIdIfAny();
 
@@ -219,9 +237,8 @@ pgc_record_overflow(int64 current_query_id, bool in_abort)
 								location, len);
 	}
 	else if (pgc_track_statements)
-		pgc_statement_count(GetUserId(), query_id, text, location, len,
-							false, false, false, true, NULL, 0);
-	return true;
+		pgc_statement_count(InvalidOid, query_id, text, location, len,
+							PGC_COUNT_OVERFLOW_EVENT, NULL, 0);
 }
 
 #define EVENT_COLS 10
