@@ -42,6 +42,7 @@
 #include "pg_contention.h"
 
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -156,11 +157,13 @@ pgc_current_statement_init(void)
 	ClientAuthentication_hook = pgc_client_authentication;
 }
 
+/*
+ * Only the step from odd to even can wrap to 0, which means "no client":
+ * pgc_statement_begin skips it.
+ */
 static inline void
 set_statement_no(uint32 no)
 {
-	if (unlikely(no == 0))
-		no = 2;					/* wrapped: 0 means "no client" */
 	my_statement_no = no;
 	pg_atomic_write_u32(&my_slot->statement_no, no);
 }
@@ -183,13 +186,19 @@ pgc_statement_begin(int64 query_id, const char *source_text,
 	top_stmt_location = stmt_location;
 	top_stmt_len = stmt_len;
 
-	if (unlikely(my_slot == NULL) && !attach_my_slot())
-		return;
+	if (unlikely(my_slot == NULL))
+	{
+		if (!attach_my_slot())
+			return;
+		/* A standalone backend (postgres --single) serves its client too. */
+		if (!IsUnderPostmaster)
+			my_statement_no = 1;
+	}
 	pg_atomic_write_u64(&my_slot->query_id, (uint64) query_id);
 	if (my_statement_no & 1)
 	{
 		pg_write_barrier();
-		set_statement_no(my_statement_no + 1);
+		set_statement_no(my_statement_no + 1 != 0 ? my_statement_no + 1 : 2);
 	}
 }
 

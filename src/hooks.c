@@ -46,9 +46,10 @@ static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static inline bool
 is_client_statement(const char *source_text)
 {
+	if (likely(source_text == debug_query_string))
+		return source_text != NULL;
 	return debug_query_string != NULL && source_text != NULL &&
-		(source_text == debug_query_string ||
-		 strcmp(source_text, debug_query_string) == 0);
+		strcmp(source_text, debug_query_string) == 0;
 }
 
 static void

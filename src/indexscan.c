@@ -40,12 +40,13 @@ typedef struct IndexBaseline
 	int64		fetched;
 } IndexBaseline;
 
+/* Aligned to 256 bytes so that indexing the array is a shift, not a multiply. */
 typedef struct ExecutorBaselines
 {
 	QueryDesc  *queryDesc;
 	int			n;
 	IndexBaseline nodes[PGC_INDEX_SLOTS];	/* further indexes are not counted */
-} ExecutorBaselines;
+} pg_attribute_aligned(256) ExecutorBaselines;
 
 /* Executors running now that scan indexes; deeper ones are not counted. */
 #define MAX_TRACKED_EXECUTORS 16

@@ -392,8 +392,8 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 	PgcStatementEntry *entry;
 	LocalCacheSlot *slot;
 
-	if (stmts == NULL)
-		return;
+	/* The hooks exist only where the shared state was attached at start. */
+	Assert(stmts != NULL);
 	if (!OidIsValid(userid))
 		userid = GetUserId();
 
