@@ -43,6 +43,7 @@
 
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "replication/walsender.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -137,12 +138,19 @@ attach_my_slot(void)
 	return true;
 }
 
-/* A client has connected: this process runs client statements from now. */
+/*
+ * A client has connected: this process runs client statements from now.
+ * A physical walsender runs replication commands only, never a statement:
+ * it stays a process that serves no statement (number 0), whose samples
+ * the sampler need not hold for a statement to come.
+ */
 static void
 pgc_client_authentication(struct Port *port, int status)
 {
 	if (prev_client_authentication)
 		prev_client_authentication(port, status);
+	if (am_walsender && !am_db_walsender)
+		return;
 	if (status == STATUS_OK && my_slot == NULL && attach_my_slot())
 	{
 		my_statement_no = 1;

@@ -22,7 +22,7 @@
 
 PG_FUNCTION_INFO_V1(pg_contention_horizon_holders);
 
-#define HORIZON_COLS 10
+#define HORIZON_COLS 11
 
 typedef struct SlotCopy
 {
@@ -57,6 +57,7 @@ put_slot_row(Tuplestorestate *tupstore, TupleDesc tupdesc, const SlotCopy *slot,
 		nulls[7] = true;
 	values[8] = CStringGetTextDatum(slot->active_pid != 0 ? "active" : "inactive");
 	nulls[9] = true;
+	nulls[10] = true;			/* a slot runs no transaction */
 	tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 }
 
@@ -102,9 +103,10 @@ add_slots(Tuplestorestate *tupstore, TupleDesc tupdesc)
 /*
  * pg_contention_horizon_holders(): one row per backend and slot that holds
  * back the xmin horizon.  A backend holds it with the older of its xid and
- * its xmin; backends running VACUUM or logical decoding are skipped, as
- * the server skips them when it computes the horizon.  The querying
- * backend is left out.
+ * its xmin, and reports its own xid apart (the view tells from it which
+ * holders only follow another's transaction); backends running VACUUM or
+ * logical decoding are skipped, as the server skips them when it computes
+ * the horizon.  The querying backend is left out.
  */
 Datum
 pg_contention_horizon_holders(PG_FUNCTION_ARGS)
@@ -146,16 +148,21 @@ pg_contention_horizon_holders(PG_FUNCTION_ARGS)
 		values[5] = TransactionIdGetDatum(xmin);
 		values[6] = BoolGetDatum(false);
 		nulls[7] = true;
-		if (pgc_put_state_and_query(be, values, nulls, 8, 9))
+		/* Its own xid: what other holders' snapshots may follow. */
+		if (TransactionIdIsValid(st->xid))
+			values[10] = TransactionIdGetDatum(st->xid);
+		else
+			nulls[10] = true;
+		/*
+		 * Since when: a transaction's start.  A walsender's xmin is the
+		 * standby's, taken there at a time not known here: NULL (the view
+		 * then judges it by its age in XIDs).
+		 */
+		if (pgc_put_state_and_query(be, values, nulls, 8, 9) && !walsender &&
+			be->st_xact_start_timestamp != 0)
 		{
-			TimestampTz since = walsender ? be->st_proc_start_timestamp :
-				be->st_xact_start_timestamp;
-
-			if (since != 0)
-			{
-				values[7] = TimestampTzGetDatum(since);
-				nulls[7] = false;
-			}
+			values[7] = TimestampTzGetDatum(be->st_xact_start_timestamp);
+			nulls[7] = false;
 		}
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}

@@ -219,12 +219,29 @@ typedef struct OldSnapWindow
 	PgcOldSnapFigures figures;
 } OldSnapWindow;
 
+/*
+ * Sum the last window_seconds completed seconds.  The window ends with the
+ * latest completed second: the one before the current second, or, in the
+ * few milliseconds after a second starts and before the sampler's next
+ * tick has closed the previous one, the second before that.  So (1) is
+ * the latest completed second, never an empty window.
+ */
 static void
-sum_window(TimestampTz since, OldSnapWindow *window)
+sum_window(int window_seconds, OldSnapWindow *window)
 {
 	bool		named_found[PGC_NUM_NAMED_WAITS];
 	int			n;
 	PgcHistoryBucket *history = pgc_sampler_copy_history(&n, named_found);
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz last = now - (now % USECS_PER_SEC) - USECS_PER_SEC;
+	TimestampTz latest = 0;
+	TimestampTz since;
+
+	for (int i = 0; i < n; i++)
+		latest = Max(latest, history[i].bucket_start);
+	if (latest == last - USECS_PER_SEC)
+		last = latest;
+	since = last - (TimestampTz) (window_seconds - 1) * USECS_PER_SEC;
 
 	memset(window, 0, sizeof(*window));
 	window->have_timemap = named_found[PGC_NAMED_OLDSNAPSHOT_TIMEMAP];
@@ -232,7 +249,7 @@ sum_window(TimestampTz since, OldSnapWindow *window)
 	{
 		PgcHistoryBucket *b = &history[i];
 
-		if (b->bucket_start < since)
+		if (b->bucket_start < since || b->bucket_start > last)
 			continue;
 		window->seconds++;
 		window->ticks += b->ticks;
@@ -288,10 +305,29 @@ put_figures(Datum *values, bool *nulls, int first,
 
 #define OLDSNAP_COLS 26
 
+static void
+put_timestamp(Datum *values, bool *nulls, int col, TimestampTz t)
+{
+	if (t != 0)
+		values[col] = TimestampTzGetDatum(t);
+	else
+		nulls[col] = true;
+}
+
+static void
+put_xid(Datum *values, bool *nulls, int col, TransactionId xid)
+{
+	if (TransactionIdIsValid(xid))
+		values[col] = TransactionIdGetDatum(xid);
+	else
+		nulls[col] = true;
+}
+
 /*
  * pg_contention_old_snapshot(window_seconds): one row.  The state of
- * oldSnapshotControl, then the pressure figures over the last
- * window_seconds completed seconds of history, then since the last reset.
+ * oldSnapshotControl (NULL while the setting is off), then the pressure
+ * figures over the last window_seconds completed seconds of history, then
+ * since the last reset.
  */
 Datum
 pg_contention_old_snapshot(PG_FUNCTION_ARGS)
@@ -316,8 +352,7 @@ pg_contention_old_snapshot(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	sum_window(GetCurrentTimestamp() - (TimestampTz) window_seconds * USECS_PER_SEC,
-			   &window);
+	sum_window(window_seconds, &window);
 	LWLockAcquire(oldsnap->lock, LW_SHARED);
 	total = oldsnap->total;
 	LWLockRelease(oldsnap->lock);
@@ -334,13 +369,14 @@ pg_contention_old_snapshot(PG_FUNCTION_ARGS)
 		nulls[c++] = true;
 	}
 	values[c++] = BoolGetDatum(supported);
-	if (supported && pgc_oldsnap_read_state(&state))
+	if (supported && setting >= 0 && pgc_oldsnap_read_state(&state))
 	{
-		values[c++] = TimestampTzGetDatum(state.current_timestamp);
-		values[c++] = TransactionIdGetDatum(state.latest_xmin);
-		values[c++] = TimestampTzGetDatum(state.next_map_update);
-		values[c++] = TimestampTzGetDatum(state.threshold_timestamp);
-		values[c++] = TransactionIdGetDatum(state.threshold_xid);
+		/* Zero until the server first sets them: not a time, so NULL. */
+		put_timestamp(values, nulls, c++, state.current_timestamp);
+		put_xid(values, nulls, c++, state.latest_xmin);
+		put_timestamp(values, nulls, c++, state.next_map_update);
+		put_timestamp(values, nulls, c++, state.threshold_timestamp);
+		put_xid(values, nulls, c++, state.threshold_xid);
 		values[c++] = Int32GetDatum(state.map_entries_used);
 	}
 	else
@@ -353,10 +389,17 @@ pg_contention_old_snapshot(PG_FUNCTION_ARGS)
 	values[c++] = Int32GetDatum(window.seconds);
 	put_figures(values, nulls, c, &window.figures, window.seconds);
 	c += 6;
-	values[c++] = Float8GetDatum(window.active_samples > 0 ?
-								 (double) window.cpu_samples / window.active_samples : 0.0);
-	values[c++] = Float8GetDatum(window.ticks > 0 ?
-								 (double) window.active_samples / window.ticks : 0.0);
+	/* A share of almost nothing is noise: NULL below a minimum. */
+	if (window.active_samples >= PGC_MIN_ACTIVE_SAMPLES)
+		values[c] = Float8GetDatum((double) window.cpu_samples / window.active_samples);
+	else
+		nulls[c] = true;
+	c++;
+	if (window.ticks > 0)
+		values[c] = Float8GetDatum((double) window.active_samples / window.ticks);
+	else
+		nulls[c] = true;
+	c++;
 	if (window.have_timemap)
 		values[c] = Int64GetDatum(window.timemap_samples);
 	else

@@ -27,6 +27,9 @@ bool		pgc_sampler_enabled = true;
 int			pgc_sample_period = 10;
 int			pgc_max_profile_entries = 10000;
 int			pgc_history_seconds = 900;
+int			pgc_horizon_min_age = 60;
+int			pgc_horizon_min_xid_age = 10000;
+int			pgc_subxact_warn_level = 48;
 
 #ifdef PGC_HAVE_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -124,6 +127,33 @@ pgc_define_settings(void)
 							900, 5, 86400,
 							PGC_POSTMASTER,
 							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.horizon_min_age",
+							gettext_noop("How long a holder of the xmin horizon must have held it to be marked as blocking cleanup."),
+							gettext_noop("Applies to holders whose start is known: transactions, prepared transactions, inactive slots."),
+							&pgc_horizon_min_age,
+							60, 0, INT_MAX / 1000,
+							PGC_USERSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.horizon_min_xid_age",
+							gettext_noop("How old, in transactions, the xmin of a holder whose start is unknown must be to be marked as blocking cleanup."),
+							gettext_noop("Applies to standby feedback and active replication slots."),
+							&pgc_horizon_min_xid_age,
+							10000, 0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.subxact_warn_level",
+							gettext_noop("Cached subtransaction XIDs above which an execution counts as near overflow."),
+							gettext_noop("The cache holds 64; near_overflow_calls counts executions whose transaction held more than this many."),
+							&pgc_subxact_warn_level,
+							48, 0, 64,
+							PGC_SIGHUP,
+							0,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_contention");

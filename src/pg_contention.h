@@ -33,6 +33,9 @@ extern bool pgc_sampler_enabled;
 extern int	pgc_sample_period;
 extern int	pgc_max_profile_entries;
 extern int	pgc_history_seconds;
+extern int	pgc_horizon_min_age;
+extern int	pgc_horizon_min_xid_age;
+extern int	pgc_subxact_warn_level;
 
 /* ---- shmem.c: the registry of shared stores ---- */
 
@@ -197,6 +200,13 @@ typedef struct PgcOldSnapFigures
 	int64		lock_word_held; /* of which saw the lock held */
 	int64		lock_op_estimate;	/* transactions + block requests */
 } PgcOldSnapFigures;
+
+/*
+ * Shares of active time (cpu_share_of_active) need this many active
+ * samples, one busy backend for a second at the default period; below it
+ * they are NULL, not a ratio of a handful of samples.
+ */
+#define PGC_MIN_ACTIVE_SAMPLES 100
 
 /* One second of history. */
 typedef struct PgcHistoryBucket

@@ -271,14 +271,30 @@ wait_class_of(uint32 info)
 }
 
 /*
- * Idle: waiting for a client's next command (ClientRead), or a background
- * process waiting in its main loop for work (class Activity).  Idle
- * samples are counted, but kept out of the profile and of active_samples.
+ * Idle, from what the server itself says about the process:
+ *  - any process waiting in class Activity: a server process in its main
+ *    loop, waiting for work (walwriter, bgwriter, launchers, a walsender
+ *    between messages);
+ *  - a client backend waiting for its client's next command (ClientRead),
+ *    inside a transaction or not;
+ *  - a process that serves no client (it never published a statement
+ *    number: background workers, autovacuum, auxiliary processes) waiting
+ *    in class Extension or Timeout: an extension's worker sleeping in its
+ *    own loop, or a process sleeping by its own choice (vacuum and
+ *    checkpoint throttling).  Nobody waits for such a process.
+ * A client backend in the same waits (pg_sleep, an extension's lock) is
+ * running a statement that someone waits for: active.  Idle samples are
+ * counted, but kept out of the profile and of active_samples.
  */
 static inline bool
-is_idle_wait(uint32 info)
+is_idle_wait(uint32 info, uint32 statement_no)
 {
-	return info == client_read_info || (info & 0xFF000000) == PG_WAIT_ACTIVITY;
+	uint32		class = info & 0xFF000000;
+
+	if (info == client_read_info || class == PG_WAIT_ACTIVITY)
+		return true;
+	return statement_no == 0 &&
+		(class == PG_WAIT_EXTENSION || class == PG_WAIT_TIMEOUT);
 }
 
 /*
@@ -339,7 +355,7 @@ gather_tick(int *idle, int *overflowed)
 
 		if (ovf)
 			(*overflowed)++;
-		if (is_idle_wait(info))
+		if (is_idle_wait(info, stmt.statement_no))
 		{
 			(*idle)++;
 			info = UINT32_MAX;	/* kept only to settle held samples */

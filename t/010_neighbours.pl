@@ -1,0 +1,90 @@
+# Other extensions' workers beside pg_contention: pg_wait_sampling's
+# collector and pg_cron's launcher sleep in Extension waits all the time.
+# An idle server must look idle (no active backends, no Extension or
+# Timeout samples), a busy one busy, and a client's own sleep is still a
+# statement someone waits for (active).  Debian's packages provide both
+# neighbours (tools/test.sh and tools/chroot.sh install them).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('neighbours');
+$node->init;
+my $libdir = $node->config_data('--pkglibdir');
+for my $lib ('pg_wait_sampling', 'pg_cron')
+{
+	BAIL_OUT("$lib is not installed: install Debian's package for it (tools/test.sh does)")
+	  unless -f "$libdir/$lib.so";
+}
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_wait_sampling, pg_cron, pg_stat_statements, pg_contention'
+autovacuum = off
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
+
+is($node->safe_psql('postgres',
+	"SELECT string_agg(wait_event_type, ',' ORDER BY backend_type)
+	   FROM pg_stat_activity
+	  WHERE backend_type IN ('pg_wait_sampling collector', 'pg_cron launcher')"),
+	'Extension,Extension', 'both neighbours sleep in Extension waits');
+
+# Figures over whole seconds that started after this moment.
+sub seconds_since
+{
+	my ($since, $n) = @_;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) >= $n FROM pg_contention_history WHERE bucket_start >= '$since'")
+	  or die "the history does not advance";
+	return $node->safe_psql('postgres',
+		"SELECT round(avg(avg_active_backends)::numeric, 2), sum(extension_samples),
+				sum(timeout_samples), sum(idle_samples) > 0
+		   FROM pg_contention_history WHERE bucket_start >= '$since'");
+}
+
+my $start = $node->safe_psql('postgres', "SELECT date_trunc('second', now()) + interval '1 second'");
+my ($active, $extension, $timeout, $some_idle) = split /\|/, seconds_since($start, 3);
+cmp_ok($active, '<', 0.2, "an idle server has no active backends (measured $active)");
+is($extension, '0', 'no Extension samples: the neighbours\' sleep is idle');
+is($timeout, '0', 'no Timeout samples either');
+is($some_idle, 't', 'their samples are counted as idle');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_waits WHERE wait_event_type = 'Extension'"),
+	'0', 'the wait profile has no Extension entry');
+
+# A client's pg_sleep is a statement running: active, class Timeout.
+my $sleeper = $node->background_psql('postgres');
+$sleeper->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(4);\n");
+$start = $node->safe_psql('postgres', "SELECT date_trunc('second', now()) + interval '1 second'");
+($active, $extension, $timeout) = split /\|/, seconds_since($start, 2);
+cmp_ok($active, '>=', 0.8, "a client in pg_sleep is active (measured $active)");
+cmp_ok($timeout, '>', 0, 'in class Timeout');
+is($extension, '0', 'the neighbours still add nothing');
+$sleeper->quit;
+
+# A busy server: two pgbench clients, the neighbours beside them.
+$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', $node->connstr('postgres') ],
+	'pgbench -i');
+my $out = '';
+local $ENV{PGAPPNAME} = 'pgbench';
+my $bench = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '2', '-T', '5', '-S', $node->connstr('postgres') ],
+	'>', \$out, '2>', \$out);
+$node->poll_query_until('postgres',
+	"SELECT count(*) >= 2 FROM pg_stat_activity WHERE application_name = 'pgbench'")
+  or die 'pgbench did not start';
+$start = $node->safe_psql('postgres', "SELECT date_trunc('second', now()) + interval '1 second'");
+($active, $extension) = split /\|/, seconds_since($start, 2);
+cmp_ok($active, '>=', 0.5, "a busy server is busy (measured $active)");
+is($extension, '0', 'and none of its activity is the neighbours\' sleep');
+$bench->finish;
+ok($node->safe_psql('postgres',
+	"SELECT sum(samples) FILTER (WHERE wait_event_type IS NULL OR wait_event_type <> 'Extension') > 0
+	    AND count(*) FILTER (WHERE wait_event_type = 'Extension') = 0
+	   FROM pg_contention_waits") eq 't',
+	'the profile holds pgbench\'s samples and no Extension samples');
+
+$node->stop;
+done_testing();
