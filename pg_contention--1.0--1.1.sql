@@ -74,8 +74,11 @@ CREATE VIEW @extschema@.pg_contention_horizon AS
 	), judged AS (
 		SELECT holders.*,
 			   pg_catalog.age(holders.xmin) AS xmin_age,
-			   greatest(pg_catalog.clock_timestamp() - holders.held_since,
-						interval '0') AS held_for,
+			   -- greatest() would turn an unknown start into zero
+			   CASE WHEN holders.held_since IS NOT NULL
+					THEN greatest(pg_catalog.clock_timestamp() - holders.held_since,
+								  interval '0')
+			   END AS held_for,
 			   (SELECT min(o.holder)
 				  FROM holders AS o
 				 WHERE o.own_xid = holders.xmin
