@@ -8,8 +8,9 @@
  * a query id from a hash of its own text (not normalised: different
  * constants make different ids), computed when it runs; nothing is
  * written into the parse tree, so modules such as pg_stat_statements,
- * which assert they see queryId 0 in post_parse_analyze, are unaffected.  On PostgreSQL 14 and later this file
- * compiles to an empty initialiser, and the server's query ids are used.
+ * which assert they see queryId 0 in post_parse_analyze, are unaffected.
+ * On PostgreSQL 14 and later the server's query ids are used, and the
+ * hash only names executions the server left without one.
  *
  * It also reads old_snapshot_threshold's shared state (PG13-16): the
  * scalar fields under the server's own spinlocks, the time map's fill
@@ -22,8 +23,6 @@
  *-------------------------------------------------------------------------
  */
 #include "pg_contention.h"
-
-#ifdef PGC_NEED_TEXT_QUERY_ID
 
 #include "common/hashfn.h"
 
@@ -51,17 +50,8 @@ pgc_text_query_id(PlannedStmt *stmt, const char *source_text)
 void
 pgc_compat_init(void)
 {
-}
-
-#else
-
-void
-pgc_compat_init(void)
-{
 	pgc_enable_query_id();
 }
-
-#endif
 
 #if PG_VERSION_NUM < 170000
 

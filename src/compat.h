@@ -233,6 +233,35 @@ pgc_local_beentry(int index)
 	((rel)->pgstat_info ? (rel)->pgstat_info->t_counts.t_tuples_fetched : 0)
 #endif
 
+/*
+ * A bitmap heap scan's count of heap pages it read whole (lossy bitmap
+ * pages): PG18 moved it into the node's instrumentation struct, kept up to
+ * date whether or not EXPLAIN asks for it, as before.
+ */
+#if PG_VERSION_NUM >= 180000
+#define PGC_BITMAP_LOSSY_PAGES(node)	((int64) (node)->stats.lossy_pages)
+#else
+#define PGC_BITMAP_LOSSY_PAGES(node)	((int64) (node)->lossy_pages)
+#endif
+
+/*
+ * Rows an execution processed: PG16 added es_total_processed, summed over
+ * every ExecutorRun (a cursor's fetches); before, es_processed holds the
+ * last run's only.
+ */
+#if PG_VERSION_NUM >= 160000
+#define PGC_ES_TOTAL_PROCESSED(estate)	((int64) (estate)->es_total_processed)
+#else
+#define PGC_ES_TOTAL_PROCESSED(estate)	((int64) (estate)->es_processed)
+#endif
+
+/* PG14 added InstrAlloc's async_mode argument. */
+#if PG_VERSION_NUM >= 140000
+#define PGC_INSTR_ALLOC_ALL()	InstrAlloc(1, INSTRUMENT_ALL, false)
+#else
+#define PGC_INSTR_ALLOC_ALL()	InstrAlloc(1, INSTRUMENT_ALL)
+#endif
+
 /* PG16 dropped the n_ prefix of the per-database statistics. */
 #if PG_VERSION_NUM >= 160000
 #define PGC_DB_LOCK_OPS(db) \
@@ -290,12 +319,13 @@ pgc_sampler_wait_event(void)
  * PG13 has no compute_query_id: queryId stays 0 unless pg_stat_statements
  * is loaded.  There, the query id of a statement without one is a hash of
  * its own text, computed when it runs (compat.c); never written into the
- * Query, so other modules' hooks see what they expect.
+ * Query, so other modules' hooks see what they expect.  On every version
+ * the same hash names executions the server gives no id (a cursor's plan
+ * outside a DECLARE, compute_query_id = off).
  */
 extern void pgc_compat_init(void);
-#if PG_VERSION_NUM < 140000
-#define PGC_NEED_TEXT_QUERY_ID 1
 extern int64 pgc_text_query_id(PlannedStmt *stmt, const char *source_text);
+#if PG_VERSION_NUM < 140000
 #define pgc_statement_query_id(stmt, source_text) \
 	((stmt)->queryId != 0 ? (int64) (stmt)->queryId : \
 	 pgc_text_query_id((stmt), (source_text)))

@@ -52,9 +52,35 @@ is_client_statement(const char *source_text)
 		strcmp(source_text, debug_query_string) == 0;
 }
 
+/*
+ * The query id of a DECLARE CURSOR while it runs: the cursor's plan, which
+ * the server gives no query id of its own, is counted under it.
+ */
+static int64 declaring_query_id = 0;
+
+/*
+ * The query id an execution is counted under: the server's; for a cursor's
+ * plan (which has none), the DECLARE's; otherwise (PG13, compute_query_id
+ * off) a hash of the statement's text.
+ */
+static inline int64
+execution_query_id(QueryDesc *queryDesc)
+{
+	int64		query_id = (int64) queryDesc->plannedstmt->queryId;
+
+	if (likely(query_id != 0))
+		return query_id;
+	if (declaring_query_id != 0)
+		return declaring_query_id;
+	return pgc_text_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
+}
+
 static void
 pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
+	bool		top_level;
+	int64		query_id;
+
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
@@ -64,16 +90,32 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		return;
 
 	/* The statement the client sent: what an overflow event will name. */
-	if (is_client_statement(queryDesc->sourceText))
-		pgc_statement_begin(pgc_statement_query_id(queryDesc->plannedstmt,
-												   queryDesc->sourceText),
-							queryDesc->sourceText,
+	top_level = is_client_statement(queryDesc->sourceText);
+	query_id = execution_query_id(queryDesc);
+	if (top_level)
+		pgc_statement_begin(query_id, queryDesc->sourceText,
 							queryDesc->plannedstmt->stmt_location,
 							queryDesc->plannedstmt->stmt_len,
 							IsTransactionBlock());
 
 	if (pgc_track_statements && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
-		pgc_index_scans_start(queryDesc);
+	{
+		/*
+		 * The client's statement's buffer usage, as pg_stat_statements
+		 * measures it: the server accumulates it into totaltime during
+		 * this executor's runs only (not a cursor's neighbours).  Allocated
+		 * as pg_stat_statements and auto_explain allocate it (all options),
+		 * so whichever of us comes first, the others find what they need.
+		 */
+		if (top_level && queryDesc->totaltime == NULL)
+		{
+			MemoryContext oldcontext = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
+
+			queryDesc->totaltime = PGC_INSTR_ALLOC_ALL();
+			MemoryContextSwitchTo(oldcontext);
+		}
+		pgc_index_scans_start(queryDesc, query_id, top_level);
+	}
 }
 
 static void
@@ -82,31 +124,48 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 	if (!IsParallelWorker())
 	{
 		PlannedStmt *stmt = queryDesc->plannedstmt;
+		bool		counted = pgc_track_statements &&
+			(queryDesc->estate == NULL ||
+			 (queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0);
+		PgcExecution exec;
+		int64		query_id;
 
-		int64		query_id = pgc_statement_query_id(stmt, queryDesc->sourceText);
+		exec.flags = PGC_COUNT_CALL;
+		exec.ndeltas = 0;
+
+		/* Its frame knows the id it started under (a cursor's). */
+		if (!counted || !pgc_index_scans_end(queryDesc, &query_id, &exec))
+			query_id = execution_query_id(queryDesc);
 
 		(void) pgc_check_overflow(query_id, false);
 
 		/* EXPLAIN without ANALYZE runs nothing: not a call. */
-		if (pgc_track_statements &&
-			(queryDesc->estate == NULL ||
-			 (queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0))
+		if (counted)
 		{
 			Snapshot	snapshot = queryDesc->snapshot;
 			bool		mvcc = snapshot != NULL &&
 				snapshot->snapshot_type == SNAPSHOT_MVCC;
-			PgcIndexDelta deltas[PGC_INDEX_SLOTS];
-			int			ndeltas = pgc_index_scans_end(queryDesc, deltas);
-
-			int			flags = PGC_COUNT_CALL;
 
 			if (mvcc && snapshot->suboverflowed)
-				flags |= PGC_COUNT_SUBOVERFLOWED;
+				exec.flags |= PGC_COUNT_SUBOVERFLOWED;
 			if (mvcc && snapshot->takenDuringRecovery)
-				flags |= PGC_COUNT_STANDBY;
+				exec.flags |= PGC_COUNT_STANDBY;
+
+			/* Only this backend writes its PGPROC's cache count. */
+			exec.subxacts = PGC_PROC_SUBXID_COUNT(MyProc);
+			if (exec.flags & PGC_COUNT_TOP_LEVEL)
+			{
+				exec.rows = PGC_ES_TOTAL_PROCESSED(queryDesc->estate);
+				if (queryDesc->totaltime != NULL)
+				{
+					exec.shared_blks_hit = queryDesc->totaltime->bufusage.shared_blks_hit;
+					exec.shared_blks_read = queryDesc->totaltime->bufusage.shared_blks_read;
+				}
+				else
+					exec.flags &= ~PGC_COUNT_TOP_LEVEL;
+			}
 			pgc_statement_count(InvalidOid, query_id, queryDesc->sourceText,
-								stmt->stmt_location, stmt->stmt_len, flags,
-								deltas, ndeltas);
+								stmt->stmt_location, stmt->stmt_len, &exec);
 		}
 		pgc_statement_end(queryDesc->sourceText);
 	}
@@ -130,10 +189,25 @@ ends_transaction(PlannedStmt *pstmt)
 		stmt->kind == TRANS_STMT_PREPARE;
 }
 
+/* SAVEPOINT, RELEASE, ROLLBACK TO: counted as calls, a driver's fingerprint. */
+static bool
+is_savepoint_statement(PlannedStmt *pstmt)
+{
+	TransactionStmt *stmt = (TransactionStmt *) pstmt->utilityStmt;
+
+	if (stmt == NULL || !IsA(stmt, TransactionStmt))
+		return false;
+	return stmt->kind == TRANS_STMT_SAVEPOINT ||
+		stmt->kind == TRANS_STMT_RELEASE ||
+		stmt->kind == TRANS_STMT_ROLLBACK_TO;
+}
+
 static void
 pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
 	int64		query_id = pgc_statement_query_id(pstmt, queryString);
+	bool		declares = pstmt->utilityStmt != NULL &&
+		IsA(pstmt->utilityStmt, DeclareCursorStmt);
 
 	/*
 	 * The client's statement, not a part of it (CREATE SCHEMA's
@@ -149,20 +223,37 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 							pstmt->stmt_location, pstmt->stmt_len,
 							IsTransactionBlock());
 
+	/* An error leaves it set: the abort callback clears it. */
+	if (declares)
+		declaring_query_id = query_id;
+
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
 	else
 		standard_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
 
+	if (declares)
+		declaring_query_id = 0;
+
 	/*
 	 * Utility statements can write too (COPY, DDL).  They are not counted
 	 * as calls (they have no snapshot of their own in the executor), only
-	 * checked for an overflow.  COMMIT has ended the transaction by now, so
-	 * its check finds nothing.
+	 * checked for an overflow, except the savepoint statements.  COMMIT
+	 * has ended the transaction by now, so its check finds nothing.
 	 */
 	if (!IsParallelWorker())
 	{
 		(void) pgc_check_overflow(query_id, false);
+		if (pgc_track_statements && is_savepoint_statement(pstmt))
+		{
+			PgcExecution exec;
+
+			exec.flags = PGC_COUNT_CALL;
+			exec.subxacts = PGC_PROC_SUBXID_COUNT(MyProc);
+			exec.ndeltas = 0;
+			pgc_statement_count(InvalidOid, query_id, queryString,
+								pstmt->stmt_location, pstmt->stmt_len, &exec);
+		}
 		if (client_statement)
 			pgc_statement_end_utility(ends_transaction(pstmt));
 	}
@@ -188,6 +279,7 @@ transaction_ended(bool aborted)
 {
 	pgc_transaction_end(aborted);
 	pgc_index_scans_forget();
+	declaring_query_id = 0;
 }
 
 static void
@@ -216,6 +308,7 @@ pgc_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		return;
 	(void) pgc_check_overflow(0, true);
 	pgc_index_scans_forget();
+	declaring_query_id = 0;
 }
 
 void

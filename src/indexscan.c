@@ -1,28 +1,43 @@
 /*-------------------------------------------------------------------------
  *
  * indexscan.c
- *		What each statement's index scans cost in dead or invisible
- *		entries: for every index a plan scans, the entries the index access
- *		method returned and the heap tuples found visible, per execution.
+ *		The executors running now, and what each one's index scans cost in
+ *		dead or invisible entries: for every index a plan scans, the
+ *		entries the index access method returned and the heap tuples found
+ *		visible, per execution.
  *
- * The counting is the server's own: index_getnext_tid() counts every TID
- * returned (pg_stat_all_indexes.idx_tup_read) and index_fetch_heap() counts
- * only fetches that found a visible tuple (idx_tup_fetch), both into the
- * backend's pending statistics of the index relation.  At ExecutorStart
- * (after the plan is initialised) we note those two counters for each
- * index the plan scans; at ExecutorEnd (before it is shut down) the
- * differences are this execution's entries read and live tuples fetched,
- * and for a plain index scan their difference is the number of entries
- * whose heap tuple was dead or invisible.  The results go into the
- * statement's entry (statements.c).
+ * The counting is the server's own: index_getnext_tid() and
+ * index_getbitmap() count every TID returned (idx_tup_read), and
+ * index_fetch_heap() counts only fetches that found a visible tuple
+ * (idx_tup_fetch), both into the backend's pending statistics of the index
+ * relation; a bitmap heap scan counts each visible tuple it returns into
+ * the heap relation's.  At ExecutorStart (after the plan is initialised)
+ * we note those counters for each index the plan scans; at ExecutorEnd
+ * (before it is shut down) the differences are this execution's entries
+ * read and live tuples fetched, and their difference the entries whose
+ * heap tuple was dead or invisible.  For a bitmap heap scan the heap
+ * side is attributed to its index only when it is the plan's one bitmap
+ * heap scan of that table, fed by a single bitmap index scan (no
+ * BitmapAnd/Or) and not parallel; on lossy pages it counts every visible
+ * tuple of the page, so there the dead figure is a lower bound, and the
+ * lossy pages are reported.
  *
- * Owns no shared state.  Backend-local: a small array of the baselines of
- * the executors running now, each found by its QueryDesc.  A frame is
- * removed at its own ExecutorEnd, whatever the order executors end in
- * (cursors can be closed in any order); all frames are dropped at every
- * abort and at the end of every transaction, so a frame never outlives its
- * executor (an executor that fails skips ExecutorEnd, and its QueryDesc's
- * address can be reused).  No locks, no allocation.
+ * Counters are per relation, shared by every executor of the backend, so
+ * an execution would also see the reads of executors that ran while it
+ * was open: a function's statements inside it, another statement between
+ * a cursor's fetches.  So when an execution ends, what it read is added
+ * to the baselines of every other open execution on the same relations:
+ * each counts its own reads only.
+ *
+ * Owns no shared state.  Backend-local: a small array of frames, one per
+ * executor running now that is the client's statement or scans an index,
+ * each found by its QueryDesc, with the query id it runs under (a
+ * cursor's plan carries none: see hooks.c).  A frame is removed at its
+ * own ExecutorEnd, whatever the order executors end in (cursors can be
+ * closed in any order); all frames are dropped at every abort and at the
+ * end of every transaction, so a frame never outlives its executor (an
+ * executor that fails skips ExecutorEnd, and its QueryDesc's address can
+ * be reused).  No locks, no allocation.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,56 +49,127 @@
 
 typedef struct IndexBaseline
 {
-	Relation	rel;
+	Relation	rel;			/* the index */
+	Relation	heap;			/* bitmap: the heap its fetches count in */
+	BitmapHeapScanState *bitmap_heap;	/* with heap: its lossy pages */
+	int64		returned;		/* the index's tuples returned */
+	int64		fetched;		/* tuples fetched: the heap's, else the index's */
 	uint8		kind;
-	int64		returned;
-	int64		fetched;
 } IndexBaseline;
 
-/* Aligned to 256 bytes so that indexing the array is a shift, not a multiply. */
-typedef struct ExecutorBaselines
+/* Aligned to a power of two so that indexing the array is a shift. */
+typedef struct ExecutorFrame
 {
 	QueryDesc  *queryDesc;
+	int64		query_id;
+	bool		top_level;
 	int			n;
 	IndexBaseline nodes[PGC_INDEX_SLOTS];	/* further indexes are not counted */
-} pg_attribute_aligned(256) ExecutorBaselines;
+} pg_attribute_aligned(512) ExecutorFrame;
 
-/* Executors running now that scan indexes; deeper ones are not counted. */
+/* Executors running now; deeper ones are not counted. */
 #define MAX_TRACKED_EXECUTORS 16
 
-static ExecutorBaselines running[MAX_TRACKED_EXECUTORS];
+static ExecutorFrame running[MAX_TRACKED_EXECUTORS];
 static int	nrunning = 0;
+
+/* The relation whose tuples_fetched a baseline reads. */
+static inline Relation
+fetch_source(const IndexBaseline *b)
+{
+	return b->heap != NULL ? b->heap : b->rel;
+}
+
+static void
+note_index(ExecutorFrame *f, Relation rel, uint8 kind, Relation heap,
+		   BitmapHeapScanState *bitmap_heap)
+{
+	int			i;
+
+	if (rel == NULL)
+		return;
+
+	/*
+	 * An index scanned by two nodes has one set of counters: if the nodes
+	 * differ, entries and fetches no longer pair up, and only the entries
+	 * are counted.  Two bitmap heap scans of one table share its counter:
+	 * neither is attributed.
+	 */
+	for (i = 0; i < f->n; i++)
+	{
+		IndexBaseline *b = &f->nodes[i];
+
+		if (b->rel == rel)
+		{
+			if (b->kind != kind || b->heap != NULL)
+			{
+				b->kind = PGC_SCAN_MIXED;
+				b->heap = NULL;
+			}
+			return;
+		}
+		if (heap != NULL && b->heap == heap)
+		{
+			b->heap = NULL;
+			heap = NULL;
+		}
+	}
+	if (f->n >= PGC_INDEX_SLOTS)
+		return;
+	f->nodes[f->n].rel = rel;
+	f->nodes[f->n].kind = kind;
+	f->nodes[f->n].heap = heap;
+	f->nodes[f->n].bitmap_heap = bitmap_heap;
+	f->n++;
+}
 
 static bool
 collect_index_scans(PlanState *ps, void *context)
 {
-	ExecutorBaselines *b = (ExecutorBaselines *) context;
-	Relation	rel;
-	uint8		kind;
+	ExecutorFrame *f = (ExecutorFrame *) context;
 
 	if (ps == NULL)
 		return false;
 
 	/*
-	 * Scan nodes are leaves (a bitmap index scan's parent walks it).  Most
-	 * other nodes keep their children in lefttree/righttree and subplans
-	 * in initPlan/subPlan; walk those directly.  The few with other child
-	 * lists go through the server's generic walker.
+	 * Scan nodes are leaves (a bitmap heap scan's child is walked here).
+	 * Most other nodes keep their children in lefttree/righttree and
+	 * subplans in initPlan/subPlan; walk those directly.  The few with
+	 * other child lists go through the server's generic walker.
 	 */
 	switch (nodeTag(ps))
 	{
 		case T_IndexScanState:
-			rel = ((IndexScanState *) ps)->iss_RelationDesc;
-			kind = PGC_SCAN_INDEX;
+			note_index(f, ((IndexScanState *) ps)->iss_RelationDesc,
+					   PGC_SCAN_INDEX, NULL, NULL);
 			break;
 		case T_IndexOnlyScanState:
-			rel = ((IndexOnlyScanState *) ps)->ioss_RelationDesc;
-			kind = PGC_SCAN_INDEX_ONLY;
+			note_index(f, ((IndexOnlyScanState *) ps)->ioss_RelationDesc,
+					   PGC_SCAN_INDEX_ONLY, NULL, NULL);
 			break;
 		case T_BitmapIndexScanState:
-			rel = ((BitmapIndexScanState *) ps)->biss_RelationDesc;
-			kind = PGC_SCAN_BITMAP;
+			note_index(f, ((BitmapIndexScanState *) ps)->biss_RelationDesc,
+					   PGC_SCAN_BITMAP, NULL, NULL);
 			break;
+		case T_BitmapHeapScanState:
+			{
+				PlanState  *child = outerPlanState(ps);
+
+				/* One index feeds it, in this process: attribute the heap. */
+				if (child != NULL && IsA(child, BitmapIndexScanState) &&
+					!ps->plan->parallel_aware)
+				{
+					note_index(f, ((BitmapIndexScanState *) child)->biss_RelationDesc,
+							   PGC_SCAN_BITMAP,
+							   ((ScanState *) ps)->ss_currentRelation,
+							   (BitmapHeapScanState *) ps);
+					if (child->initPlan != NIL || child->subPlan != NIL)
+						(void) planstate_tree_walker(child, collect_index_scans, context);
+				}
+				else
+					(void) collect_index_scans(child, context);
+				break;
+			}
 		case T_AppendState:
 		case T_MergeAppendState:
 		case T_ModifyTableState:
@@ -100,50 +186,76 @@ collect_index_scans(PlanState *ps, void *context)
 			return collect_index_scans(ps->lefttree, context);
 	}
 
-	if (rel != NULL)
-	{
-		int			i;
-
-		/* An index scanned by two nodes has one set of counters. */
-		for (i = 0; i < b->n; i++)
-			if (b->nodes[i].rel == rel)
-				break;
-		if (i == b->n && b->n < PGC_INDEX_SLOTS)
-		{
-			b->nodes[b->n].rel = rel;
-			b->nodes[b->n].kind = kind;
-			pgc_attach_pending_stats(rel);
-			b->nodes[b->n].returned = PGC_REL_TUPLES_RETURNED(rel);
-			b->nodes[b->n].fetched = PGC_REL_TUPLES_FETCHED(rel);
-			b->n++;
-		}
-	}
-
-	/* An index scan can still carry subplans (in its quals). */
+	/* A scan node can still carry subplans (in its quals). */
 	if (ps->initPlan != NIL || ps->subPlan != NIL)
 		return planstate_tree_walker(ps, collect_index_scans, context);
 	return false;
 }
 
 /*
- * After standard_ExecutorStart: note the counters of every index the plan
- * scans.  (With EXPLAIN without ANALYZE the scan nodes have no relation
- * open, so nothing is noted.)
+ * After standard_ExecutorStart: open a frame for the client's statement
+ * (top_level) or for any executor that scans an index, noting the
+ * counters of every index the plan scans.  (With EXPLAIN without ANALYZE
+ * the scan nodes have no relation open, so nothing is noted.)
  */
 void
-pgc_index_scans_start(QueryDesc *queryDesc)
+pgc_index_scans_start(QueryDesc *queryDesc, int64 query_id, bool top_level)
 {
-	ExecutorBaselines *b;
+	ExecutorFrame *f;
 
-	if (queryDesc->planstate == NULL || nrunning >= MAX_TRACKED_EXECUTORS)
+	if (nrunning >= MAX_TRACKED_EXECUTORS)
 		return;
-	b = &running[nrunning];
-	b->n = 0;
-	(void) collect_index_scans(queryDesc->planstate, b);
-	if (b->n == 0)
+	f = &running[nrunning];
+	f->n = 0;
+	if (queryDesc->planstate != NULL)
+		(void) collect_index_scans(queryDesc->planstate, f);
+	if (f->n == 0 && !top_level)
 		return;
-	b->queryDesc = queryDesc;
+	for (int i = 0; i < f->n; i++)
+	{
+		IndexBaseline *b = &f->nodes[i];
+
+		pgc_attach_pending_stats(b->rel);
+		b->returned = PGC_REL_TUPLES_RETURNED(b->rel);
+		pgc_attach_pending_stats(fetch_source(b));
+		b->fetched = PGC_REL_TUPLES_FETCHED(fetch_source(b));
+	}
+	f->queryDesc = queryDesc;
+	f->query_id = query_id;
+	f->top_level = top_level;
 	nrunning++;
+}
+
+/*
+ * What an execution that just ended read is not another's: add it to the
+ * baselines of every other open frame on the same relations.
+ */
+static pg_noinline void
+exclude_from_others(const ExecutorFrame *ended, const PgcIndexDelta *deltas)
+{
+	for (int j = 0; j < nrunning; j++)
+	{
+		ExecutorFrame *other = &running[j];
+
+		if (other == ended)
+			continue;
+		for (int m = 0; m < other->n; m++)
+		{
+			IndexBaseline *o = &other->nodes[m];
+
+			for (int i = 0; i < ended->n; i++)
+			{
+				const IndexBaseline *b = &ended->nodes[i];
+
+				if (deltas[i].indexoid == InvalidOid)
+					continue;	/* not measured */
+				if (o->rel == b->rel)
+					o->returned += deltas[i].returned;
+				if (fetch_source(o) == fetch_source(b))
+					o->fetched += deltas[i].fetched;
+			}
+		}
+	}
 }
 
 /* Remove frame k from the middle (cursors closed out of order). */
@@ -151,18 +263,20 @@ static pg_noinline void
 remove_frame(int k)
 {
 	memmove(&running[k], &running[k + 1],
-			(nrunning - 1 - k) * sizeof(ExecutorBaselines));
+			(nrunning - 1 - k) * sizeof(ExecutorFrame));
 	nrunning--;
 }
 
 /*
  * Before standard_ExecutorEnd: this execution's counts per index, into
- * deltas[] (PGC_INDEX_SLOTS entries).  Returns how many.
+ * exec->deltas, and the query id and level its frame was opened with.
+ * Returns false if the execution has no frame.
  */
-int
-pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas)
+bool
+pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 {
-	ExecutorBaselines *b = NULL;
+	ExecutorFrame *f = NULL;
+	PgcIndexDelta all[PGC_INDEX_SLOTS];
 	int			n = 0;
 	int			k;
 
@@ -170,43 +284,54 @@ pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas)
 	{
 		if (running[k].queryDesc == queryDesc)
 		{
-			b = &running[k];
+			f = &running[k];
 			break;
 		}
 	}
-	if (b == NULL)
-		return 0;
+	if (f == NULL)
+		return false;
 
-	for (int i = 0; i < b->n; i++)
+	*query_id = f->query_id;
+	if (f->top_level)
+		exec->flags |= PGC_COUNT_TOP_LEVEL;
+	for (int i = 0; i < f->n; i++)
 	{
-		IndexBaseline *base = &b->nodes[i];
+		IndexBaseline *base = &f->nodes[i];
 		int64		returned = PGC_REL_TUPLES_RETURNED(base->rel) - base->returned;
-		int64		fetched = PGC_REL_TUPLES_FETCHED(base->rel) - base->fetched;
+		int64		fetched = PGC_REL_TUPLES_FETCHED(fetch_source(base)) - base->fetched;
 
 		/*
 		 * Pending counters are flushed between transactions; a cursor
 		 * kept open across that sees them go back.  Skip such a delta.
 		 */
+		all[i].indexoid = InvalidOid;
 		if (returned < 0 || fetched < 0)
 			continue;
-		deltas[n].indexoid = RelationGetRelid(base->rel);
-		deltas[n].kind = base->kind;
-		deltas[n].returned = returned;
-		deltas[n].fetched = fetched;
-		n++;
+		all[i].indexoid = RelationGetRelid(base->rel);
+		all[i].kind = base->kind;
+		all[i].heap_measured = (base->heap != NULL);
+		all[i].returned = returned;
+		all[i].fetched = fetched;
+		all[i].lossy_pages = base->heap != NULL ?
+			PGC_BITMAP_LOSSY_PAGES(base->bitmap_heap) : 0;
+		exec->deltas[n++] = all[i];
 	}
+	exec->ndeltas = n;
+
+	if (unlikely(nrunning > 1) && f->n > 0)
+		exclude_from_others(f, all);
 
 	/* Remove this executor's frame only: others may still be running. */
 	if (likely(k == nrunning - 1))
 		nrunning = k;
 	else
 		remove_frame(k);
-	return n;
+	return true;
 }
 
 /*
- * Drop every baseline: called at every (sub)transaction abort and at the
- * end of a transaction (see hooks.c), so none outlives its executor.
+ * Drop every frame: called at every (sub)transaction abort and at the end
+ * of a transaction (see hooks.c), so none outlives its executor.
  */
 void
 pgc_index_scans_forget(void)

@@ -104,32 +104,50 @@ typedef struct PgcStatementKey
 #define PGC_SCAN_INDEX		1
 #define PGC_SCAN_INDEX_ONLY	2
 #define PGC_SCAN_BITMAP		3
+#define PGC_SCAN_MIXED		4	/* scanned by nodes of different kinds */
 
 typedef struct PgcIndexDelta
 {
 	Oid			indexoid;
 	uint8		kind;
+	bool		heap_measured;	/* bitmap: "fetched" is the heap's count */
 	int64		returned;		/* entries the index returned */
 	int64		fetched;		/* heap tuples found visible */
+	int64		lossy_pages;	/* bitmap: heap pages read whole */
 } PgcIndexDelta;
+
+/* What one execution (or event) adds to its statement's entry. */
+#define PGC_COUNT_CALL				0x01	/* an execution */
+#define PGC_COUNT_SUBOVERFLOWED		0x02	/* its snapshot was suboverflowed */
+#define PGC_COUNT_STANDBY			0x04	/* its snapshot was a standby's */
+#define PGC_COUNT_OVERFLOW_EVENT	0x08	/* it overflowed the cache */
+#define PGC_COUNT_TOP_LEVEL			0x10	/* rows and buffers are set */
+
+typedef struct PgcExecution
+{
+	int			flags;
+	int			subxacts;		/* subtransaction XIDs cached at its end */
+	int64		rows;			/* top level: rows processed */
+	int64		shared_blks_hit;	/* top level: its buffer usage */
+	int64		shared_blks_read;
+	int			ndeltas;
+	PgcIndexDelta deltas[PGC_INDEX_SLOTS];
+} PgcExecution;
 
 extern Size pgc_statements_shmem_size(void);
 extern void pgc_statements_shmem_init(LWLock *lock);
 extern void pgc_statements_reset(void);
 extern void pgc_statements_info(int64 *count, int64 *evictions);
-#define PGC_COUNT_CALL				0x01	/* an execution */
-#define PGC_COUNT_SUBOVERFLOWED		0x02	/* its snapshot was suboverflowed */
-#define PGC_COUNT_STANDBY			0x04	/* its snapshot was a standby's */
-#define PGC_COUNT_OVERFLOW_EVENT	0x08	/* it overflowed the cache */
-
 extern void pgc_statement_count(Oid userid, int64 query_id,
 								const char *source_text,
-								int stmt_location, int stmt_len, int flags,
-								const PgcIndexDelta *deltas, int ndeltas);
+								int stmt_location, int stmt_len,
+								const PgcExecution *exec);
 
-/* ---- indexscan.c ---- */
-extern void pgc_index_scans_start(QueryDesc *queryDesc);
-extern int	pgc_index_scans_end(QueryDesc *queryDesc, PgcIndexDelta *deltas);
+/* ---- indexscan.c: the executors running now, and their index scans ---- */
+extern void pgc_index_scans_start(QueryDesc *queryDesc, int64 query_id,
+								  bool top_level);
+extern bool pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id,
+								PgcExecution *exec);
 extern void pgc_index_scans_forget(void);
 
 /* ---- subxact.c: overflow detection and the event ring ---- */

@@ -47,14 +47,15 @@ PG_FUNCTION_INFO_V1(pg_contention_index_scans);
 typedef struct PgcIndexCounters
 {
 	Oid			indexoid;		/* InvalidOid: slot free */
-	int64		scans;			/* executions with a plain index scan */
+	int64		scans;			/* executions whose dead visits are measured */
 	int64		entries_read;	/* of those: entries returned by the index */
 	int64		live_fetched;	/* heap tuples found visible */
 	int64		dead_visits;	/* entries_read - live_fetched */
 	int64		max_dead_visits;	/* in one execution */
 	int64		index_only_scans;	/* executions with an index-only scan */
 	int64		bitmap_scans;	/* executions with a bitmap index scan */
-	int64		other_entries_read; /* entries read by those two */
+	int64		bitmap_lossy_pages; /* heap pages measured bitmaps read whole */
+	int64		other_entries_read; /* entries read where dead visits are not measured */
 } PgcIndexCounters;
 
 typedef struct StatementsShared
@@ -73,6 +74,11 @@ typedef struct PgcStatementEntry
 	int64		suboverflowed_calls;
 	int64		standby_calls;
 	int64		overflow_events;
+	int64		rows;			/* top-level executions: rows processed */
+	int64		shared_blks_hit;	/* top-level executions: buffer usage */
+	int64		shared_blks_read;
+	int32		max_subxacts;	/* most subtransaction XIDs cached at an end */
+	int64		near_overflow_calls;	/* ended with more than the warn level */
 	TimestampTz first_seen;
 	TimestampTz last_seen;
 	int64		indexes_untracked;	/* index deltas with no free slot */
@@ -289,9 +295,14 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 			continue;
 		}
 		c->indexoid = delta->indexoid;
-		if (delta->kind == PGC_SCAN_INDEX)
+		if (delta->kind == PGC_SCAN_INDEX_ONLY)
+			c->index_only_scans++;
+		else if (delta->kind == PGC_SCAN_BITMAP)
+			c->bitmap_scans++;
+		if (delta->kind == PGC_SCAN_INDEX || delta->heap_measured)
 		{
-			/* A non-MVCC scan can fetch a TID more than once. */
+			/* A non-MVCC scan can fetch a TID more than once; a lossy page
+			 * can show more visible tuples than entries. */
 			int64		dead = Max(delta->returned - delta->fetched, 0);
 
 			c->scans++;
@@ -299,23 +310,20 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 			c->live_fetched += delta->fetched;
 			c->dead_visits += dead;
 			c->max_dead_visits = Max(c->max_dead_visits, dead);
+			c->bitmap_lossy_pages += delta->lossy_pages;
 		}
 		else
-		{
-			if (delta->kind == PGC_SCAN_INDEX_ONLY)
-				c->index_only_scans++;
-			else
-				c->bitmap_scans++;
 			c->other_entries_read += delta->returned;
-		}
 	}
 }
 
 /* Add one statement's counts; caller holds the entry's spinlock. */
 static inline void
-update_entry(PgcStatementEntry *entry, TimestampTz now, int flags,
-			 const PgcIndexDelta *deltas, int ndeltas)
+update_entry(PgcStatementEntry *entry, TimestampTz now,
+			 const PgcExecution *exec)
 {
+	int			flags = exec->flags;
+
 	if (flags & PGC_COUNT_CALL)
 	{
 		entry->calls++;
@@ -324,11 +332,21 @@ update_entry(PgcStatementEntry *entry, TimestampTz now, int flags,
 			entry->suboverflowed_calls++;
 		if (flags & PGC_COUNT_STANDBY)
 			entry->standby_calls++;
+		if (flags & PGC_COUNT_TOP_LEVEL)
+		{
+			entry->rows += exec->rows;
+			entry->shared_blks_hit += exec->shared_blks_hit;
+			entry->shared_blks_read += exec->shared_blks_read;
+		}
+		if (unlikely(exec->subxacts > entry->max_subxacts))
+			entry->max_subxacts = exec->subxacts;
+		if (unlikely(exec->subxacts > pgc_subxact_warn_level))
+			entry->near_overflow_calls++;
 	}
 	if (flags & PGC_COUNT_OVERFLOW_EVENT)
 		entry->overflow_events++;
-	if (ndeltas > 0)
-		add_index_deltas(entry, deltas, ndeltas);
+	if (exec->ndeltas > 0)
+		add_index_deltas(entry, exec->deltas, exec->ndeltas);
 	entry->last_seen = now;
 }
 
@@ -340,7 +358,7 @@ update_entry(PgcStatementEntry *entry, TimestampTz now, int flags,
 static pg_noinline void
 count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 			 const char *source_text, int stmt_location, int stmt_len,
-			 int flags, const PgcIndexDelta *deltas, int ndeltas)
+			 const PgcExecution *exec)
 {
 	PgcStatementEntry *entry;
 	PgcStatementKey key;
@@ -371,7 +389,7 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 	slot->generation = pg_atomic_read_u64(&stmts->generation);
 
 	SpinLockAcquire(&entry->mutex);
-	update_entry(entry, now, flags, deltas, ndeltas);
+	update_entry(entry, now, exec);
 	SpinLockRelease(&entry->mutex);
 
 	LWLockRelease(stmts->lock);
@@ -379,15 +397,16 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 
 /*
  * Count one statement for a user (InvalidOid: the current one) in the
- * current database.  flags: PGC_COUNT_CALL for an execution (ExecutorEnd)
- * with its snapshot's flags and its index scans' deltas;
- * PGC_COUNT_OVERFLOW_EVENT when the statement caused a subtransaction-
- * cache overflow.  The text is read only if the entry must be created.
+ * current database.  exec->flags: PGC_COUNT_CALL for an execution
+ * (ExecutorEnd, or a savepoint statement) with its snapshot's flags, its
+ * cache count, its index scans' deltas, and, at top level, its rows and
+ * buffers; PGC_COUNT_OVERFLOW_EVENT when the statement caused a
+ * subtransaction-cache overflow.  The text is read only if the entry must
+ * be created.
  */
 void
 pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
-					int stmt_location, int stmt_len, int flags,
-					const PgcIndexDelta *deltas, int ndeltas)
+					int stmt_location, int stmt_len, const PgcExecution *exec)
 {
 	PgcStatementEntry *entry;
 	LocalCacheSlot *slot;
@@ -408,7 +427,7 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		SpinLockAcquire(&entry->mutex);
 		if (pg_atomic_read_u64(&stmts->generation) == slot->generation)
 		{
-			update_entry(entry, now, flags, deltas, ndeltas);
+			update_entry(entry, now, exec);
 			SpinLockRelease(&entry->mutex);
 			return;
 		}
@@ -416,7 +435,7 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 	}
 
 	count_locked(slot, userid, query_id, source_text, stmt_location, stmt_len,
-				 flags, deltas, ndeltas);
+				 exec);
 }
 
 /* For pg_contention_info: entries in the hash, and evictions. */
@@ -503,7 +522,7 @@ put_key_columns(const PgcStatementEntry *e, Datum *values, bool *nulls)
 	return visible;
 }
 
-#define STATEMENT_COLS 10
+#define STATEMENT_COLS 15
 
 /* pg_contention_statements(): every entry; tuples built after copying. */
 Datum
@@ -534,13 +553,18 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 		values[8] = TimestampTzGetDatum(e->last_seen);
 		values[9] = CStringGetTextDatum(visible ? e->query :
 										"<insufficient privilege>");
+		values[10] = Int64GetDatum(e->rows);
+		values[11] = Int64GetDatum(e->shared_blks_hit);
+		values[12] = Int64GetDatum(e->shared_blks_read);
+		values[13] = Int32GetDatum(e->max_subxacts);
+		values[14] = Int64GetDatum(e->near_overflow_calls);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);
 	return (Datum) 0;
 }
 
-#define INDEX_SCAN_COLS 15
+#define INDEX_SCAN_COLS 16
 
 /*
  * pg_contention_index_scans(): one row per (statement entry, index).  The
@@ -587,6 +611,7 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 			values[13] = CStringGetTextDatum(visible ? e->query :
 											 "<insufficient privilege>");
 			values[14] = Int64GetDatum(e->indexes_untracked);
+			values[15] = Int64GetDatum(c->bitmap_lossy_pages);
 			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
 	}

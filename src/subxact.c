@@ -81,6 +81,9 @@ static Oid	deferred_userid;
 static int64 deferred_query_id;
 static char *deferred_text = NULL;
 
+/* What an overflow event adds to its statement's entry. */
+static const PgcExecution overflow_event = {.flags = PGC_COUNT_OVERFLOW_EVENT};
+
 static Size
 event_stride(void)
 {
@@ -148,7 +151,7 @@ count_deferred_overflow(void)
 	pgc_overflow_count_deferred = false;
 	if (pgc_track_statements)
 		pgc_statement_count(deferred_userid, deferred_query_id, deferred_text,
-							-1, 0, PGC_COUNT_OVERFLOW_EVENT, NULL, 0);
+							-1, 0, &overflow_event);
 }
 
 /*
@@ -238,7 +241,7 @@ record_event(int64 current_query_id, bool in_abort)
 	}
 	else if (pgc_track_statements)
 		pgc_statement_count(InvalidOid, query_id, text, location, len,
-							PGC_COUNT_OVERFLOW_EVENT, NULL, 0);
+							&overflow_event);
 }
 
 #define EVENT_COLS 10
