@@ -52,7 +52,8 @@ is("$s[6].$s[7].$s[8]", 'public.t123.idx_t123_id', 'the index and its table are 
 
 # The horizon view names the culprit meanwhile.
 is($node->safe_psql('postgres',
-	"SELECT kind, state, blocks_cleanup FROM pg_contention_horizon WHERE pid = $a_pid"),
+	"SET pg_contention.horizon_min_age = 0;
+	 SELECT kind, state, blocks_cleanup FROM pg_contention_horizon WHERE pid = $a_pid"),
 	'backend|idle in transaction|t', 'the inserting session holds the horizon');
 
 # Commit, delete all but one id = 1 row, vacuum with nothing holding the
@@ -151,6 +152,104 @@ is($node->safe_psql('postgres',
 	"SELECT indexrelname, sum(scans), sum(entries_read) > 0 FROM pg_contention_index_scans
 	  WHERE indexrelname IN ('idx_t123_id', 'idx_t2_id') GROUP BY 1 ORDER BY 1"),
 	"idx_t123_id|1|t\nidx_t2_id|1|t", 'two cursors closed out of order are both counted');
+
+# Each execution counts its own reads only: a cursor on a vacuumed table
+# with no dead tuples, an index-only count and a DELETE on the same index
+# between its fetches (the sequence a DBA reported: the cursor showed 521
+# entries read, 501 "dead").
+$node->safe_psql('postgres', q{
+	CREATE TABLE v4 (i int PRIMARY KEY, pad text) WITH (autovacuum_enabled = off);
+	INSERT INTO v4 SELECT i, 'x' FROM generate_series(1, 10000) i;
+	VACUUM ANALYZE v4;
+	SELECT pg_contention_reset();
+});
+$node->safe_psql('postgres', q{
+	BEGIN;
+	DECLARE c CURSOR FOR SELECT * FROM v4 WHERE i < 5000 ORDER BY i;
+	FETCH 5 FROM c;
+	SELECT count(*) FROM v4 WHERE i BETWEEN 9000 AND 9500;
+	FETCH 5 FROM c;
+	DELETE FROM v4 WHERE i = 9999;
+	FETCH 5 FROM c;
+	CLOSE c;
+	COMMIT;
+});
+is($node->safe_psql('postgres',
+	"SELECT scans, entries_read, live_fetched, dead_visits, other_entries_read
+	   FROM pg_contention_index_scans WHERE query LIKE 'DECLARE c CURSOR%'"),
+	'1|15|15|0|0', 'the cursor counts its 15 fetched entries, none dead');
+is($node->safe_psql('postgres',
+	"SELECT scans, entries_read, dead_visits FROM pg_contention_index_scans WHERE query LIKE 'DELETE FROM v4%'"),
+	'1|1|0', 'the DELETE between its fetches counts its own entry, once');
+is($node->safe_psql('postgres',
+	"SELECT index_only_scans, other_entries_read FROM pg_contention_index_scans
+	  WHERE query LIKE 'SELECT count(*) FROM v4 WHERE i BETWEEN%'"),
+	'1|501', 'the index-only count counts its 501 entries');
+
+# Nested executors on the same index: a function whose statement reads the
+# index, called for every row of an outer scan of that index.
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION v4_pad(k int) RETURNS text LANGUAGE sql STABLE
+		AS 'SELECT pad FROM v4 WHERE i = k + 1';
+	SELECT pg_contention_reset();
+});
+$node->safe_psql('postgres', "$plain SELECT i, pad, v4_pad(i) FROM v4 WHERE i <= 20");
+is($node->safe_psql('postgres',
+	"SELECT scans, entries_read, dead_visits FROM pg_contention_index_scans WHERE query LIKE 'SELECT i, pad, v4_pad%'"),
+	'1|20|0', 'the outer scan counts its 20 entries, not the function\'s');
+is($node->safe_psql('postgres',
+	"SELECT scans, entries_read, dead_visits FROM pg_contention_index_scans WHERE query LIKE 'SELECT pad FROM v4%'"),
+	'20|20|0', 'the function\'s statement counts its own 20 lookups');
+
+# The planner's natural plan for a lookup of many rows by a key with
+# 100,000 dead versions is a bitmap scan: its dead visits are counted like
+# a plain scan's, and the statement's buffers per row show their cost.
+$node->safe_psql('postgres', q{
+	CREATE TABLE dv (k int, v int, pad text) WITH (autovacuum_enabled = off);
+	INSERT INTO dv SELECT 1, i, repeat('x', 50) FROM generate_series(1, 100) i;
+	INSERT INTO dv SELECT 2 + i % 1000, i, repeat('x', 50) FROM generate_series(1, 100000) i;
+	CREATE INDEX dv_k ON dv (k);
+});
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM dv;');
+$node->safe_psql('postgres', q{
+	DO $$ BEGIN FOR n IN 1 .. 1000 LOOP UPDATE dv SET v = v + 1 WHERE k = 1; END LOOP; END $$;
+	ANALYZE dv;
+	SELECT pg_contention_reset();
+});
+like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT * FROM dv WHERE k = 1'),
+	qr/Bitmap Heap Scan on dv/, 'the natural plan is a bitmap scan');
+$node->safe_psql('postgres', 'SELECT * FROM dv WHERE k = 1');
+@s = split /\|/, $node->safe_psql('postgres',
+	"SELECT scans, bitmap_scans, entries_read, live_fetched, dead_visits, bitmap_lossy_pages
+	   FROM pg_contention_index_scans WHERE query = 'SELECT * FROM dv WHERE k = 1'");
+is("$s[0]|$s[1]|$s[2]|$s[3]|$s[4]", '1|1|100100|100|100000',
+	'the bitmap scan read 100,100 entries, found 100 visible: 100,000 dead visits');
+is($s[5], '0', 'no lossy page at this size');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_index_scans WHERE dead_visits > 0 AND relname = 'dv'
+	    AND query = 'SELECT * FROM dv WHERE k = 1'"),
+	'1', 'so the README\'s query (dead_visits > 0) finds it');
+my $before = $node->safe_psql('postgres',
+	"SELECT rows, round(blks_per_row) FROM pg_contention_statements WHERE query = 'SELECT * FROM dv WHERE k = 1'");
+my ($rows, $per_row) = split /\|/, $before;
+is($rows, '100', 'the statement returned 100 rows');
+cmp_ok($per_row, '>', 5, "and read $per_row buffers per row with the dead versions");
+
+# After VACUUM, with nothing holding the horizon: a few buffers per row.
+$holder->query_safe('COMMIT');
+$holder->quit;
+$node->safe_psql('postgres', 'VACUUM dv; SELECT pg_contention_reset()');
+$node->safe_psql('postgres', 'SELECT * FROM dv WHERE k = 1');
+my $after = $node->safe_psql('postgres',
+	"SELECT rows, blks_per_row FROM pg_contention_statements WHERE query = 'SELECT * FROM dv WHERE k = 1'");
+my ($rows_after, $per_row_after) = split /\|/, $after;
+is($rows_after, '100', 'after VACUUM the same 100 rows');
+cmp_ok($per_row_after, '<', $per_row / 4,
+	"and $per_row_after buffers per row, against $per_row before");
+is($node->safe_psql('postgres',
+	"SELECT dead_visits FROM pg_contention_index_scans WHERE query = 'SELECT * FROM dv WHERE k = 1'"),
+	'0', 'and no dead visit');
 
 # Masking: another role sees the counters, not the statement.
 $node->safe_psql('postgres', 'CREATE ROLE reader LOGIN');
