@@ -45,7 +45,9 @@ SELECT 'SAVEPOINT s' || i || '; UPDATE sc_rows SET v = v + 1 WHERE id = ' || i |
 \set ECHO all
 SELECT max(id) FROM sc_rows WHERE v > 0;
 COMMIT;
-SELECT calls, max_subxacts, near_overflow_calls, overflow_events
+-- (PostgreSQL 13 keys statements by their text: one row per constant there.)
+SELECT sum(calls) AS calls, max(max_subxacts) AS max_subxacts,
+	   sum(near_overflow_calls) AS near_overflow_calls, sum(overflow_events) AS overflow_events
   FROM pg_contention_statements WHERE query LIKE 'UPDATE sc_rows SET v = v + 1 WHERE id = %';
 SELECT calls, max_subxacts, near_overflow_calls
   FROM pg_contention_statements WHERE query LIKE 'SELECT max(id) FROM sc_rows WHERE v > 0%';

@@ -1,4 +1,4 @@
-# The write-up's benchmark (cases.md, case 1) with a few pgbench clients:
+# Case 1 (README, The three incidents): its pgbench benchmark with a few clients:
 # at 90 savepoints per transaction every transaction overflows, producing
 # events and suboverflowed SELECT and UPDATE calls, overflowed backends in
 # the sampler's history and far more Subtrans SLRU lookups; at 30 nothing
@@ -101,7 +101,7 @@ is($node->safe_psql('postgres',
 	'0', 'no suboverflowed calls anywhere');
 is($overflowed30, '0', 'history shows no overflowed backend at 30 savepoints');
 
-# The write-up measured 500 times more Subtrans lookups at 90 than at 30.
+# Case 1's reproduction measured 500 times more Subtrans lookups at 90 than at 30.
 cmp_ok($lookups90, '>=', 100 * ($lookups30 > 0 ? $lookups30 : 1),
 	"Subtrans SLRU lookups: $lookups90 at 90 savepoints, $lookups30 at 30");
 

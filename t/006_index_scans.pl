@@ -1,4 +1,4 @@
-# Case 2 (cases.md): while another session holds an uncommitted insert of
+# Case 2 (README, The three incidents): while another session holds an uncommitted insert of
 # many rows with the same key, a point lookup's index scan visits all their
 # entries and finds them invisible.  pg_contention_index_scans names the
 # statement and the index, with the dead visits per scan; after the rows
@@ -24,7 +24,7 @@ $node->safe_psql('postgres', q{
 	ANALYZE t123;
 });
 
-# The write-up's lookup, as a plain index scan.  (Statements are told apart
+# Case 2's lookup, as a plain index scan.  (Statements are told apart
 # by their query id, which ignores constants, so each check below uses a
 # statement of its own shape.)
 my $plain = 'SET enable_bitmapscan = off; SET enable_seqscan = off;';

@@ -66,6 +66,28 @@ settle();
 is($node->safe_psql('postgres',
 	'SELECT total_probes, total_lock_held_pct, total_lock_ops_estimate FROM pg_contention_old_snapshot'),
 	'0|0|0', 'with the setting off, the figures stay at zero under load');
+is($node->safe_psql('postgres',
+	'SELECT num_nulls(snapshot_timestamp, latest_xmin, next_map_update, threshold_timestamp,
+					  threshold_xid, map_entries_used)
+	   FROM pg_contention_old_snapshot'),
+	'6', 'with the setting off, the server\'s state is NULL, not placeholders');
+
+# An idle window: too few active samples for a CPU share.  One second:
+# the latest completed second, not an empty window.
+$node->poll_query_until('postgres',
+	"SELECT count(*) >= 3 FROM pg_contention_history
+	  WHERE bucket_start > (SELECT max(bucket_start) FROM pg_contention_history
+							 WHERE avg_active_backends > 0.2)")
+  or die 'the server does not go idle';
+is($node->safe_psql('postgres',
+	'SELECT cpu_share_of_active IS NULL, avg_active_backends < 0.2 FROM pg_contention_old_snapshot(3)'),
+	't|t', 'idle: no CPU share below the minimum of active samples');
+is($node->safe_psql('postgres',
+	'SELECT window_seconds_covered FROM pg_contention_old_snapshot(1)'),
+	'1', 'a one-second window covers the latest completed second');
+is($node->safe_psql('postgres',
+	'SELECT window_seconds_covered FROM pg_contention_old_snapshot(5)'),
+	'5', 'five seconds cover five');
 
 # On.
 $node->append_conf('postgresql.conf', "old_snapshot_threshold = '1h'");
@@ -73,9 +95,9 @@ $node->restart;
 $node->safe_psql('postgres', 'SELECT 1');
 is($node->safe_psql('postgres',
 	'SELECT setting, setting_minutes, enabled, snapshot_timestamp IS NOT NULL,
-	        threshold_timestamp IS NOT NULL, map_entries_used >= 0
+	        coalesce(threshold_timestamp > '2001-01-01', true), map_entries_used >= 0
 	   FROM pg_contention_old_snapshot'),
-	'1h|60|t|t|t|t', 'on: the setting and the server\'s state');
+	'1h|60|t|t|t|t', 'on: the setting and the server\'s state (a time the server has not set yet is NULL)');
 
 # A REPEATABLE READ transaction holds the horizon meanwhile.
 my $rr = $node->background_psql('postgres');

@@ -136,20 +136,25 @@ sql -c "SET application_name = 'report'" \
 echo "(each INSERT commits, so the next SELECT takes a new snapshot)"
 
 say "6. SELECT ... FROM pg_contention_overflow_events: who overflowed, with which statement"
-sql -c "SELECT pid, application_name, nesting_depth, query
+sql -c "SELECT pid, application_name, nesting_depth, query_id, query
 	      FROM pg_contention_overflow_events"
 
 say "7. SELECT ... FROM pg_contention_statements: who paid for it"
-sql -c "SELECT left(query, 48) AS query, calls, suboverflowed_calls, overflow_events
+sql -c "SELECT query_id, left(query, 46) AS first_text, calls, suboverflowed_calls,
+	            max_subxacts, overflow_events
 	      FROM pg_contention_statements
 	     WHERE suboverflowed_calls > 0 OR overflow_events > 0
 	     ORDER BY overflow_events DESC, suboverflowed_calls DESC"
 
 cat <<'TXT'
 The event names the INSERT that took batch_loader_70's 65th subtransaction
-XID, at nesting depth 65.  The report's SELECT ran on suboverflowed
-snapshots while that transaction was open: each of its visibility checks
-could need a pg_subtrans lookup.
+XID, at nesting depth 65, with the text of that very execution (VALUES (65)).
+The statements view has one row per statement (query_id), labelled with the
+text of its first execution (VALUES (1) here: the same statement, as the
+query_id shows), counting all its executions.  The report's SELECT ran on
+suboverflowed snapshots: the overflowed transaction was open and later
+transactions (the report's INSERTs) had committed, so each of its
+visibility checks of a recent XID could need a pg_subtrans lookup.
 TXT
 
 say "8. Ending the sessions and stopping the cluster"
