@@ -7,9 +7,15 @@
  * At the end of every executed statement (ExecutorEnd, any nesting level)
  * and of every utility statement, it checks whether this backend's
  * subtransaction cache has just overflowed (subxact.c records the event)
- * and counts the statement, with the suboverflowed and standby flags of its
- * snapshot and what its index scans read (indexscan.c, baselines taken at
- * ExecutorStart), in the statement hash (statements.c).  The client's
+ * and counts the statement in the statement hash (statements.c): the
+ * suboverflowed and standby flags of its snapshot, the backend's cached
+ * subtransaction count, what its index scans read (indexscan.c, baselines
+ * taken at ExecutorStart), and for the client's statement its rows and
+ * buffers (the executor's totaltime instrumentation, allocated here as
+ * pg_stat_statements allocates it when nobody else has).  SAVEPOINT,
+ * RELEASE and ROLLBACK TO are counted as calls too.  A cursor's plan,
+ * which the server leaves without a query id, is counted under the id of
+ * the DECLARE that opened it.  The client's
  * statement is noted when it starts executing and forgotten when it ends
  * (current_statement.c), which is what the sampler attributes samples to.
  *
@@ -155,9 +161,9 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			exec.subxacts = PGC_PROC_SUBXID_COUNT(MyProc);
 			if (exec.flags & PGC_COUNT_TOP_LEVEL)
 			{
-				exec.rows = PGC_ES_TOTAL_PROCESSED(queryDesc->estate);
-				if (queryDesc->totaltime != NULL)
+				if (queryDesc->totaltime != NULL && queryDesc->estate != NULL)
 				{
+					exec.rows = PGC_ES_TOTAL_PROCESSED(queryDesc->estate);
 					exec.shared_blks_hit = queryDesc->totaltime->bufusage.shared_blks_hit;
 					exec.shared_blks_read = queryDesc->totaltime->bufusage.shared_blks_read;
 				}
@@ -176,30 +182,31 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 		standard_ExecutorEnd(queryDesc);
 }
 
-/* COMMIT, ROLLBACK, PREPARE TRANSACTION: their work follows their return. */
-static bool
-ends_transaction(PlannedStmt *pstmt)
+/* The kind of a transaction-control statement, or -1 for another. */
+static int
+transaction_statement_kind(PlannedStmt *pstmt)
 {
 	TransactionStmt *stmt = (TransactionStmt *) pstmt->utilityStmt;
 
 	if (stmt == NULL || !IsA(stmt, TransactionStmt))
-		return false;
-	return stmt->kind == TRANS_STMT_COMMIT ||
-		stmt->kind == TRANS_STMT_ROLLBACK ||
-		stmt->kind == TRANS_STMT_PREPARE;
+		return -1;
+	return (int) stmt->kind;
+}
+
+/* COMMIT, ROLLBACK, PREPARE TRANSACTION: their work follows their return. */
+static bool
+ends_transaction(int kind)
+{
+	return kind == TRANS_STMT_COMMIT || kind == TRANS_STMT_ROLLBACK ||
+		kind == TRANS_STMT_PREPARE;
 }
 
 /* SAVEPOINT, RELEASE, ROLLBACK TO: counted as calls, a driver's fingerprint. */
 static bool
-is_savepoint_statement(PlannedStmt *pstmt)
+is_savepoint_statement(int kind)
 {
-	TransactionStmt *stmt = (TransactionStmt *) pstmt->utilityStmt;
-
-	if (stmt == NULL || !IsA(stmt, TransactionStmt))
-		return false;
-	return stmt->kind == TRANS_STMT_SAVEPOINT ||
-		stmt->kind == TRANS_STMT_RELEASE ||
-		stmt->kind == TRANS_STMT_ROLLBACK_TO;
+	return kind == TRANS_STMT_SAVEPOINT || kind == TRANS_STMT_RELEASE ||
+		kind == TRANS_STMT_ROLLBACK_TO;
 }
 
 static void
@@ -243,8 +250,10 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	 */
 	if (!IsParallelWorker())
 	{
+		int			kind = transaction_statement_kind(pstmt);
+
 		(void) pgc_check_overflow(query_id, false);
-		if (pgc_track_statements && is_savepoint_statement(pstmt))
+		if (pgc_track_statements && is_savepoint_statement(kind))
 		{
 			PgcExecution exec;
 
@@ -255,7 +264,7 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 								pstmt->stmt_location, pstmt->stmt_len, &exec);
 		}
 		if (client_statement)
-			pgc_statement_end_utility(ends_transaction(pstmt));
+			pgc_statement_end_utility(ends_transaction(kind));
 	}
 }
 
