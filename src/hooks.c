@@ -41,6 +41,7 @@
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "common/hashfn.h"
 #include "tcop/tcopprot.h"
 #include "utils/snapmgr.h"
 #include "utils/snapshot.h"
@@ -209,10 +210,39 @@ is_savepoint_statement(int kind)
 		kind == TRANS_STMT_ROLLBACK_TO;
 }
 
+/*
+ * A savepoint statement's query id: a hash of its text without digits, on
+ * every version.  The server's ignores the savepoint's name from 16 on (all
+ * savepoints would be one row, labelled with whichever name came first),
+ * and keeps every numbered name apart before; a driver's fixed name
+ * (PGJDBC_AUTOSAVE) must stay recognisable, and an ORM's numbered names
+ * (sa_savepoint_1, 2, ...) must not fill the hash.
+ */
+static int64
+savepoint_query_id(PlannedStmt *pstmt, const char *source_text)
+{
+	int			location = Max(pstmt->stmt_location, 0);
+	int			len = pstmt->stmt_len > 0 ? pstmt->stmt_len :
+		(int) strlen(source_text + location);
+	char	   *text = palloc(len + 1);
+	int			n = 0;
+	uint64		id;
+
+	for (int i = 0; i < len; i++)
+		if (!isdigit((unsigned char) source_text[location + i]))
+			text[n++] = source_text[location + i];
+	id = hash_bytes_extended((const unsigned char *) text, n, 0);
+	pfree(text);
+	return (int64) (id != 0 ? id : 1);
+}
+
 static void
 pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
-	int64		query_id = pgc_statement_query_id(pstmt, queryString);
+	int			kind = transaction_statement_kind(pstmt);
+	bool		savepoint = is_savepoint_statement(kind) && queryString != NULL;
+	int64		query_id = savepoint ? savepoint_query_id(pstmt, queryString) :
+		pgc_statement_query_id(pstmt, queryString);
 	bool		declares = pstmt->utilityStmt != NULL &&
 		IsA(pstmt->utilityStmt, DeclareCursorStmt);
 
@@ -250,10 +280,8 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	 */
 	if (!IsParallelWorker())
 	{
-		int			kind = transaction_statement_kind(pstmt);
-
 		(void) pgc_check_overflow(query_id, false);
-		if (pgc_track_statements && is_savepoint_statement(kind))
+		if (pgc_track_statements && savepoint)
 		{
 			PgcExecution exec;
 
