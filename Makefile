@@ -15,7 +15,8 @@ PGFILEDESC = "pg_contention - names the causes of contention"
 
 PGC_WERROR ?=
 PG_CPPFLAGS = -I$(srcdir)/src
-PG_CFLAGS = -Wall -Wmissing-prototypes $(PGC_WERROR)
+# Hidden by default: only what the server looks up is exported (compat.h).
+PG_CFLAGS = -Wall -Wmissing-prototypes -fvisibility=hidden $(PGC_WERROR)
 
 # Every test server is a temporary one with the library preloaded.
 REGRESS = $(sort $(notdir $(basename $(wildcard sql/*.sql))))

@@ -14,6 +14,30 @@
 #ifndef PGC_COMPAT_H
 #define PGC_COMPAT_H
 
+/*
+ * The library is built with -fvisibility=hidden, as PG16+ builds every
+ * module, so that calls and variables between its files are direct, not
+ * through the PLT and GOT.  What the server looks up by name (_PG_init,
+ * the magic block, the SQL functions, the worker's entry point) is marked
+ * PGDLLEXPORT, which before PG16 is empty on ELF platforms.
+ */
+#if PG_VERSION_NUM < 160000 && defined(__GNUC__) && !defined(WIN32)
+#undef PGDLLEXPORT
+#define PGDLLEXPORT __attribute__((visibility("default")))
+/* PG16's PG_FUNCTION_INFO_V1, which exports the function itself too. */
+#undef PG_FUNCTION_INFO_V1
+#define PG_FUNCTION_INFO_V1(funcname) \
+extern PGDLLEXPORT Datum funcname(PG_FUNCTION_ARGS); \
+extern PGDLLEXPORT const Pg_finfo_record * CppConcat(pg_finfo_,funcname)(void); \
+const Pg_finfo_record * \
+CppConcat(pg_finfo_,funcname) (void) \
+{ \
+	static const Pg_finfo_record my_finfo = { 1 }; \
+	return &my_finfo; \
+} \
+extern int no_such_variable
+#endif
+
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -253,13 +277,6 @@ pgc_local_beentry(int index)
 #define PGC_ES_TOTAL_PROCESSED(estate)	((int64) (estate)->es_total_processed)
 #else
 #define PGC_ES_TOTAL_PROCESSED(estate)	((int64) (estate)->es_processed)
-#endif
-
-/* PG14 added InstrAlloc's async_mode argument. */
-#if PG_VERSION_NUM >= 140000
-#define PGC_INSTR_ALLOC_ALL()	InstrAlloc(1, INSTRUMENT_ALL, false)
-#else
-#define PGC_INSTR_ALLOC_ALL()	InstrAlloc(1, INSTRUMENT_ALL)
 #endif
 
 /* PG16 dropped the n_ prefix of the per-database statistics. */

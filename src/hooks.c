@@ -11,8 +11,7 @@
  * suboverflowed and standby flags of its snapshot, the backend's cached
  * subtransaction count, what its index scans read (indexscan.c, baselines
  * taken at ExecutorStart), and for the client's statement its rows and
- * buffers (the executor's totaltime instrumentation, allocated here as
- * pg_stat_statements allocates it when nobody else has).  SAVEPOINT,
+ * buffers (indexscan.c keeps the baselines).  SAVEPOINT,
  * RELEASE and ROLLBACK TO are counted as calls too.  A cursor's plan,
  * which the server leaves without a query id, is counted under the id of
  * the DECLARE that opened it.  The client's
@@ -107,20 +106,6 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	if (pgc_track_statements && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 	{
-		/*
-		 * The client's statement's buffer usage, as pg_stat_statements
-		 * measures it: the server accumulates it into totaltime during
-		 * this executor's runs only (not a cursor's neighbours).  Allocated
-		 * as pg_stat_statements and auto_explain allocate it (all options),
-		 * so whichever of us comes first, the others find what they need.
-		 */
-		if (top_level && queryDesc->totaltime == NULL)
-		{
-			MemoryContext oldcontext = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
-
-			queryDesc->totaltime = PGC_INSTR_ALLOC_ALL();
-			MemoryContextSwitchTo(oldcontext);
-		}
 		pgc_index_scans_start(queryDesc, query_id, top_level);
 	}
 }
@@ -161,16 +146,8 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			/* Only this backend writes its PGPROC's cache count. */
 			exec.subxacts = PGC_PROC_SUBXID_COUNT(MyProc);
 			if (exec.flags & PGC_COUNT_TOP_LEVEL)
-			{
-				if (queryDesc->totaltime != NULL && queryDesc->estate != NULL)
-				{
-					exec.rows = PGC_ES_TOTAL_PROCESSED(queryDesc->estate);
-					exec.shared_blks_hit = queryDesc->totaltime->bufusage.shared_blks_hit;
-					exec.shared_blks_read = queryDesc->totaltime->bufusage.shared_blks_read;
-				}
-				else
-					exec.flags &= ~PGC_COUNT_TOP_LEVEL;
-			}
+				exec.rows = queryDesc->estate != NULL ?
+					PGC_ES_TOTAL_PROCESSED(queryDesc->estate) : 0;
 			pgc_statement_count(InvalidOid, query_id, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len, &exec);
 		}

@@ -29,6 +29,12 @@
  * to the baselines of every other open execution on the same relations:
  * each counts its own reads only.
  *
+ * The client's statement's buffers are counted the same way: the
+ * backend's buffer usage (pgBufferUsage, which the server also adds its
+ * parallel workers' to) at ExecutorStart and ExecutorEnd, less what other
+ * client statements used in between (a cursor's or a suspended portal's
+ * neighbours).
+ *
  * Owns no shared state.  Backend-local: a small array of frames, one per
  * executor running now that is the client's statement or scans an index,
  * each found by its QueryDesc, with the query id it runs under (a
@@ -43,6 +49,7 @@
  */
 #include "pg_contention.h"
 
+#include "executor/instrument.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/rel.h"
@@ -64,6 +71,8 @@ typedef struct ExecutorFrame
 	int64		query_id;
 	bool		top_level;
 	int			n;
+	int64		blks_hit;		/* top level: the backend's buffer usage */
+	int64		blks_read;
 	IndexBaseline nodes[PGC_INDEX_SLOTS];	/* further indexes are not counted */
 } pg_attribute_aligned(512) ExecutorFrame;
 
@@ -80,7 +89,7 @@ fetch_source(const IndexBaseline *b)
 	return b->heap != NULL ? b->heap : b->rel;
 }
 
-static void
+static pg_attribute_always_inline void
 note_index(ExecutorFrame *f, Relation rel, uint8 kind, Relation heap,
 		   BitmapHeapScanState *bitmap_heap)
 {
@@ -217,21 +226,31 @@ pgc_index_scans_start(QueryDesc *queryDesc, int64 query_id, bool top_level)
 
 		pgc_attach_pending_stats(b->rel);
 		b->returned = PGC_REL_TUPLES_RETURNED(b->rel);
-		pgc_attach_pending_stats(fetch_source(b));
-		b->fetched = PGC_REL_TUPLES_FETCHED(fetch_source(b));
+		if (b->heap == NULL)
+			b->fetched = PGC_REL_TUPLES_FETCHED(b->rel);
+		else
+		{
+			pgc_attach_pending_stats(b->heap);
+			b->fetched = PGC_REL_TUPLES_FETCHED(b->heap);
+		}
 	}
 	f->queryDesc = queryDesc;
 	f->query_id = query_id;
 	f->top_level = top_level;
+	f->blks_hit = pgBufferUsage.shared_blks_hit;
+	f->blks_read = pgBufferUsage.shared_blks_read;
 	nrunning++;
 }
 
 /*
  * What an execution that just ended read is not another's: add it to the
- * baselines of every other open frame on the same relations.
+ * baselines of every other open frame on the same relations, and, for the
+ * client's statement, its buffers to the other client statements' (a
+ * cursor's, a suspended portal's: client statements never nest).
  */
 static pg_noinline void
-exclude_from_others(const ExecutorFrame *ended, const PgcIndexDelta *deltas)
+exclude_from_others(const ExecutorFrame *ended, const PgcIndexDelta *deltas,
+					const PgcExecution *exec)
 {
 	for (int j = 0; j < nrunning; j++)
 	{
@@ -239,6 +258,11 @@ exclude_from_others(const ExecutorFrame *ended, const PgcIndexDelta *deltas)
 
 		if (other == ended)
 			continue;
+		if (ended->top_level && other->top_level)
+		{
+			other->blks_hit += exec->shared_blks_hit;
+			other->blks_read += exec->shared_blks_read;
+		}
 		for (int m = 0; m < other->n; m++)
 		{
 			IndexBaseline *o = &other->nodes[m];
@@ -269,15 +293,14 @@ remove_frame(int k)
 
 /*
  * Before standard_ExecutorEnd: this execution's counts per index, into
- * exec->deltas, and the query id and level its frame was opened with.
+ * exec->deltas (an entry per baseline, InvalidOid where not measured),
+ * and the query id and level its frame was opened with.
  * Returns false if the execution has no frame.
  */
 bool
 pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 {
 	ExecutorFrame *f = NULL;
-	PgcIndexDelta all[PGC_INDEX_SLOTS];
-	int			n = 0;
 	int			k;
 
 	for (k = nrunning - 1; k >= 0; k--)
@@ -293,33 +316,44 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 
 	*query_id = f->query_id;
 	if (f->top_level)
+	{
 		exec->flags |= PGC_COUNT_TOP_LEVEL;
+		exec->shared_blks_hit = pgBufferUsage.shared_blks_hit - f->blks_hit;
+		exec->shared_blks_read = pgBufferUsage.shared_blks_read - f->blks_read;
+	}
+
+	/* One delta per baseline, in order; InvalidOid where not measured. */
 	for (int i = 0; i < f->n; i++)
 	{
 		IndexBaseline *base = &f->nodes[i];
-		int64		returned = PGC_REL_TUPLES_RETURNED(base->rel) - base->returned;
-		int64		fetched = PGC_REL_TUPLES_FETCHED(fetch_source(base)) - base->fetched;
+		PgcIndexDelta *d = &exec->deltas[i];
+
+		d->returned = PGC_REL_TUPLES_RETURNED(base->rel) - base->returned;
+		d->fetched = PGC_REL_TUPLES_FETCHED(fetch_source(base)) - base->fetched;
+		d->lossy_pages = 0;
+		d->heap_measured = false;
 
 		/*
 		 * Pending counters are flushed between transactions; a cursor
 		 * kept open across that sees them go back.  Skip such a delta.
 		 */
-		all[i].indexoid = InvalidOid;
-		if (returned < 0 || fetched < 0)
+		if (unlikely(d->returned < 0 || d->fetched < 0))
+		{
+			d->indexoid = InvalidOid;
 			continue;
-		all[i].indexoid = RelationGetRelid(base->rel);
-		all[i].kind = base->kind;
-		all[i].heap_measured = (base->heap != NULL);
-		all[i].returned = returned;
-		all[i].fetched = fetched;
-		all[i].lossy_pages = base->heap != NULL ?
-			PGC_BITMAP_LOSSY_PAGES(base->bitmap_heap) : 0;
-		exec->deltas[n++] = all[i];
+		}
+		d->indexoid = RelationGetRelid(base->rel);
+		d->kind = base->kind;
+		if (unlikely(base->heap != NULL))
+		{
+			d->heap_measured = true;
+			d->lossy_pages = PGC_BITMAP_LOSSY_PAGES(base->bitmap_heap);
+		}
 	}
-	exec->ndeltas = n;
+	exec->ndeltas = f->n;
 
-	if (unlikely(nrunning > 1) && f->n > 0)
-		exclude_from_others(f, all);
+	if (unlikely(nrunning > 1))
+		exclude_from_others(f, exec->deltas, exec);
 
 	/* Remove this executor's frame only: others may still be running. */
 	if (likely(k == nrunning - 1))

@@ -17,7 +17,7 @@
 
 PGC_MODULE_MAGIC;
 
-void		_PG_init(void);
+PGDLLEXPORT void _PG_init(void);
 
 int			pgc_max_query_length = 1024;
 int			pgc_max_events = 1000;

@@ -279,6 +279,9 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 		const PgcIndexDelta *delta = &deltas[d];
 		PgcIndexCounters *c = NULL;
 
+		if (delta->indexoid == InvalidOid)
+			continue;			/* not measured */
+
 		for (int i = 0; i < PGC_INDEX_SLOTS; i++)
 		{
 			if (entry->indexes[i].indexoid == delta->indexoid)
@@ -338,10 +341,12 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 			entry->shared_blks_hit += exec->shared_blks_hit;
 			entry->shared_blks_read += exec->shared_blks_read;
 		}
-		if (unlikely(exec->subxacts > entry->max_subxacts))
-			entry->max_subxacts = exec->subxacts;
-		if (unlikely(exec->subxacts > pgc_subxact_warn_level))
-			entry->near_overflow_calls++;
+		if (unlikely(exec->subxacts > 0))
+		{
+			entry->max_subxacts = Max(entry->max_subxacts, exec->subxacts);
+			if (exec->subxacts > pgc_subxact_warn_level)
+				entry->near_overflow_calls++;
+		}
 	}
 	if (flags & PGC_COUNT_OVERFLOW_EVENT)
 		entry->overflow_events++;
