@@ -87,7 +87,28 @@ FETCH 2 FROM c4;
 COMMIT;
 SELECT query, calls, query_id <> 0 AS has_id FROM pg_contention_statements
  WHERE query LIKE 'DECLARE%' ORDER BY query;
+
+-- A cursor's rows are summed over its fetches, and the statements run
+-- between them are not its buffers: a sequential count of a 200-page
+-- table twice between three fetches of 10 rows by the primary key.
+CREATE TABLE sc_wide (id integer, pad text);
+INSERT INTO sc_wide SELECT i, repeat('x', 500) FROM generate_series(1, 3000) i;
+VACUUM ANALYZE sc_wide;
+BEGIN;
+DECLARE c5 CURSOR FOR SELECT * FROM sc_rows WHERE id > 500 ORDER BY id;
+FETCH 10 FROM c5 \g /dev/null
+SELECT count(*) FROM sc_wide WHERE pad <> 'y';
+FETCH 10 FROM c5 \g /dev/null
+SELECT count(*) FROM sc_wide WHERE pad <> 'y';
+FETCH 10 FROM c5 \g /dev/null
+CLOSE c5;
+COMMIT;
+SELECT c.rows AS cursor_rows,
+	   c.shared_blks_hit + c.shared_blks_read < 50 AS cursor_buffers_its_own,
+	   w.calls AS scans, w.shared_blks_hit + w.shared_blks_read >= 2 * 200 AS scans_buffers_theirs
+  FROM pg_contention_statements AS c, pg_contention_statements AS w
+ WHERE c.query LIKE 'DECLARE c5%' AND w.query LIKE 'SELECT count(*) FROM sc_wide%';
 SELECT count(*) AS zero_id_rows FROM pg_contention_statements WHERE query_id = 0;
 
 DROP FUNCTION sc_inner();
-DROP TABLE sc_rows, sc_other;
+DROP TABLE sc_rows, sc_other, sc_wide;

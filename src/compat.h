@@ -270,13 +270,15 @@ pgc_local_beentry(int index)
 
 /*
  * Rows an execution processed: PG16 added es_total_processed, summed over
- * every ExecutorRun (a cursor's fetches); before, es_processed holds the
- * last run's only.
+ * every ExecutorRun (a cursor's fetches, a portal run with a row limit);
+ * before, es_processed holds the last run's only.  There compat.c installs
+ * an ExecutorRun hook that sums them into the execution's frame
+ * (pgc_index_scans_ran), and "summed" is that sum.
  */
 #if PG_VERSION_NUM >= 160000
-#define PGC_ES_TOTAL_PROCESSED(estate)	((int64) (estate)->es_total_processed)
+#define PGC_EXECUTION_ROWS(estate, summed)	((int64) (estate)->es_total_processed)
 #else
-#define PGC_ES_TOTAL_PROCESSED(estate)	((int64) (estate)->es_processed)
+#define PGC_EXECUTION_ROWS(estate, summed)	(summed)
 #endif
 
 /* PG16 dropped the n_ prefix of the per-database statistics. */

@@ -145,9 +145,6 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 
 			/* Only this backend writes its PGPROC's cache count. */
 			exec.subxacts = PGC_PROC_SUBXID_COUNT(MyProc);
-			if (exec.flags & PGC_COUNT_TOP_LEVEL)
-				exec.rows = queryDesc->estate != NULL ?
-					PGC_ES_TOTAL_PROCESSED(queryDesc->estate) : 0;
 			pgc_statement_count(InvalidOid, query_id, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len, &exec);
 		}

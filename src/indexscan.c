@@ -73,6 +73,7 @@ typedef struct ExecutorFrame
 	int			n;
 	int64		blks_hit;		/* top level: the backend's buffer usage */
 	int64		blks_read;
+	int64		rows;			/* before PG16: rows summed over its runs */
 	IndexBaseline nodes[PGC_INDEX_SLOTS];	/* further indexes are not counted */
 } pg_attribute_aligned(512) ExecutorFrame;
 
@@ -239,6 +240,7 @@ pgc_index_scans_start(QueryDesc *queryDesc, int64 query_id, bool top_level)
 	f->top_level = top_level;
 	f->blks_hit = pgBufferUsage.shared_blks_hit;
 	f->blks_read = pgBufferUsage.shared_blks_read;
+	f->rows = 0;
 	nrunning++;
 }
 
@@ -320,6 +322,8 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 		exec->flags |= PGC_COUNT_TOP_LEVEL;
 		exec->shared_blks_hit = pgBufferUsage.shared_blks_hit - f->blks_hit;
 		exec->shared_blks_read = pgBufferUsage.shared_blks_read - f->blks_read;
+		exec->rows = queryDesc->estate != NULL ?
+			PGC_EXECUTION_ROWS(queryDesc->estate, f->rows) : 0;
 	}
 
 	/* One delta per baseline, in order; InvalidOid where not measured. */
@@ -361,6 +365,24 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 	else
 		remove_frame(k);
 	return true;
+}
+
+/*
+ * After each ExecutorRun, before PG16 (compat.c): add the run's rows to
+ * the client statement's frame.
+ */
+void
+pgc_index_scans_ran(QueryDesc *queryDesc)
+{
+	for (int k = nrunning - 1; k >= 0; k--)
+	{
+		if (running[k].queryDesc == queryDesc)
+		{
+			if (running[k].top_level && queryDesc->estate != NULL)
+				running[k].rows += (int64) queryDesc->estate->es_processed;
+			return;
+		}
+	}
 }
 
 /*

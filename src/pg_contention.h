@@ -149,6 +149,7 @@ extern void pgc_index_scans_start(QueryDesc *queryDesc, int64 query_id,
 extern bool pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id,
 								PgcExecution *exec);
 extern void pgc_index_scans_forget(void);
+extern void pgc_index_scans_ran(QueryDesc *queryDesc);
 
 /* ---- subxact.c: overflow detection and the event ring ---- */
 extern Size pgc_events_shmem_size(void);
