@@ -94,9 +94,9 @@ $node->append_conf('postgresql.conf', "old_snapshot_threshold = '1h'");
 $node->restart;
 $node->safe_psql('postgres', 'SELECT 1');
 is($node->safe_psql('postgres',
-	'SELECT setting, setting_minutes, enabled, snapshot_timestamp IS NOT NULL,
+	q{SELECT setting, setting_minutes, enabled, snapshot_timestamp IS NOT NULL,
 	        coalesce(threshold_timestamp > '2001-01-01', true), map_entries_used >= 0
-	   FROM pg_contention_old_snapshot'),
+	   FROM pg_contention_old_snapshot}),
 	'1h|60|t|t|t|t', 'on: the setting and the server\'s state (a time the server has not set yet is NULL)');
 
 # A REPEATABLE READ transaction holds the horizon meanwhile.

@@ -12,7 +12,9 @@ use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('neighbours');
 $node->init;
-my $libdir = $node->config_data('--pkglibdir');
+# The server's own pg_config (the test's PATH starts with its bindir).
+my $libdir = `pg_config --pkglibdir`;
+chomp $libdir;
 for my $lib ('pg_wait_sampling', 'pg_cron')
 {
 	BAIL_OUT("$lib is not installed: install Debian's package for it (tools/test.sh does)")
