@@ -11,9 +11,7 @@
  * which assert they see queryId 0 in post_parse_analyze, are unaffected.
  * On PostgreSQL 14 and later the server's query ids are used, and the
  * hash only names executions the server left without one.
- *
- * Before PostgreSQL 16 the server keeps no total of an execution's rows
- * over several runs: an ExecutorRun hook adds each run's to its frame.
+
  *
  * It also reads old_snapshot_threshold's shared state (PG13-16): the
  * scalar fields under the server's own spinlocks, the time map's fill
@@ -50,30 +48,10 @@ pgc_text_query_id(PlannedStmt *stmt, const char *source_text)
 	return (int64) (id != 0 ? id : 1);
 }
 
-#if PG_VERSION_NUM < 160000
-static ExecutorRun_hook_type prev_ExecutorRun = NULL;
-
-/* Before PG16: sum each run's rows (see PGC_EXECUTION_ROWS). */
-static void
-pgc_ExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
-				bool execute_once)
-{
-	if (prev_ExecutorRun)
-		prev_ExecutorRun(queryDesc, direction, count, execute_once);
-	else
-		standard_ExecutorRun(queryDesc, direction, count, execute_once);
-	pgc_index_scans_ran(queryDesc);
-}
-#endif
-
 void
 pgc_compat_init(void)
 {
 	pgc_enable_query_id();
-#if PG_VERSION_NUM < 160000
-	prev_ExecutorRun = ExecutorRun_hook;
-	ExecutorRun_hook = pgc_ExecutorRun;
-#endif
 }
 
 #if PG_VERSION_NUM < 170000

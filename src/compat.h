@@ -271,14 +271,26 @@ pgc_local_beentry(int index)
 /*
  * Rows an execution processed: PG16 added es_total_processed, summed over
  * every ExecutorRun (a cursor's fetches, a portal run with a row limit);
- * before, es_processed holds the last run's only.  There compat.c installs
- * an ExecutorRun hook that sums them into the execution's frame
- * (pgc_index_scans_ran), and "summed" is that sum.
+ * before, es_processed holds the last run's only.  There hooks.c installs
+ * an ExecutorRun hook (PGC_SUM_ROWS_AFTER_RUN) that sums them into the
+ * execution's frame, and "summed" is that sum.  PG18 dropped ExecutorRun's
+ * execute_once argument.
  */
 #if PG_VERSION_NUM >= 160000
 #define PGC_EXECUTION_ROWS(estate, summed)	((int64) (estate)->es_total_processed)
+#define PGC_SUM_ROWS_AFTER_RUN		false
 #else
 #define PGC_EXECUTION_ROWS(estate, summed)	(summed)
+#define PGC_SUM_ROWS_AFTER_RUN		true
+#endif
+#if PG_VERSION_NUM >= 180000
+#define PGC_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define PGC_EXECUTOR_RUN_ARGS	queryDesc, direction, count
+#else
+#define PGC_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
+#define PGC_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
 #endif
 
 /* PG16 dropped the n_ prefix of the per-database statistics. */

@@ -25,7 +25,9 @@
  * their own, which differ from the first characters on.  That test
  * replaces pg_stat_statements-style nesting counters, whose ExecutorRun
  * and ExecutorFinish wrappers and PG_TRY blocks would cost more than
- * everything else on this path.
+ * everything else on this path.  (Before PG16 an ExecutorRun hook does
+ * exist, only to add each run's rows to its execution: it keeps no state
+ * an error could leave behind.)
  *
  * Owns no shared state and no backend-local state of its own: the state
  * of subxact.c and indexscan.c that a failed statement leaves behind is
@@ -46,6 +48,7 @@
 #include "utils/snapshot.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -110,6 +113,21 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	}
 }
 
+/*
+ * Installed only where the server keeps no total of an execution's rows
+ * over several runs (before PG16, see compat.h): add each run's to the
+ * execution's frame.
+ */
+static void
+pgc_ExecutorRun(PGC_EXECUTOR_RUN_PARAMS)
+{
+	if (prev_ExecutorRun)
+		prev_ExecutorRun(PGC_EXECUTOR_RUN_ARGS);
+	else
+		standard_ExecutorRun(PGC_EXECUTOR_RUN_ARGS);
+	pgc_index_scans_ran(queryDesc);
+}
+
 static void
 pgc_ExecutorEnd(QueryDesc *queryDesc)
 {
@@ -170,7 +188,7 @@ transaction_statement_kind(PlannedStmt *pstmt)
 
 /* COMMIT, ROLLBACK, PREPARE TRANSACTION: their work follows their return. */
 static bool
-ends_transaction(int kind)
+is_transaction_end(int kind)
 {
 	return kind == TRANS_STMT_COMMIT || kind == TRANS_STMT_ROLLBACK ||
 		kind == TRANS_STMT_PREPARE;
@@ -266,7 +284,7 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 								pstmt->stmt_location, pstmt->stmt_len, &exec);
 		}
 		if (client_statement)
-			pgc_statement_end_utility(ends_transaction(kind));
+			pgc_statement_end_utility(is_transaction_end(kind));
 	}
 }
 
@@ -327,6 +345,11 @@ pgc_hooks_install(void)
 {
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = pgc_ExecutorStart;
+	if (PGC_SUM_ROWS_AFTER_RUN)
+	{
+		prev_ExecutorRun = ExecutorRun_hook;
+		ExecutorRun_hook = pgc_ExecutorRun;
+	}
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = pgc_ExecutorEnd;
 	prev_ProcessUtility = ProcessUtility_hook;

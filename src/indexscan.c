@@ -368,7 +368,7 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 }
 
 /*
- * After each ExecutorRun, before PG16 (compat.c): add the run's rows to
+ * After each ExecutorRun, before PG16 (hooks.c): add the run's rows to
  * the client statement's frame.
  */
 void
