@@ -273,8 +273,8 @@ pgc_local_beentry(int index)
  * every ExecutorRun (a cursor's fetches, a portal run with a row limit);
  * before, es_processed holds the last run's only.  There hooks.c installs
  * an ExecutorRun hook (PGC_SUM_ROWS_AFTER_RUN) that sums them into the
- * execution's frame, and "summed" is that sum.  PG18 dropped ExecutorRun's
- * execute_once argument.
+ * execution's frame, and "summed" is that sum (its parameters:
+ * PGC_EXECUTOR_RUN_PARAMS above).
  */
 #if PG_VERSION_NUM >= 160000
 #define PGC_EXECUTION_ROWS(estate, summed)	((int64) (estate)->es_total_processed)
@@ -282,15 +282,6 @@ pgc_local_beentry(int index)
 #else
 #define PGC_EXECUTION_ROWS(estate, summed)	(summed)
 #define PGC_SUM_ROWS_AFTER_RUN		true
-#endif
-#if PG_VERSION_NUM >= 180000
-#define PGC_EXECUTOR_RUN_PARAMS \
-	QueryDesc *queryDesc, ScanDirection direction, uint64 count
-#define PGC_EXECUTOR_RUN_ARGS	queryDesc, direction, count
-#else
-#define PGC_EXECUTOR_RUN_PARAMS \
-	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
-#define PGC_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
 #endif
 
 /* PG16 dropped the n_ prefix of the per-database statistics. */
