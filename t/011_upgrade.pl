@@ -1,0 +1,72 @@
+# Upgrades: version 1.0 installed, then ALTER EXTENSION pg_contention
+# UPDATE, gives the same objects with the same definitions and privileges
+# as a fresh install of the current version; and the updated extension
+# works.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'");
+$node->start;
+
+$node->safe_psql('postgres', 'CREATE DATABASE updated');
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('updated', "CREATE EXTENSION pg_contention VERSION '1.0'");
+is($node->safe_psql('updated', "SELECT extversion FROM pg_extension WHERE extname = 'pg_contention'"),
+	'1.0', 'version 1.0 installs');
+$node->safe_psql('updated', 'ALTER EXTENSION pg_contention UPDATE');
+$node->safe_psql('fresh', 'CREATE EXTENSION pg_contention');
+my $default = $node->safe_psql('fresh',
+	"SELECT default_version FROM pg_available_extensions WHERE name = 'pg_contention'");
+is($node->safe_psql('updated', "SELECT extversion FROM pg_extension WHERE extname = 'pg_contention'"),
+	$default, "the update reaches the default version ($default)");
+
+# Everything that makes an object what it is, one line per object,
+# independent of OIDs and creation order.
+my $describe = q{
+	WITH members AS (
+		SELECT d.classid, d.objid
+		  FROM pg_depend d JOIN pg_extension e ON d.refobjid = e.oid
+		 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+		   AND e.extname = 'pg_contention')
+	SELECT string_agg(line, E'\n' ORDER BY line) FROM (
+		SELECT 'function ' || p.proname || '(' || pg_get_function_identity_arguments(p.oid)
+			   || ') returns ' || pg_get_function_result(p.oid)
+			   || ' ' || p.provolatile::text || p.proparallel::text || p.proisstrict::text
+			   || ' ' || p.prosrc || ' ' || coalesce(p.proacl::text, 'default') AS line
+		  FROM members m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
+		UNION ALL
+		SELECT 'view ' || c.relname || ' ' || coalesce(c.relacl::text, 'default') || E'\n'
+			   || pg_get_viewdef(c.oid)
+		  FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
+		UNION ALL
+		SELECT 'column ' || c.relname || '.' || a.attnum || ' ' || a.attname || ' '
+			   || format_type(a.atttypid, a.atttypmod)
+		  FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
+		  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0
+		UNION ALL
+		SELECT 'other ' || pg_describe_object(m.classid, m.objid, 0)
+		  FROM members m
+		 WHERE m.classid NOT IN ('pg_proc'::regclass, 'pg_class'::regclass)
+		   AND pg_describe_object(m.classid, m.objid, 0) NOT LIKE 'type %') AS objects(line)
+};
+my $updated = $node->safe_psql('updated', $describe);
+my $fresh = $node->safe_psql('fresh', $describe);
+ok(length($fresh) > 1000, 'the description of a fresh install is not empty');
+is($updated, $fresh, 'the updated extension equals a fresh install: objects, definitions, privileges');
+
+# The updated extension works: every view answers.
+for my $view (qw(pg_contention_subxact pg_contention_overflow_events pg_contention_statements
+	pg_contention_info pg_contention_index_scans pg_contention_horizon pg_contention_waits
+	pg_contention_history pg_contention_sampler_status pg_contention_old_snapshot))
+{
+	my ($ret) = $node->psql('updated', "SELECT * FROM $view");
+	is($ret, 0, "$view answers after the update");
+}
+
+$node->stop;
+done_testing();
