@@ -18,6 +18,14 @@ $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('updated', "CREATE EXTENSION pg_contention VERSION '1.0'");
 is($node->safe_psql('updated', "SELECT extversion FROM pg_extension WHERE extname = 'pg_contention'"),
 	'1.0', 'version 1.0 installs');
+# Before the update, 1.0's views still work with the new library (it
+# fills more columns than they declare).
+for my $view (qw(pg_contention_statements pg_contention_index_scans pg_contention_horizon
+	pg_contention_sampler_status))
+{
+	my ($ret) = $node->psql('updated', "SELECT * FROM $view");
+	is($ret, 0, "1.0's $view answers with the new library");
+}
 $node->safe_psql('updated', 'ALTER EXTENSION pg_contention UPDATE');
 $node->safe_psql('fresh', 'CREATE EXTENSION pg_contention');
 my $default = $node->safe_psql('fresh',
