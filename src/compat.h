@@ -339,21 +339,14 @@ pgc_sampler_wait_event(void)
 
 /*
  * PG13 has no compute_query_id: queryId stays 0 unless pg_stat_statements
- * is loaded.  There, the query id of a statement without one is a hash of
- * its own text, computed when it runs (compat.c); never written into the
- * Query, so other modules' hooks see what they expect.  On every version
- * the same hash names executions the server gives no id (a cursor's plan
- * outside a DECLARE, compute_query_id = off).
+ * is loaded.  There, and on every version for statements the server gives
+ * no id (a cursor's plan outside its DECLARE, compute_query_id = off), the
+ * query id is a hash of the statement's own text, computed when it runs
+ * (compat.c); never written into the Query, so other modules' hooks see
+ * what they expect.  hooks.c applies the rule.
  */
 extern void pgc_compat_init(void);
 extern int64 pgc_text_query_id(PlannedStmt *stmt, const char *source_text);
-#if PG_VERSION_NUM < 140000
-#define pgc_statement_query_id(stmt, source_text) \
-	((stmt)->queryId != 0 ? (int64) (stmt)->queryId : \
-	 pgc_text_query_id((stmt), (source_text)))
-#else
-#define pgc_statement_query_id(stmt, source_text)	((int64) (stmt)->queryId)
-#endif
 
 /*
  * PG15 attaches a relation's pending statistics lazily, at its first count

@@ -29,9 +29,10 @@
  * exist, only to add each run's rows to its execution: it keeps no state
  * an error could leave behind.)
  *
- * Owns no shared state and no backend-local state of its own: the state
- * of subxact.c and indexscan.c that a failed statement leaves behind is
- * cleared by the abort callbacks below, so no hook needs PG_TRY.  Parallel
+ * Owns no shared state.  Backend-local: only the query id of a DECLARE
+ * while it runs (declaring_query_id).  That, and the state of subxact.c
+ * and indexscan.c that a failed statement leaves behind, is cleared by the
+ * abort callbacks below, so no hook needs PG_TRY.  Parallel
  * workers are skipped: they run parts of a statement the leader already
  * counts, and take no XIDs.
  *
@@ -68,20 +69,20 @@ is_client_statement(const char *source_text)
 static int64 declaring_query_id = 0;
 
 /*
- * The query id an execution is counted under: the server's; for a cursor's
+ * The query id a statement is counted under: the server's; for a cursor's
  * plan (which has none), the DECLARE's; otherwise (PG13, compute_query_id
  * off) a hash of the statement's text.
  */
 static inline int64
-execution_query_id(QueryDesc *queryDesc)
+statement_query_id(PlannedStmt *stmt, const char *source_text)
 {
-	int64		query_id = (int64) queryDesc->plannedstmt->queryId;
+	int64		query_id = (int64) stmt->queryId;
 
 	if (likely(query_id != 0))
 		return query_id;
 	if (declaring_query_id != 0)
 		return declaring_query_id;
-	return pgc_text_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
+	return pgc_text_query_id(stmt, source_text);
 }
 
 static void
@@ -100,7 +101,7 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	/* The statement the client sent: what an overflow event will name. */
 	top_level = is_client_statement(queryDesc->sourceText);
-	query_id = execution_query_id(queryDesc);
+	query_id = statement_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
 	if (top_level)
 		pgc_statement_begin(query_id, queryDesc->sourceText,
 							queryDesc->plannedstmt->stmt_location,
@@ -108,9 +109,7 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 							IsTransactionBlock());
 
 	if (pgc_track_statements && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
-	{
 		pgc_index_scans_start(queryDesc, query_id, top_level);
-	}
 }
 
 /*
@@ -145,7 +144,7 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 
 		/* Its frame knows the id it started under (a cursor's). */
 		if (!counted || !pgc_index_scans_end(queryDesc, &query_id, &exec))
-			query_id = execution_query_id(queryDesc);
+			query_id = statement_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
 
 		(void) pgc_check_overflow(query_id, false);
 
@@ -234,7 +233,7 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	int			kind = transaction_statement_kind(pstmt);
 	bool		savepoint = is_savepoint_statement(kind) && queryString != NULL;
 	int64		query_id = savepoint ? savepoint_query_id(pstmt, queryString) :
-		pgc_statement_query_id(pstmt, queryString);
+		statement_query_id(pstmt, queryString);
 	bool		declares = pstmt->utilityStmt != NULL &&
 		IsA(pstmt->utilityStmt, DeclareCursorStmt);
 
