@@ -30,6 +30,25 @@ int			pgc_history_seconds = 900;
 int			pgc_horizon_min_age = 60;
 int			pgc_horizon_min_xid_age = 10000;
 int			pgc_subxact_warn_level = 48;
+int			pgc_findings_window = 300;
+
+/*
+ * The findings' thresholds: read by the SQL of pg_contention_findings()
+ * with current_setting(), so that a session can try other values; the
+ * variables exist only for the GUC machinery.
+ */
+static int	subtrans_lookups_warning = 50000;
+static double subtrans_wait_warning = 5.0;
+static double subtrans_wait_critical = 20.0;
+static int	dead_visits_warning = 1000;
+static int	dead_visits_critical = 100000;
+static double dead_ratio_warning = 0.5;
+static int	horizon_critical_age = 3600;
+static int	horizon_critical_xid_age = 10000000;
+static int	old_snapshot_probe_warning = 100;
+static int	old_snapshot_probe_critical = 1000;
+static double old_snapshot_held_warning = 5.0;
+static double old_snapshot_held_critical = 15.0;
 
 #ifdef PGC_HAVE_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -155,6 +174,123 @@ pgc_define_settings(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.findings_window",
+							gettext_noop("The window pg_contention_findings looks at."),
+							gettext_noop("Per-statement and per-index figures are kept in periods of this length (the current and the previous one)."),
+							&pgc_findings_window,
+							300, 10, 86400,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.subtrans_lookups_warning",
+							gettext_noop("pg_subtrans lookups per second that make subtransaction overflow a warning."),
+							gettext_noop("Averaged over the seconds of the window with an overflowed backend or with lookups."),
+							&subtrans_lookups_warning,
+							50000, 1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("pg_contention.subtrans_wait_warning",
+							 gettext_noop("Percentage of active time waiting on pg_subtrans that makes a warning."),
+							 gettext_noop("SubtransSLRU and SubtransBuffer samples over active samples in the window."),
+							 &subtrans_wait_warning,
+							 5.0, 0.0, 100.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("pg_contention.subtrans_wait_critical",
+							 gettext_noop("Percentage of active time waiting on pg_subtrans that makes a critical finding."),
+							 NULL,
+							 &subtrans_wait_critical,
+							 20.0, 0.0, 100.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.dead_visits_warning",
+							gettext_noop("Dead index entries visited per execution that make a warning."),
+							NULL,
+							&dead_visits_warning,
+							1000, 1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.dead_visits_critical",
+							gettext_noop("Dead index entries visited per execution that make a critical finding."),
+							NULL,
+							&dead_visits_critical,
+							100000, 1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("pg_contention.dead_ratio_warning",
+							 gettext_noop("Share of the index entries read that must be dead for a finding."),
+							 NULL,
+							 &dead_ratio_warning,
+							 0.5, 0.0, 1.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.horizon_critical_age",
+							gettext_noop("How long a root holder of the xmin horizon must have held it for a critical finding."),
+							NULL,
+							&horizon_critical_age,
+							3600, 0, INT_MAX / 1000,
+							PGC_USERSET,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.horizon_critical_xid_age",
+							gettext_noop("How old, in transactions, a root holder's xmin must be for a critical finding."),
+							NULL,
+							&horizon_critical_xid_age,
+							10000000, 0, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.old_snapshot_probe_warning",
+							gettext_noop("99th percentile of the old_snapshot_threshold spinlock probe, in microseconds, that makes a warning."),
+							NULL,
+							&old_snapshot_probe_warning,
+							100, 1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.old_snapshot_probe_critical",
+							gettext_noop("99th percentile of the old_snapshot_threshold spinlock probe, in microseconds, that makes a critical finding."),
+							NULL,
+							&old_snapshot_probe_critical,
+							1000, 1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("pg_contention.old_snapshot_held_warning",
+							 gettext_noop("Percentage of reads finding an old_snapshot_threshold spinlock held that makes a warning."),
+							 NULL,
+							 &old_snapshot_held_warning,
+							 5.0, 0.0, 100.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("pg_contention.old_snapshot_held_critical",
+							 gettext_noop("Percentage of reads finding an old_snapshot_threshold spinlock held that makes a critical finding."),
+							 NULL,
+							 &old_snapshot_held_critical,
+							 15.0, 0.0, 100.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_contention");
 }

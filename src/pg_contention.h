@@ -36,6 +36,7 @@ extern int	pgc_history_seconds;
 extern int	pgc_horizon_min_age;
 extern int	pgc_horizon_min_xid_age;
 extern int	pgc_subxact_warn_level;
+extern int	pgc_findings_window;
 
 /* ---- shmem.c: the registry of shared stores ---- */
 

@@ -2,8 +2,11 @@
  *
  * statements.c
  *		Per-statement counters: how often each statement ran, how often on a
- *		suboverflowed snapshot, how often on a hot standby, and how many
- *		subtransaction-overflow events it caused.
+ *		suboverflowed snapshot, how often on a hot standby, how many
+ *		subtransaction-overflow events it caused, its rows and buffers, and
+ *		what its index scans met; the same again for the current and the
+ *		previous period of pg_contention.findings_window, which the
+ *		findings judge (pg_contention_recent).
  *
  * Owns the statement hash (ShmemInitHash "pg_contention statements", at
  * most pgc_max_statements entries, keyed by user, database and query id),
@@ -42,6 +45,7 @@
 
 PG_FUNCTION_INFO_V1(pg_contention_statements);
 PG_FUNCTION_INFO_V1(pg_contention_index_scans);
+PG_FUNCTION_INFO_V1(pg_contention_recent);
 
 /* What one statement's scans of one index cost (indexscan.c). */
 typedef struct PgcIndexCounters
@@ -57,6 +61,29 @@ typedef struct PgcIndexCounters
 	int64		bitmap_lossy_pages; /* heap pages measured bitmaps read whole */
 	int64		other_entries_read; /* entries read where dead visits are not measured */
 } PgcIndexCounters;
+
+/*
+ * What a statement did in one period of pg_contention.findings_window: the
+ * findings judge recent behaviour, not totals since the last reset.  An
+ * entry keeps the current period and the previous one; a period starts at
+ * the first count after the previous one has lasted the window.  Index
+ * figures are per slot of the entry's indexes[].
+ */
+typedef struct PgcPeriod
+{
+	TimestampTz start;			/* first count; 0: empty */
+	TimestampTz end;			/* last count */
+	int64		calls;
+	int64		suboverflowed_calls;
+	int64		near_overflow_calls;
+	int64		overflow_events;
+	int32		max_subxacts;
+	int64		top_level_calls;	/* executions with buffers measured */
+	int64		shared_blks;	/* their shared buffers hit and read */
+	int64		index_scans[PGC_INDEX_SLOTS];	/* measured executions */
+	int64		index_entries[PGC_INDEX_SLOTS];
+	int64		index_dead[PGC_INDEX_SLOTS];
+} PgcPeriod;
 
 typedef struct StatementsShared
 {
@@ -83,6 +110,8 @@ typedef struct PgcStatementEntry
 	TimestampTz last_seen;
 	int64		indexes_untracked;	/* index deltas with no free slot */
 	PgcIndexCounters indexes[PGC_INDEX_SLOTS];
+	PgcPeriod	current;		/* this period of findings_window */
+	PgcPeriod	previous;		/* the one before */
 	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen */
 } PgcStatementEntry;
 
@@ -278,6 +307,7 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 	{
 		const PgcIndexDelta *delta = &deltas[d];
 		PgcIndexCounters *c = NULL;
+		int			slot = -1;
 
 		if (delta->indexoid == InvalidOid)
 			continue;			/* not measured */
@@ -286,12 +316,14 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 		{
 			if (entry->indexes[i].indexoid == delta->indexoid)
 			{
-				c = &entry->indexes[i];
+				slot = i;
 				break;
 			}
-			if (c == NULL && entry->indexes[i].indexoid == InvalidOid)
-				c = &entry->indexes[i];
+			if (slot < 0 && entry->indexes[i].indexoid == InvalidOid)
+				slot = i;
 		}
+		if (slot >= 0)
+			c = &entry->indexes[slot];
 		if (c == NULL)
 		{
 			entry->indexes_untracked++;
@@ -314,6 +346,9 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 			c->dead_visits += dead;
 			c->max_dead_visits = Max(c->max_dead_visits, dead);
 			c->bitmap_lossy_pages += delta->lossy_pages;
+			entry->current.index_scans[slot]++;
+			entry->current.index_entries[slot] += delta->returned;
+			entry->current.index_dead[slot] += dead;
 		}
 		else
 			c->other_entries_read += delta->returned;
@@ -326,13 +361,26 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 			 const PgcExecution *exec)
 {
 	int			flags = exec->flags;
+	PgcPeriod  *period = &entry->current;
+
+	if (unlikely(now - period->start >= pgc_findings_window * USECS_PER_SEC))
+	{
+		entry->previous = *period;
+		memset(period, 0, sizeof(PgcPeriod));
+		period->start = now;
+	}
+	period->end = now;
 
 	if (flags & PGC_COUNT_CALL)
 	{
 		entry->calls++;
+		period->calls++;
 		entry->usage += 1.0;
-		if (flags & PGC_COUNT_SUBOVERFLOWED)
+		if (unlikely(flags & PGC_COUNT_SUBOVERFLOWED))
+		{
 			entry->suboverflowed_calls++;
+			period->suboverflowed_calls++;
+		}
 		if (flags & PGC_COUNT_STANDBY)
 			entry->standby_calls++;
 		if (flags & PGC_COUNT_TOP_LEVEL)
@@ -340,16 +388,25 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 			entry->rows += exec->rows;
 			entry->shared_blks_hit += exec->shared_blks_hit;
 			entry->shared_blks_read += exec->shared_blks_read;
+			period->top_level_calls++;
+			period->shared_blks += exec->shared_blks_hit + exec->shared_blks_read;
 		}
 		if (unlikely(exec->subxacts > 0))
 		{
 			entry->max_subxacts = Max(entry->max_subxacts, exec->subxacts);
+			period->max_subxacts = Max(period->max_subxacts, exec->subxacts);
 			if (exec->subxacts > pgc_subxact_warn_level)
+			{
 				entry->near_overflow_calls++;
+				period->near_overflow_calls++;
+			}
 		}
 	}
 	if (flags & PGC_COUNT_OVERFLOW_EVENT)
+	{
 		entry->overflow_events++;
+		period->overflow_events++;
+	}
 	if (exec->ndeltas > 0)
 		add_index_deltas(entry, exec->deltas, exec->ndeltas);
 	entry->last_seen = now;
@@ -617,6 +674,108 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 											 "<insufficient privilege>");
 			values[14] = Int64GetDatum(e->indexes_untracked);
 			values[15] = Int64GetDatum(c->bitmap_lossy_pages);
+			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+		}
+	}
+	pfree(copy);
+	return (Datum) 0;
+}
+
+#define RECENT_COLS 17
+
+/* Add period "from" to the sum "into" (whose start is the earliest). */
+static void
+add_period(PgcPeriod *into, const PgcPeriod *from)
+{
+	if (into->start == 0 || from->start < into->start)
+		into->start = from->start;
+	into->end = Max(into->end, from->end);
+	into->calls += from->calls;
+	into->suboverflowed_calls += from->suboverflowed_calls;
+	into->near_overflow_calls += from->near_overflow_calls;
+	into->overflow_events += from->overflow_events;
+	into->max_subxacts = Max(into->max_subxacts, from->max_subxacts);
+	into->top_level_calls += from->top_level_calls;
+	into->shared_blks += from->shared_blks;
+	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+	{
+		into->index_scans[k] += from->index_scans[k];
+		into->index_entries[k] += from->index_entries[k];
+		into->index_dead[k] += from->index_dead[k];
+	}
+}
+
+/*
+ * pg_contention_recent(window_seconds): what each statement did in the
+ * periods that reach into the last window_seconds (the current period of
+ * pg_contention.findings_window and the previous one; period_start and
+ * period_end say what the figures cover): one row per statement with
+ * indexrelid NULL, then one per index it scanned with the scan figures.
+ * The findings read the statement store through this function, once.
+ */
+Datum
+pg_contention_recent(PG_FUNCTION_ARGS)
+{
+	int32		window_seconds = PG_GETARG_INT32(0);
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	char	   *copy;
+	long		n;
+	Size		size = entry_size();
+	TimestampTz cutoff;
+
+	pgc_require_loaded();
+	if (window_seconds <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("window must be at least one second: %d seconds", window_seconds),
+				 errhint("Pass a longer interval, or NULL for pg_contention.findings_window.")));
+	cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
+	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	copy = copy_entries(&n);
+
+	for (long i = 0; i < n; i++)
+	{
+		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+		PgcPeriod	sum;
+		Datum		values[RECENT_COLS] = {0};
+		bool		nulls[RECENT_COLS] = {0};
+		bool		visible;
+
+		memset(&sum, 0, sizeof(sum));
+		if (e->previous.start != 0 && e->previous.end >= cutoff)
+			add_period(&sum, &e->previous);
+		if (e->current.start != 0 && e->current.end >= cutoff)
+			add_period(&sum, &e->current);
+		if (sum.start == 0)
+			continue;
+
+		visible = put_key_columns(e, values, nulls);
+		nulls[3] = true;
+		values[4] = TimestampTzGetDatum(sum.start);
+		values[5] = TimestampTzGetDatum(sum.end);
+		values[6] = Int64GetDatum(sum.calls);
+		values[7] = Int64GetDatum(sum.suboverflowed_calls);
+		values[8] = Int64GetDatum(sum.near_overflow_calls);
+		values[9] = Int64GetDatum(sum.overflow_events);
+		values[10] = Int32GetDatum(sum.max_subxacts);
+		values[11] = Int64GetDatum(sum.top_level_calls);
+		values[12] = Int64GetDatum(sum.shared_blks);
+		nulls[13] = nulls[14] = nulls[15] = true;
+		values[16] = CStringGetTextDatum(visible ? e->query :
+										 "<insufficient privilege>");
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+
+		/* The same statement columns, with one index's scan figures. */
+		nulls[3] = nulls[13] = nulls[14] = nulls[15] = false;
+		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+		{
+			if (e->indexes[k].indexoid == InvalidOid || sum.index_scans[k] == 0)
+				continue;
+			values[3] = ObjectIdGetDatum(e->indexes[k].indexoid);
+			values[13] = Int64GetDatum(sum.index_scans[k]);
+			values[14] = Int64GetDatum(sum.index_entries[k]);
+			values[15] = Int64GetDatum(sum.index_dead[k]);
 			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
 	}
