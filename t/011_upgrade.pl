@@ -70,11 +70,15 @@ is($updated, $fresh, 'the updated extension equals a fresh install: objects, def
 # The updated extension works: every view answers.
 for my $view (qw(pg_contention_subxact pg_contention_overflow_events pg_contention_statements
 	pg_contention_info pg_contention_index_scans pg_contention_horizon pg_contention_waits
-	pg_contention_history pg_contention_sampler_status pg_contention_old_snapshot))
+	pg_contention_history pg_contention_sampler_status pg_contention_old_snapshot
+	pg_contention_findings))
 {
 	my ($ret) = $node->psql('updated', "SELECT * FROM $view");
 	is($ret, 0, "$view answers after the update");
 }
+like($node->safe_psql('updated', 'SELECT pg_contention_report()'),
+	qr/^pg_contention report at .*== Findings \(0\).*== The last 60 seconds/s,
+	'pg_contention_report() answers after the update');
 
 $node->stop;
 done_testing();
