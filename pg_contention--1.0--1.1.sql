@@ -454,9 +454,10 @@ overflow_culprits AS (
 						|| concat_ws(', ',
 							  'application ' || nullif(o.application_name, ''),
 							  'user ' || u.rolname,
-							  coalesce(a.state || ' for '
-									   || @extschema@.pg_contention_duration(params.now - a.state_change),
-									   'session ended'))
+							  -- state is NULL for another role's session
+							  CASE WHEN a.pid IS NULL THEN 'session ended'
+								   ELSE a.state || ' for '
+										|| @extschema@.pg_contention_duration(params.now - a.state_change) END)
 						|| ')'
 				   ELSE ' in ' || o.backends || ' backends ('
 						|| concat_ws(', ', 'application ' || nullif(o.application_name, ''),
@@ -464,7 +465,7 @@ overflow_culprits AS (
 			  END
 		   || coalesce(', savepoints by ' || sp.driver || ' (' || sp.text || ')',
 					   ', savepoints ' || @extschema@.pg_contention_shorten(sp.text)
-					   || ' run ' || pg_catalog.to_char(sp.calls, 'FM999,999,999,990') || ' times')
+					   || ' run ' || pg_catalog.to_char(sp.calls, 'FM999,999,999,990') || ' times', '')
 		   || CASE WHEN o.nested_query_id IS NOT NULL
 				   THEN ', inside a function (nested statement ' || o.nested_query_id || ')'
 				   ELSE '' END AS subject,
@@ -502,7 +503,8 @@ overflow_findings AS (
 		   c.level AS severity,
 		   o.subject,
 		   'In the last ' || params.w_text || ': ' || o.what || '; '
-		   || pg_catalog.to_char(v.calls, 'FM999,999,999,990') || ' executions of '
+		   || pg_catalog.to_char(v.calls, 'FM999,999,999,990') || ' execution'
+		   || CASE WHEN v.calls = 1 THEN '' ELSE 's' END || ' of '
 		   || v.statements || ' statement' || CASE WHEN v.statements = 1 THEN '' ELSE 's' END
 		   || ' ran on suboverflowed snapshots; cost: ' || c.text || '.' AS evidence,
 		   CASE c.level
@@ -530,7 +532,8 @@ overflow_findings AS (
 	SELECT 'subxact_overflow', c.level,
 		   'a transaction on the primary (its overflow reaches this standby''s snapshots)',
 		   'In the last ' || params.w_text || ': '
-		   || pg_catalog.to_char(v.calls, 'FM999,999,999,990') || ' executions of '
+		   || pg_catalog.to_char(v.calls, 'FM999,999,999,990') || ' execution'
+		   || CASE WHEN v.calls = 1 THEN '' ELSE 's' END || ' of '
 		   || v.statements || ' statement' || CASE WHEN v.statements = 1 THEN '' ELSE 's' END
 		   || ' on this standby ran on suboverflowed snapshots; cost: ' || c.text || '.',
 		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
@@ -656,7 +659,7 @@ index_rows AS (
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
 		   CASE WHEN x.dead_per_scan >= params.dead_critical THEN 'critical' ELSE 'warning' END AS severity,
-		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || x.datname)
+		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.text)
 		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
 		   pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' execution'
@@ -757,8 +760,10 @@ oldsnap_findings AS (
 		   'old_snapshot_threshold = ' || pg_catalog.current_setting('old_snapshot_threshold') AS subject,
 		   'In the last ' || coalesce(o.window_seconds_covered, 0) || ' s: '
 		   || CASE WHEN coalesce(o.probes, 0) = 0 THEN 'no probe of its spinlock yet'
-				   ELSE 'its spinlock took ' || o.probe_p99_us || ' us at the 99th percentile (max '
-						|| pg_catalog.round(o.probe_max_us::numeric) || ' us) over ' || o.probes || ' probes, and was held in '
+				   ELSE 'its spinlock took ' || coalesce(pg_catalog.round(o.probe_p99_us::numeric, 1)::text, '?')
+						|| ' us at the 99th percentile (max '
+						|| coalesce(pg_catalog.round(o.probe_max_us::numeric, 1)::text, '?') || ' us) over '
+						|| o.probes || ' probes, and was held in '
 						|| pg_catalog.to_char(coalesce(o.lock_held_pct, 0), 'FM990.0') || '% of reads' END
 		   || coalesce('; ' || pg_catalog.to_char(o.lock_ops_per_sec_estimate, 'FM999,999,990') || ' snapshot and page operations/s', '')
 		   || coalesce('; ' || pg_catalog.to_char(o.avg_active_backends, 'FM990.0') || ' active backends, '

@@ -54,6 +54,22 @@ ok($standby->poll_query_until('postgres',
 	"SELECT count(*) > 0 FROM pg_contention_history WHERE ticks > 0"),
 	'the standby keeps its history');
 
+# The findings: the primary names its backend; the standby, which has no
+# overflowed backend of its own, names the primary's overflow it sees.
+my $bg_pid = $primary->safe_psql('postgres',
+	"SELECT pid FROM pg_contention_subxact WHERE subxact_overflowed");
+like($primary->safe_psql('postgres',
+	"SELECT severity || ' ' || subject FROM pg_contention_findings WHERE problem = 'subxact_overflow'"),
+	qr/^info statement INSERT INTO r VALUES \(65\).* in pid $bg_pid \(/,
+	'primary: the overflow finding names the statement and the backend (info: it costs nothing)');
+like($standby->safe_psql('postgres',
+	"SELECT subject || ' | ' || evidence FROM pg_contention_findings WHERE problem = 'subxact_overflow'"),
+	qr/^a transaction on the primary .*\| In the last 5 min: [1-9][0-9]* executions of [1-9][0-9]* statements? on this standby ran on suboverflowed snapshots/,
+	'standby: the finding names the primary\'s overflow and counts the suboverflowed executions here');
+is($standby->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_findings WHERE problem = 'subtrans_slru_contention'"),
+	'0', 'standby: one query on a suboverflowed snapshot is no pg_subtrans contention');
+
 $bg->query_safe('COMMIT');
 $bg->quit;
 done_testing();

@@ -1,0 +1,312 @@
+# pg_contention_findings: each rule fires on its reproduction and stays
+# silent on its near miss; a healthy pgbench run, idle sessions, short
+# transactions and monitoring queries produce nothing above info.
+# Counts and texts only: no timing is asserted.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('findings');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+max_prepared_transactions = 2
+autovacuum = off
+});
+$node->start;
+my $version = $node->safe_psql('postgres', 'SHOW server_version_num');
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION pg_contention;
+	CREATE ROLE watcher LOGIN;
+	CREATE UNLOGGED TABLE contend (id integer PRIMARY KEY, val integer NOT NULL)
+		WITH (fillfactor = '50');
+	INSERT INTO contend SELECT i, 0 FROM generate_series(1, 10000) AS i;
+	CREATE TABLE side (id integer);
+	CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer, note text);
+	CREATE INDEX orders_customer ON orders (customer);
+	INSERT INTO orders (customer, note) SELECT g % 1000, 'live' FROM generate_series(1, 20000) AS g;
+});
+$node->safe_psql('postgres', 'VACUUM (ANALYZE) contend');
+$node->safe_psql('postgres', 'VACUUM (ANALYZE) orders');
+$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', '-h', $node->host, '-p', $node->port, 'postgres' ],
+	'pgbench tables');
+
+# Findings as "problem severity" lines, most severe first.
+sub findings
+{
+	my ($settings) = @_;
+	$settings //= '';
+	# A finding with a NULL text would be a blank line to the DBA.
+	return $node->safe_psql('postgres',
+		"$settings SELECT coalesce(string_agg(problem || ' ' || severity
+			|| CASE WHEN num_nulls(subject, evidence, advice, details) > 0 THEN ' HAS NULLS' ELSE '' END,
+			E'\\n'), '') FROM pg_contention_findings");
+}
+
+sub finding
+{
+	my ($problem, $column, $settings) = @_;
+	$settings //= '';
+	return $node->safe_psql('postgres',
+		"$settings SELECT $column FROM pg_contention_findings WHERE problem = '$problem'");
+}
+
+sub start_over
+{
+	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+}
+
+# ---- A healthy server: default pgbench, an idle session, an idle
+# transaction without a snapshot, monitoring queries.
+start_over();
+my $idle = $node->background_psql('postgres');
+$idle->query_safe('SELECT 1');
+my $idle_xact = $node->background_psql('postgres');
+$idle_xact->query_safe('BEGIN; SELECT 1');
+$node->pgbench('-n -c 4 -j 2 -T 5', 0, [qr{processed}], [qr{^$}], 'a healthy pgbench run');
+$node->safe_psql('postgres', 'SELECT * FROM pg_stat_activity; SELECT * FROM pg_contention_statements');
+$node->pgbench('-n -c 2 -j 2 -t 200', 0, [qr{processed}], [qr{^$}], 'short transactions',
+	{ 'short' => "SELECT * FROM pg_stat_activity;\nSELECT count(*) FROM pgbench_branches;\n" });
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_findings WHERE severity <> 'info'"),
+	'0', 'healthy server: no finding above info');
+ok($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_index_scans WHERE indexrelname = 'pgbench_accounts_pkey' AND scans > 0") > 0,
+	'healthy server: its index scans were measured (the silence is not blindness)');
+$idle_xact->query_safe('COMMIT');
+$idle_xact->quit;
+$idle->quit;
+
+# ---- Case 1: subtransaction overflow.  The pgbench script of the case.
+sub savepoint_script
+{
+	my ($n) = @_;
+	my $body = "BEGIN;\n";
+	for my $i (1 .. $n)
+	{
+		$body .= "SAVEPOINT a;\n"
+		  . "\\set rnd random(1, 990)\n"
+		  . "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 1 + 100;\n"
+		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
+	}
+	return $body . "COMMIT;\n";
+}
+
+# The clients' SLRU counters reach the statistics when they exit; wait
+# until the sampler has closed a second after that.
+sub history_settled
+{
+	my $end = $node->safe_psql('postgres', 'SELECT now()');
+	$node->poll_query_until('postgres',
+		"SELECT count(*) >= 1 FROM pg_contention_history
+		  WHERE bucket_start > '$end'::timestamptz + interval '1 second'")
+	  or die 'the history did not advance';
+}
+
+# Near misses first: 30 and 60 savepoints never overflow.
+for my $n (30, 60)
+{
+	start_over();
+	$node->pgbench('-n -M prepared -c 4 -j 2 -t 10', 0, [qr{processed: 40/40}], [qr{^$}],
+		"pgbench with $n savepoints per transaction", { "sp_$n" => savepoint_script($n) });
+	history_settled();
+	my $found = findings();
+	unlike($found, qr/subxact_overflow|subtrans_slru_contention/,
+		"$n savepoints: no overflow, no pg_subtrans contention");
+	if ($n == 30)
+	{
+		is($found, '', '30 savepoints: no finding at all');
+	}
+	else
+	{
+		is($found, 'subxact_near_overflow info', '60 savepoints: near overflow, as info');
+		like(finding('subxact_near_overflow', 'evidence'),
+			qr/ executions of \d+ statements .* ended in a transaction with more than 48 subtransaction XIDs cached \(at most 60 of 64\), without overflowing\.$/,
+			'60 savepoints: the evidence says how close it came');
+	}
+}
+
+# The reproduction: 90 savepoints, four clients.
+start_over();
+$node->pgbench('-n -M prepared -c 4 -j 2 -t 15', 0, [qr{processed: 60/60}], [qr{^$}],
+	'pgbench with 90 savepoints per transaction', { 'sp_90' => savepoint_script(90) });
+history_settled();
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_contention_findings
+	  WHERE problem = 'subxact_overflow' AND severity <> 'info'"),
+	'90 savepoints: subxact_overflow, at least a warning (its cost in lookups)');
+like(finding('subxact_overflow', 'subject'),
+	qr/^statement UPDATE contend SET val = val \+ 1 .* in 4 backends \(application [^,]+, user \w+\), savepoints SAVEPOINT a run /,
+	'the subject names the statement that took the 65th XID, the backends and the savepoint pattern');
+like(finding('subxact_overflow', 'evidence'),
+	qr/^In the last 5 min: 60 overflow events; [0-9,]+ executions of \d+ statements ran on suboverflowed snapshots; cost: [0-9,]+ pg_subtrans lookups \([0-9,]+\/s over \d+ s\)/,
+	'the evidence counts the events, the suboverflowed executions and the lookups');
+is(finding('subxact_overflow', "jsonb_array_length(details -> 'pids') || ' ' || (details ->> 'overflow_events')"),
+	'4 60', 'details: the four backends and the 60 events');
+ok($node->safe_psql('postgres',
+	"SELECT (details ->> 'query_id')::bigint = (SELECT DISTINCT query_id FROM pg_contention_overflow_events)
+	   FROM pg_contention_findings WHERE problem = 'subxact_overflow'") eq 't',
+	'details: the query id is the events\'');
+like(finding('subtrans_slru_contention', 'severity || \' \' || subject'),
+	qr/^(warning|critical) pg_subtrans, driven by statement UPDATE contend/,
+	'subtrans_slru_contention, linked to the overflowing statement');
+unlike(findings(), qr/subxact_near_overflow/, 'no near-overflow noise where the same transactions overflowed');
+my $raised = finding('subxact_overflow', 'severity',
+	'SET pg_contention.subtrans_lookups_warning = 2147483647; SET pg_contention.subtrans_wait_warning = 100; SET pg_contention.subtrans_wait_critical = 100;');
+is($raised, 'info', 'with the thresholds out of reach, the same overflow is info: severity comes from the cost');
+
+# Near miss: a backend overflowed and holding, readers only, nobody
+# committing: exposure without cost.
+start_over();
+my $holder = $node->background_psql('postgres');
+$holder->query_safe("SET application_name = 'loader'; BEGIN;\n"
+	  . join('', map { "SAVEPOINT s$_; INSERT INTO side VALUES ($_);\n" } 1 .. 70));
+my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
+$holder_pid =~ s/\s+//g;
+$node->pgbench('-n -c 2 -j 2 -t 200', 0, [qr{processed}], [qr{^$}], 'readers while a backend is overflowed',
+	{ 'readers' => "SELECT count(*) FROM contend WHERE id < 500;\n" });
+history_settled();
+is(findings(), 'subxact_overflow info', 'readers only: the overflow is info, no pg_subtrans contention');
+like(finding('subxact_overflow', 'subject'),
+	qr/^statement INSERT INTO side VALUES \(65\).* in pid $holder_pid \(application loader, user \w+, idle in transaction for /,
+	'the subject names the backend, its application and state');
+like(finding('subxact_overflow', 'evidence'), qr/ executions of .* ran on suboverflowed snapshots; cost: /,
+	'the evidence counts who ran on suboverflowed snapshots');
+$holder->query_safe('ROLLBACK');
+$holder->quit;
+
+# ---- Case 2: dead index entries behind a held transaction.
+start_over();
+my $blocker = $node->background_psql('postgres');
+$blocker->query_safe("SET application_name = 'billing'; BEGIN; SELECT txid_current()");
+my $blocker_pid = $blocker->query_safe('SELECT pg_backend_pid()');
+$blocker_pid =~ s/\s+//g;
+$node->safe_psql('postgres',
+	"INSERT INTO orders (customer, note) SELECT 42, 'gone' FROM generate_series(1, 20000)");
+$node->safe_psql('postgres', "DELETE FROM orders WHERE note = 'gone'");
+# Near miss: a table with ten dead versions of the key looked up.
+$node->safe_psql('postgres', q{
+	CREATE TABLE notes (id bigserial PRIMARY KEY, customer integer, note text);
+	CREATE INDEX notes_customer ON notes (customer);
+	INSERT INTO notes (customer, note) SELECT g % 1000, 'live' FROM generate_series(1, 20000) AS g;
+	ANALYZE notes;
+	INSERT INTO notes (customer, note) SELECT 7, 'gone' FROM generate_series(1, 10);
+	DELETE FROM notes WHERE note = 'gone';
+});
+$node->safe_psql('postgres', 'SELECT * FROM orders WHERE customer = 42') for 1 .. 3;
+$node->safe_psql('postgres', 'SELECT * FROM notes WHERE customer = 7') for 1 .. 3;
+ok($node->safe_psql('postgres',
+	"SELECT dead_visits FROM pg_contention_index_scans WHERE indexrelname = 'notes_customer'") >= 30,
+	'the near miss\'s dead entries were measured');
+
+# Held for a few seconds only: the default minimum age (1 min) is not
+# reached, and the index finding says vacuum has not run.
+is(finding('xmin_horizon_held', 'count(*)'), '0', 'a horizon held for seconds is no finding');
+is(finding('dead_tuple_index_scan', 'count(*)'), '1', 'one index finding: the key with 20,000 dead versions');
+like(finding('dead_tuple_index_scan', 'subject'),
+	qr/^index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = 42 \(query id -?\d+\)$/,
+	'the subject names the index and the statement');
+like(finding('dead_tuple_index_scan', 'evidence'),
+	qr/^3 executions from .* visited 20,000 dead index entries each \(\d+\.\d% of the entries read\) and used [0-9,]+ buffers per execution; /,
+	'the evidence: dead entries and buffers per execution');
+
+# With a shorter minimum age the holder is named, and linked.
+my $short = "SET pg_contention.horizon_min_age = '1s';";
+sleep(1) until $node->safe_psql('postgres',
+	"SELECT now() - xact_start > interval '1 second' FROM pg_stat_activity WHERE pid = $blocker_pid") eq 't';
+like(finding('xmin_horizon_held', 'severity || \' \' || subject', $short),
+	qr/^warning pid $blocker_pid \(application billing, user \w+, database postgres, idle in transaction for \d+ s\)/,
+	'xmin_horizon_held names the idle transaction');
+like(finding('xmin_horizon_held', 'evidence', $short),
+	qr/ dead tuples; it keeps the dead index entries of 1 dead_tuple_index_scan finding\(s\)\.$/,
+	'it says what the holder keeps');
+like(finding('xmin_horizon_held', 'advice', $short), qr/pg_terminate_backend\($blocker_pid\)/,
+	'advice for an idle transaction');
+like(finding('dead_tuple_index_scan', 'evidence', $short),
+	qr/vacuum cannot remove them while pid $blocker_pid \(application billing\) holds the xmin horizon/,
+	'the index finding names the holder as the reason');
+is(finding('dead_tuple_index_scan', "details -> 'holder' ->> 'pid'", $short), $blocker_pid,
+	'details: the linked holder');
+$blocker->query_safe('COMMIT');
+$blocker->quit;
+like(finding('dead_tuple_index_scan', 'evidence', $short),
+	qr/nothing holds the xmin horizon back: vacuum has not removed them yet \(public\.orders: [0-9,]+ dead tuples, last vacuumed /,
+	'holder gone: the index finding says vacuum has not run since');
+
+# A prepared transaction is a holder of its own kind.
+$node->safe_psql('postgres', "BEGIN; INSERT INTO side VALUES (1); PREPARE TRANSACTION 'tx42'");
+sleep(1) until $node->safe_psql('postgres',
+	"SELECT now() - prepared > interval '1 second' FROM pg_prepared_xacts") eq 't';
+is(finding('xmin_horizon_held', 'subject', $short), "prepared transaction 'tx42' (database postgres, owner "
+	. $node->safe_psql('postgres', 'SELECT current_user') . ')',
+	'a prepared transaction is named by its gid');
+like(finding('xmin_horizon_held', 'advice', $short), qr/COMMIT PREPARED 'tx42' or ROLLBACK PREPARED 'tx42'/,
+	'advice for a prepared transaction');
+$node->safe_psql('postgres', "ROLLBACK PREPARED 'tx42'");
+
+# After VACUUM the same statement visits no dead entries: the finding
+# judges the recent period, which still holds the earlier executions, so
+# start a new window to see the lookups alone.
+$node->safe_psql('postgres', 'VACUUM orders');
+start_over();
+$node->safe_psql('postgres', 'SELECT * FROM orders WHERE customer = 42') for 1 .. 3;
+is(finding('dead_tuple_index_scan', 'count(*)'), '0', 'after VACUUM: no index finding');
+
+# ---- Case 3: old_snapshot_threshold (PostgreSQL 13 to 16).
+if ($version >= 170000)
+{
+	is(findings(), '', '17 and later: no old_snapshot_threshold finding (the setting is gone)');
+}
+else
+{
+	is(finding('old_snapshot_threshold_spinlock', 'count(*)'), '0', 'the setting off: no finding');
+	$node->append_conf('postgresql.conf', "old_snapshot_threshold = '1min'");
+	$node->restart;
+	ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_contention_findings
+		  WHERE problem = 'old_snapshot_threshold_spinlock' AND severity = 'info'"),
+		'the setting on, a quiet server: info, as a configuration risk');
+	is(finding('old_snapshot_threshold_spinlock', 'subject'), 'old_snapshot_threshold = 1min',
+		'the subject is the setting');
+	like(finding('old_snapshot_threshold_spinlock', 'advice'), qr/^Set old_snapshot_threshold = -1 and restart/,
+		'the advice');
+	# Synthetic contention: three backends spinning on its spinlock; with the
+	# occupancy threshold at its minimum, any lock word seen held is a
+	# warning (which spin the sampler catches is statistical: see t/008 for
+	# the figures).
+	$node->safe_psql('postgres', 'CREATE EXTENSION pgc_spin_test');
+	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+	$node->pgbench('-n -c 3 -j 3 -t 1', 0, [qr{processed}], [qr{^$}], 'spinning backends',
+		{ 'spin' => "SELECT pgc_spin_test(3);\n" });
+	history_settled();
+	my $held = $node->safe_psql('postgres', 'SELECT total_lock_held_pct > 0 FROM pg_contention_old_snapshot');
+	SKIP:
+	{
+		skip 'the sampler saw no lock word held this time (t/008 measures it)', 1 if $held ne 't';
+		like(finding('old_snapshot_threshold_spinlock', 'severity',
+				'SET pg_contention.old_snapshot_held_warning = 0.0001;'),
+			qr/^(warning|critical)$/, 'under measured pressure past the threshold: a warning or worse');
+	}
+}
+
+# ---- Privileges: another role sees the findings, not the statements' texts.
+start_over();
+my $other = $node->background_psql('postgres');
+$other->query_safe("BEGIN;\n" . join('', map { "SAVEPOINT s$_; INSERT INTO side VALUES ($_);\n" } 1 .. 70));
+like($node->safe_psql('postgres', "SET ROLE watcher; SELECT subject FROM pg_contention_findings WHERE problem = 'subxact_overflow'"),
+	qr/^statement <insufficient privilege> in pid \d+ /,
+	'another role sees the finding with the text masked');
+$other->query_safe('ROLLBACK');
+$other->quit;
+
+# ---- The report and bad input.
+like($node->safe_psql('postgres', 'SELECT pg_contention_report()'),
+	qr/^pg_contention report at .*\n== Findings \(\d+\)\n.*== Top statements by buffers used.*== Top indexes by dead entries visited.*== Holders of the xmin horizon.*== The last 60 seconds/s,
+	'the report has its sections');
+my ($ret, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_contention_findings('-1 minute')",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/22023: window must be at least one second/, 'a bad window is refused with SQLSTATE 22023');
+
+done_testing();
