@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The demonstration: build and install pg_contention, start a throwaway
-# PostgreSQL cluster with it preloaded, reproduce the problem and show what
-# pg_contention says about it.
+# PostgreSQL cluster with it preloaded, reproduce the README's three
+# incidents one after another and print pg_contention's findings after
+# each (with the rows behind them), then run a healthy pgbench workload
+# that produces none.  About two and a half minutes on two cores.
 #
 #   tools/demo.sh
 #
@@ -83,85 +85,179 @@ echo "cluster in $work/data, socket in $work"
 psql_cmd=("${as_user[@]}" "$bindir/psql" -X -q -h "$work" -p 5432 -U postgres -d postgres -v ON_ERROR_STOP=1)
 sql() { "${psql_cmd[@]}" "$@"; }
 
-sql -c "CREATE EXTENSION pg_contention" \
-	-c "CREATE TABLE demo_rows (id integer)"
-
-# A session holds N savepoints that each write a row, then waits.
-hold_savepoints() {
-	local app=$1 n=$2 i
-	{
-		echo "SET application_name = '$app';"
-		echo "BEGIN;"
-		for ((i = 1; i <= n; i++)); do
-			echo "SAVEPOINT s$i; INSERT INTO demo_rows VALUES ($i);"
-		done
-		echo "SELECT pg_sleep(600);"
-	} | "${psql_cmd[@]}" >/dev/null 2>&1 &
-	pids+=($!)
+pgbench_cmd=("${as_user[@]}" "$bindir/pgbench" -h "$work" -p 5432 -U postgres)
+restart() {
+	"${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w -m fast restart >/dev/null ||
+		{ cat "$work/server.log" >&2; die "the server did not restart"; }
 }
 
-say "3. Two sessions open transactions: one with 70 savepoints that each write, one with 10"
-hold_savepoints batch_loader_70 70
-hold_savepoints careful_app_10 10
-for _ in $(seq 1 100); do
-	n=$(sql -At -c "SELECT count(*) FROM pg_contention_subxact WHERE application_name IN ('batch_loader_70', 'careful_app_10') AND state = 'active'")
-	[ "$n" -eq 2 ] && break
-	sleep 0.1
-done
-[ "$n" -eq 2 ] || die "the demo sessions did not start"
+# The findings as a DBA reads them, one block each; then what backs them.
+findings() {
+	sql -c '\x on' -c "SELECT severity, problem, subject, evidence, advice, since
+	                     FROM pg_contention_findings $*" | sed 's/^-\[ RECORD \([0-9]*\) \]-*.*$/-[ finding \1 ]/'
+}
+# The findings' windows start afresh before each case.
+start_case() { sql -c "SELECT pg_contention_reset()" >/dev/null; }
+# pg_stat_slru reaches the history once the clients have exited and the
+# sampler has closed the next second.
+settle() { sleep 2.2; }
+tps() { sed -n 's/^tps = \([0-9]*\)\..*(without initial connection time)$/\1/p'; }
 
-say "4. SELECT ... FROM pg_contention_subxact"
-sql -c "SELECT pid, application_name, state, top_xid, subxact_count, subxact_overflowed,
-	           left(query, 40) AS query
-	      FROM pg_contention_subxact
-	     WHERE pid <> pg_backend_pid()
-	     ORDER BY subxact_overflowed DESC, subxact_count DESC"
+sql -c "CREATE EXTENSION pg_contention" \
+	-c "CREATE UNLOGGED TABLE contend (id integer PRIMARY KEY, val integer NOT NULL) WITH (fillfactor = 50)" \
+	-c "INSERT INTO contend SELECT i, 0 FROM generate_series(1, 10000) AS i" \
+	-c "VACUUM ANALYZE contend" \
+	-c "CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer NOT NULL, note text)" \
+	-c "CREATE INDEX orders_customer ON orders (customer)" \
+	-c "INSERT INTO orders (customer, note) SELECT g % 10000, 'open' FROM generate_series(1, 200000) AS g" \
+	-c "VACUUM ANALYZE orders"
+"${pgbench_cmd[@]}" -i -s 5 -q postgres >"$work/pgbench-init.log" 2>&1 ||
+	{ cat "$work/pgbench-init.log" >&2; die "pgbench -i failed"; }
 
-cat <<'TXT'
-batch_loader_70 has written in 70 subtransactions: its PGPROC caches only 64
-subtransaction XIDs, so the cache has overflowed (subxact_overflowed = true).
-While that lasts, every snapshot any session takes is "suboverflowed" and
-visibility checks must look XIDs up in pg_subtrans (LWLock:SubtransSLRU).
-careful_app_10 stays below the limit and costs nothing.  Advice: keep
-transactions under 64 subtransactions, avoid EXCEPTION blocks in per-row
-functions, commit batch loads in smaller pieces.
-TXT
+# Case 1's pgbench script: N rounds of SAVEPOINT, SELECT, UPDATE.
+savepoint_script() {
+	local n=$1 i
+	echo "BEGIN;"
+	for ((i = 1; i <= n; i++)); do
+		echo "SAVEPOINT a;"
+		echo '\set rnd random(1, 990)'
+		echo "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 101;"
+		echo "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);"
+	done
+	echo "COMMIT;"
+}
+savepoint_script 30 >"$work/savepoints30.sql"
+savepoint_script 90 >"$work/savepoints90.sql"
+[ ${#as_user[@]} -eq 0 ] || chown postgres: "$work"/*.sql
 
-say "5. Another session queries while batch_loader_70 is overflowed"
-sql -c "SET application_name = 'report'" \
-	-c "INSERT INTO demo_rows VALUES (0)" \
-	-c "SELECT count(*) AS report_rows FROM demo_rows" \
-	-c "INSERT INTO demo_rows VALUES (0)" \
-	-c "SELECT count(*) AS report_rows FROM demo_rows" >/dev/null
-echo "(each INSERT commits, so the next SELECT takes a new snapshot)"
+say "3. Case 1: four clients, 30 savepoints per transaction, 15 seconds"
+start_case
+tps30=$("${pgbench_cmd[@]}" -n -M prepared -c 4 -j 2 -T 15 -f "$work/savepoints30.sql" postgres 2>&1 | tps)
+settle
+lookups30=$(sql -At -c "SELECT coalesce(sum(subtrans_lookups), 0) FROM pg_contention_history")
+echo "throughput: $tps30 transactions/s ($((tps30 * 60)) SELECT and UPDATE statements/s); pg_subtrans lookups: $lookups30"
+findings
+echo "(no finding: 30 subtransactions fit in each backend's cache of 64)"
 
-say "6. SELECT ... FROM pg_contention_overflow_events: who overflowed, with which statement"
-sql -c "SELECT pid, application_name, nesting_depth, query_id, query
-	      FROM pg_contention_overflow_events"
-
-say "7. SELECT ... FROM pg_contention_statements: who paid for it"
-sql -c "SELECT query_id, left(query, 46) AS first_text, calls, suboverflowed_calls,
-	            max_subxacts, overflow_events
+say "4. Case 1: the same clients, 90 savepoints per transaction, 15 seconds"
+start_case
+tps90=$("${pgbench_cmd[@]}" -n -M prepared -c 4 -j 2 -T 15 -f "$work/savepoints90.sql" postgres 2>&1 | tps)
+settle
+lookups90=$(sql -At -c "SELECT coalesce(sum(subtrans_lookups), 0) FROM pg_contention_history")
+echo "throughput: $tps90 transactions/s ($((tps90 * 180)) SELECT and UPDATE statements/s); pg_subtrans lookups: $lookups90"
+echo "(30 savepoints: $((tps30 * 60)) statements/s and $lookups30 lookups)"
+findings
+echo
+echo "What backs them: the overflow events, who ran on suboverflowed snapshots, the cost per second"
+sql -c "SELECT count(*) AS overflow_events_kept, count(DISTINCT pid) AS backends, min(nesting_depth) AS nesting_depth,
+	           min(left(query, 40)) AS statement
+	      FROM pg_contention_overflow_events" \
+	-c "SELECT left(query, 40) AS statement, calls, suboverflowed_calls, max_subxacts, overflow_events
 	      FROM pg_contention_statements
 	     WHERE suboverflowed_calls > 0 OR overflow_events > 0
-	     ORDER BY overflow_events DESC, suboverflowed_calls DESC"
+	     ORDER BY suboverflowed_calls DESC" \
+	-c "SELECT count(*) AS seconds, max(max_overflowed_backends) AS overflowed_backends,
+	           sum(subtrans_lookups) AS subtrans_lookups,
+	           sum(subtrans_slru_samples + subtrans_buffer_samples) AS subtrans_wait_samples,
+	           round(avg(avg_active_backends)::numeric, 2) AS avg_active_backends
+	      FROM pg_contention_history WHERE max_overflowed_backends > 0 OR subtrans_lookups > 0"
 
-cat <<'TXT'
-The event names the INSERT that took batch_loader_70's 65th subtransaction
-XID, at nesting depth 65, with the text of that very execution (VALUES (65)).
-The statements view has one row per statement (query_id), labelled with the
-text of its first execution (VALUES (1) here: the same statement, as the
-query_id shows), counting all its executions.  The report's SELECT ran on
-suboverflowed snapshots: the overflowed transaction was open and later
-transactions (the report's INSERTs) had committed, so each of its
-visibility checks of a recent XID could need a pg_subtrans lookup.
+say "5. Case 2: 100,000 dead versions of one customer's orders behind an open transaction"
+start_case
+# The billing session reads its commands from a pipe the demo keeps open:
+# it stays idle in transaction, as an application that forgot to commit.
+mkfifo "$work/billing.fifo"
+[ ${#as_user[@]} -eq 0 ] || chown postgres: "$work/billing.fifo"
+"${psql_cmd[@]}" -f "$work/billing.fifo" >/dev/null 2>&1 &
+pids+=($!)
+exec 3>"$work/billing.fifo"
+echo "SET application_name = 'billing'; BEGIN; SELECT txid_current();" >&3
+for _ in $(seq 1 100); do
+	n=$(sql -At -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'billing' AND backend_xid IS NOT NULL")
+	[ "$n" -eq 1 ] && break
+	sleep 0.1
+done
+[ "$n" -eq 1 ] || die "the billing session did not start"
+sql -c "INSERT INTO orders (customer, note) SELECT 42, 'cancelled' FROM generate_series(1, 100000)" \
+	-c "DELETE FROM orders WHERE note = 'cancelled'"
+echo "SELECT * FROM orders WHERE customer = 42;" >"$work/lookup.sql"
+[ ${#as_user[@]} -eq 0 ] || chown postgres: "$work/lookup.sql"
+"${pgbench_cmd[@]}" -n -c 2 -j 2 -T 5 -f "$work/lookup.sql" postgres >/dev/null 2>&1
+echo "two clients looked up customer 42's orders for 5 seconds (the plan the server picks: $(sql -At -c "EXPLAIN (COSTS OFF) SELECT * FROM orders WHERE customer = 42" | head -1))"
+echo "the demo lowers pg_contention.horizon_min_age from 1 min to 5 s, so as not to wait a minute"
+sql -c "SET pg_contention.horizon_min_age = '5s'" -c '\x on' \
+	-c "SELECT severity, problem, subject, evidence, advice, since FROM pg_contention_findings" |
+	sed 's/^-\[ RECORD \([0-9]*\) \]-*.*$/-[ finding \1 ]/'
+echo
+echo "What backs them: the index scans and the holder of the horizon"
+sql -c "SELECT indexrelname, left(query, 40) AS statement, scans, entries_read, dead_visits,
+	           round(dead_ratio::numeric, 4) AS dead_ratio
+	      FROM pg_contention_index_scans WHERE dead_visits > 0 ORDER BY dead_visits DESC LIMIT 3" \
+	-c "SELECT left(query, 40) AS statement, calls, rows, round(blks_per_row::numeric, 1) AS blks_per_row
+	      FROM pg_contention_statements WHERE query LIKE 'SELECT * FROM orders%'" \
+	-c "SET pg_contention.horizon_min_age = '5s'" \
+	-c "SELECT kind, holder, application_name, state, xmin_age, held_for, blocks_cleanup
+	      FROM pg_contention_horizon"
+exec 3>&-	# the billing session reads the end of its input and exits
+while [ "$(sql -At -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'billing'")" -ne 0 ]; do
+	sleep 0.1
+done
+sql -c "VACUUM orders"
+start_case
+"${pgbench_cmd[@]}" -n -c 2 -j 2 -T 2 -f "$work/lookup.sql" postgres >/dev/null 2>&1
+echo "after ending the billing session and VACUUM orders, the same lookup:"
+sql -c "SELECT left(query, 40) AS statement, calls, rows, round(blks_per_row::numeric, 1) AS blks_per_row
+	      FROM pg_contention_statements WHERE query LIKE 'SELECT * FROM orders%'" \
+	-c "SELECT count(*) AS findings FROM pg_contention_findings"
+
+version_num=$(sql -At -c "SHOW server_version_num")
+if [ "$version_num" -lt 170000 ]; then
+	say "6. Case 3: old_snapshot_threshold = 1min (a restart), four read-only clients for 10 seconds"
+	echo "old_snapshot_threshold = '1min'" >>"$work/data/postgresql.conf"
+	restart
+	start_case
+	tps_on=$("${pgbench_cmd[@]}" -n -S -c 4 -j 2 -T 10 postgres 2>&1 | tps)
+	settle
+	echo "throughput: $tps_on transactions/s"
+	findings
+	echo
+	echo "What backs it: the spinlock probes over the last 60 seconds"
+	sql -c "SELECT probes, probe_p50_us, probe_p99_us, probe_max_us, lock_held_pct,
+	               round(lock_ops_per_sec_estimate) AS ops_per_sec, round(cpu_share_of_active::numeric, 2) AS cpu_share
+	          FROM pg_contention_old_snapshot"
+	cat <<'TXT'
+On two cores the spinlock is not contended: the finding is "info", a
+configuration risk, with the measured pressure in its evidence; on the
+field's 64-core server the same setting spent 61% of the CPU spinning,
+which the probes and the lock-word occupancy measure, and the finding
+turns into a warning or critical (thresholds: pg_contention.old_snapshot_*).
 TXT
+	sed -i "/^old_snapshot_threshold = '1min'$/d" "$work/data/postgresql.conf"
+	restart
+else
+	say "6. Case 3: old_snapshot_threshold does not exist in PostgreSQL $major (removed in 17): nothing to show"
+fi
 
-say "8. Ending the sessions and stopping the cluster"
-sql -c "SELECT count(pg_terminate_backend(pid)) AS sessions_ended FROM pg_contention_subxact WHERE application_name IN ('batch_loader_70', 'careful_app_10')" >/dev/null
+say "7. A healthy server: pgbench's default TPC-B, eight clients for 15 seconds, an idle session beside"
+start_case
+{
+	echo "SET application_name = 'idle_session';"
+	echo "SELECT pg_sleep(600);"
+} | "${psql_cmd[@]}" >/dev/null 2>&1 &
+pids+=($!)
+tps_ok=$("${pgbench_cmd[@]}" -n -c 8 -j 2 -T 15 postgres 2>&1 | tps)
+settle
+echo "throughput: $tps_ok transactions/s"
+sql -c "SELECT count(*) AS findings FROM pg_contention_findings" \
+	-c "SELECT sum(calls) AS statements_measured, sum(rows) AS rows FROM pg_contention_statements"
+
+say "8. The report for a ticket: SELECT pg_contention_report() (its first lines)"
+sql -At -c "SELECT pg_contention_report()" | head -12
+
+say "9. Ending the sessions and stopping the cluster"
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+sql -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'idle_session'" >/dev/null
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 pids=()
-n=$(sql -At -c "SELECT count(*) FROM pg_contention_subxact WHERE pid <> pg_backend_pid()")
-echo "backends with a transaction open now: $n"
 "${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null
 echo "done: the cluster is stopped and $work is removed"
