@@ -20,13 +20,18 @@
 #    and stats_fetch_consistency = none (the worker's statistics reads
 #    allocate every second): RssAnon and memory_bytes at the start and the
 #    end, under a pgbench -S load.
+# 6. The findings' cost: pg_contention_findings and pg_contention_report()
+#    with empty stores and with every store full at its default size (the
+#    server runs 15 minutes to fill its history).
 #
+#   PGC_BENCH_ONLY=findings tools/bench.sh    only part 6
 #   PGC_BENCH_QUICK=1 tools/bench.sh    only part 1, the instruction counts
 #   PGC_BENCH_CONFIGS="none pg_contention" ...   fewer configurations
 #
 # As root it installs what it needs (valgrind, postgresql-15-pg-wait-sampling)
 # and runs the servers as "postgres"; everything lives in a temporary
-# directory, removed at the end.  About 12 minutes on 2 cores.
+# directory, removed at the end.  About 30 minutes on 2 cores (part 6
+# waits 15 of them).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -99,6 +104,69 @@ pgbench_ -i -s 10 -q >/dev/null 2>&1
 psql_ -c "CREATE EXTENSION pg_contention" -c "VACUUM ANALYZE" -c "CHECKPOINT"
 stop_server
 cp -a "$work/data" "$work/data.pristine"
+
+# ---- 6. the findings' cost with every store full ----
+# 5,000 statements (the statement store's default size), each with an
+# index scan and figures in the current period; 1,000 overflow events (the
+# ring's size); 900 seconds of history (its size: the server runs for 15
+# minutes first).  Then the median of 30 executions of the findings view
+# and of the report, in ms as psql's \timing reports them.
+findings_cost() {
+	local t k cols
+	start_server pg_contention
+	psql_ -c "DO \$\$ BEGIN FOR t IN 1..50 LOOP
+		EXECUTE format('CREATE TABLE fill_%s (id int PRIMARY KEY, %s)', t,
+			(SELECT string_agg('c' || c || ' int', ', ') FROM generate_series(1, 100) AS c));
+		EXECUTE format('INSERT INTO fill_%s (id) VALUES (1)', t);
+		END LOOP; END \$\$" >/dev/null
+	{
+		echo "SET enable_seqscan = off;"
+		for ((t = 1; t <= 50; t++)); do
+			cols=c1
+			for ((k = 1; k <= 100; k++)); do
+				[ "$k" -gt 1 ] && cols="$cols, c$k"
+				echo "SELECT $cols FROM fill_$t WHERE id = 1;"
+			done
+		done
+	} >"$work/fill.sql"
+	{
+		echo "BEGIN;"
+		for ((k = 1; k <= 70; k++)); do echo "SAVEPOINT s; INSERT INTO fill_1 (id) VALUES (1000 + :client_id * 100000 + $k) ON CONFLICT DO NOTHING;"; done
+		echo "ROLLBACK;"
+	} >"$work/overflow.sql"
+	chmod 644 "$work"/*.sql
+	timed_findings() {	# label
+		{
+			echo '\timing on'
+			for ((k = 1; k <= 30; k++)); do echo "SELECT count(*) FROM pg_contention_findings;"; done
+			for ((k = 1; k <= 30; k++)); do echo "SELECT length(pg_contention_report());"; done
+		} >"$work/timed.sql"
+		chmod 644 "$work/timed.sql"
+		psql_ -f "$work/timed.sql" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' >"$work/timed.out"
+		findings_ms[$1]=$(head -30 "$work/timed.out" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+		report_ms[$1]=$(tail -30 "$work/timed.out" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+	}
+	declare -gA findings_ms report_ms
+	timed_findings empty
+	log "findings cost: waiting for 900 seconds of history"
+	while [ "$(psql_ -c "SELECT count(*) FROM pg_contention_history")" -lt 900 ]; do sleep 10; done
+	psql_ -f "$work/fill.sql" >/dev/null
+	pgbench_ -n -c 2 -j 2 -t 500 -f "$work/overflow.sql" >/dev/null 2>&1
+	psql_ -f "$work/fill.sql" >/dev/null
+	findings_fill=$(psql_ -c "SELECT statements || '/' || statements_max || ' statements, '
+		|| (SELECT count(*) FROM pg_contention_recent(300) WHERE indexrelid IS NOT NULL) || ' index rows in the window, '
+		|| events_written || ' events written (ring of ' || events_max || '), '
+		|| (SELECT count(*) FROM pg_contention_history) || ' s of history'
+		FROM pg_contention_info")
+	timed_findings full
+	stop_server
+}
+if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
+	findings_cost
+	echo "| pg_contention_findings, median of 30, ms: empty stores / full ($findings_fill) | ${findings_ms[empty]} / ${findings_ms[full]} |"
+	echo "| pg_contention_report(), median of 30, ms: empty / full | ${report_ms[empty]} / ${report_ms[full]} |"
+	exit 0
+fi
 
 # ---- 1. instructions per statement ----
 python3 - "$work" <<'PY'
@@ -288,6 +356,7 @@ shmem_total() {
 shm_none=$(shmem_total none)
 shm_pgc=$(shmem_total pg_contention)
 shm_mb=$(awk -v a="$shm_none" -v b="$shm_pgc" 'BEGIN { printf "%.2f", (b - a) / 1048576 }')
+findings_cost
 
 # ---- the table ----
 out=$work/results.md
@@ -310,6 +379,8 @@ out=$work/results.md
 	echo "| pgbench -S tps, median (min-max) of $rounds, noisy | $(median_range "${tps[select.none]}") | $(median_range "${tps[select.pg_contention]}") | $(median_range "${tps[select.pg_stat_statements]}") | $(median_range "${tps[select.pg_wait_sampling]}") |"
 	echo "| pgbench TPC-B tps, median (min-max) of $rounds, noisy | $(median_range "${tps[tpcb.none]}") | $(median_range "${tps[tpcb.pg_contention]}") | $(median_range "${tps[tpcb.pg_stat_statements]}") | $(median_range "${tps[tpcb.pg_wait_sampling]}") |"
 	echo "| shared memory added at default settings | | $shm_mb MB | | |"
+	echo "| pg_contention_findings, median of 30: empty stores / full ($findings_fill), ms | | ${findings_ms[empty]} / ${findings_ms[full]} | | |"
+	echo "| pg_contention_report(), median of 30: empty / full, ms | | ${report_ms[empty]} / ${report_ms[full]} | | |"
 	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"
 } >"$out"
 cat "$out"
