@@ -408,7 +408,14 @@ victims AS (
 		   count(*) FILTER (WHERE r.suboverflowed_calls > 0) AS statements,
 		   min(r.period_start) FILTER (WHERE r.suboverflowed_calls > 0) AS first_seen,
 		   coalesce(jsonb_agg(r.query_id ORDER BY r.suboverflowed_calls DESC)
-						FILTER (WHERE r.suboverflowed_calls > 0 AND r.query_id IS NOT NULL), '[]') AS query_ids
+						FILTER (WHERE r.suboverflowed_calls > 0 AND r.query_id IS NOT NULL), '[]') AS query_ids,
+		   CASE WHEN coalesce(sum(r.suboverflowed_calls), 0) = 0
+				THEN 'no execution ran on a suboverflowed snapshot'
+				ELSE pg_catalog.to_char(sum(r.suboverflowed_calls), 'FM999,999,999,990') || ' execution'
+					 || CASE WHEN sum(r.suboverflowed_calls) = 1 THEN '' ELSE 's' END || ' of '
+					 || count(*) FILTER (WHERE r.suboverflowed_calls > 0) || ' statement'
+					 || CASE WHEN count(*) FILTER (WHERE r.suboverflowed_calls > 0) = 1 THEN '' ELSE 's' END
+					 || ' ran on suboverflowed snapshots' END AS text
 	  FROM recent AS r
 	 WHERE r.indexrelid IS NULL
 ),
@@ -471,7 +478,8 @@ overflow_culprits AS (
 				   ELSE '' END AS subject,
 		   -- The statement store counts every event; the ring keeps the last.
 		   pg_catalog.to_char(greatest(o.events, coalesce(rs.overflow_events, 0)), 'FM999,999,999,990')
-		   || ' overflow events' AS what
+		   || ' overflow event'
+		   || CASE WHEN greatest(o.events, coalesce(rs.overflow_events, 0)) = 1 THEN '' ELSE 's' END AS what
 	  FROM overflow_statements AS o
 	  CROSS JOIN params
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = o.usesysid
@@ -502,11 +510,8 @@ overflow_findings AS (
 	SELECT 'subxact_overflow'::text AS problem,
 		   c.level AS severity,
 		   o.subject,
-		   'In the last ' || params.w_text || ': ' || o.what || '; '
-		   || pg_catalog.to_char(v.calls, 'FM999,999,999,990') || ' execution'
-		   || CASE WHEN v.calls = 1 THEN '' ELSE 's' END || ' of '
-		   || v.statements || ' statement' || CASE WHEN v.statements = 1 THEN '' ELSE 's' END
-		   || ' ran on suboverflowed snapshots; cost: ' || c.text || '.' AS evidence,
+		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
+		   || '; cost: ' || c.text || '.' AS evidence,
 		   CASE c.level
 				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
 				ELSE 'K' END
@@ -531,11 +536,8 @@ overflow_findings AS (
 	-- overflow reaches it through the snapshots built from its WAL.
 	SELECT 'subxact_overflow', c.level,
 		   'a transaction on the primary (its overflow reaches this standby''s snapshots)',
-		   'In the last ' || params.w_text || ': '
-		   || pg_catalog.to_char(v.calls, 'FM999,999,999,990') || ' execution'
-		   || CASE WHEN v.calls = 1 THEN '' ELSE 's' END || ' of '
-		   || v.statements || ' statement' || CASE WHEN v.statements = 1 THEN '' ELSE 's' END
-		   || ' on this standby ran on suboverflowed snapshots; cost: ' || c.text || '.',
+		   'In the last ' || params.w_text || ' on this standby: ' || v.text
+		   || '; cost: ' || c.text || '.',
 		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
 		   jsonb_build_object('suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
 							  'subtrans_lookups', c.lookups, 'subtrans_wait_samples', c.wait_samples,
@@ -588,9 +590,7 @@ slru_findings AS (
 				   THEN 'driven by ' || (SELECT string_agg(o.subject, '; ' ORDER BY o.events DESC)
 										   FROM (SELECT * FROM overflow_culprits ORDER BY events DESC LIMIT 3) AS o)
 				   ELSE 'with no overflowed backend seen in the window' END AS subject,
-		   'In the last ' || params.w_text || ': ' || c.text || '; '
-		   || pg_catalog.to_char(v.calls, 'FM999,999,999,990')
-		   || ' executions ran on suboverflowed snapshots.' AS evidence,
+		   'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
 		   'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
 		   || CASE WHEN params.version_num >= 170000
 				   THEN '; on PostgreSQL 17 and later raise subtransaction_buffers (now '
