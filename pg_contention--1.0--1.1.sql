@@ -313,22 +313,22 @@ WITH params AS MATERIALIZED (
 		   @extschema@.pg_contention_duration(pg_catalog.make_interval(secs => p.w_s)) AS w_text
 	  FROM (SELECT pg_catalog.clock_timestamp() AS now,
 				   pg_catalog.date_part('epoch', coalesce(window_length,
-						pg_catalog.current_setting('pg_contention.findings_window')::interval))::integer AS w_s,
+						pg_catalog.current_setting('pg_contention.findings_window', true)::interval))::integer AS w_s,
 				   pg_catalog.pg_is_in_recovery() AS standby,
 				   pg_catalog.current_setting('server_version_num')::integer AS version_num,
-				   pg_catalog.current_setting('pg_contention.subxact_warn_level')::integer AS warn_level,
-				   pg_catalog.current_setting('pg_contention.subtrans_lookups_warning')::float8 AS lookups_warning,
-				   pg_catalog.current_setting('pg_contention.subtrans_wait_warning')::float8 AS wait_warning,
-				   pg_catalog.current_setting('pg_contention.subtrans_wait_critical')::float8 AS wait_critical,
-				   pg_catalog.current_setting('pg_contention.dead_visits_warning')::float8 AS dead_warning,
-				   pg_catalog.current_setting('pg_contention.dead_visits_critical')::float8 AS dead_critical,
-				   pg_catalog.current_setting('pg_contention.dead_ratio_warning')::float8 AS dead_ratio,
-				   pg_catalog.current_setting('pg_contention.horizon_critical_age')::interval AS horizon_critical_age,
-				   pg_catalog.current_setting('pg_contention.horizon_critical_xid_age')::integer AS horizon_critical_xid_age,
-				   pg_catalog.current_setting('pg_contention.old_snapshot_probe_warning')::float8 AS probe_warning,
-				   pg_catalog.current_setting('pg_contention.old_snapshot_probe_critical')::float8 AS probe_critical,
-				   pg_catalog.current_setting('pg_contention.old_snapshot_held_warning')::float8 AS held_warning,
-				   pg_catalog.current_setting('pg_contention.old_snapshot_held_critical')::float8 AS held_critical) AS p
+				   pg_catalog.current_setting('pg_contention.subxact_warn_level', true)::integer AS warn_level,
+				   pg_catalog.current_setting('pg_contention.subtrans_lookups_warning', true)::float8 AS lookups_warning,
+				   pg_catalog.current_setting('pg_contention.subtrans_wait_warning', true)::float8 AS wait_warning,
+				   pg_catalog.current_setting('pg_contention.subtrans_wait_critical', true)::float8 AS wait_critical,
+				   pg_catalog.current_setting('pg_contention.dead_visits_warning', true)::float8 AS dead_warning,
+				   pg_catalog.current_setting('pg_contention.dead_visits_critical', true)::float8 AS dead_critical,
+				   pg_catalog.current_setting('pg_contention.dead_ratio_warning', true)::float8 AS dead_ratio,
+				   pg_catalog.current_setting('pg_contention.horizon_critical_age', true)::interval AS horizon_critical_age,
+				   pg_catalog.current_setting('pg_contention.horizon_critical_xid_age', true)::integer AS horizon_critical_xid_age,
+				   pg_catalog.current_setting('pg_contention.old_snapshot_probe_warning', true)::float8 AS probe_warning,
+				   pg_catalog.current_setting('pg_contention.old_snapshot_probe_critical', true)::float8 AS probe_critical,
+				   pg_catalog.current_setting('pg_contention.old_snapshot_held_warning', true)::float8 AS held_warning,
+				   pg_catalog.current_setting('pg_contention.old_snapshot_held_critical', true)::float8 AS held_critical) AS p
 ),
 -- Each store once.
 history AS MATERIALIZED (
@@ -359,7 +359,7 @@ holders AS MATERIALIZED (
 ),
 oldsnap AS MATERIALIZED (
 	SELECT o.* FROM params, @extschema@.pg_contention_old_snapshot(
-			  least(params.w_s, pg_catalog.date_part('epoch', pg_catalog.current_setting('pg_contention.history_seconds')::interval)::integer)) AS o
+			  least(params.w_s, pg_catalog.date_part('epoch', pg_catalog.current_setting('pg_contention.history_seconds', true)::interval)::integer)) AS o
 ),
 dead_here AS MATERIALIZED (
 	SELECT t.relid, t.schemaname, t.relname, t.n_dead_tup, t.n_live_tup,
@@ -823,7 +823,7 @@ BEGIN
 		pg_catalog.current_setting('server_version'),
 		CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END,
 		@extschema@.pg_contention_duration(coalesce(window_length,
-			pg_catalog.current_setting('pg_contention.findings_window')::interval)));
+			pg_catalog.current_setting('pg_contention.findings_window', true)::interval)));
 
 	SELECT count(*),
 		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   %s\n   Advice: %s\n   Since: %s',

@@ -23,6 +23,12 @@ like($err, qr/HINT:  Add pg_contention to shared_preload_libraries in postgresql
 	'hint says what to add to postgresql.conf');
 unlike($err, qr/server closed the connection|PANIC|FATAL/, 'no backend was lost');
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'server still answers');
+for my $query ('SELECT * FROM pg_contention_findings', 'SELECT pg_contention_report()')
+{
+	($ret, $out, $err) = $node->psql('postgres', $query, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($err, qr/ERROR:  55000: pg_contention must be loaded via shared_preload_libraries/,
+		"$query: the same error, not an unknown setting");
+}
 
 # Preloaded: the same view works after a restart.
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'");
