@@ -202,12 +202,14 @@ CREATE VIEW @extschema@.pg_contention_horizon AS
 					THEN greatest(pg_catalog.clock_timestamp() - holders.held_since,
 								  interval '0')
 			   END AS held_for,
-			   (SELECT min(o.holder)
-				  FROM holders AS o
-				 WHERE o.own_xid = holders.xmin
-				   AND (o.kind, o.holder) IS DISTINCT FROM (holders.kind, holders.holder))
-			   AS follows
+			   leader.holder AS follows
 		  FROM holders
+		  -- The holder whose own running XID is this one's xmin: an XID is
+		  -- one transaction's, so at most one.  A join, not a subquery per
+		  -- row: the planner's estimate for that crossed jit_above_cost.
+		  LEFT JOIN holders AS leader
+			ON leader.own_xid = holders.xmin
+		   AND (leader.kind, leader.holder) IS DISTINCT FROM (holders.kind, holders.holder)
 	)
 	SELECT j.kind,
 		   j.holder,
@@ -509,8 +511,16 @@ CREATE FUNCTION @extschema@.pg_contention_findings(
 	OUT since timestamp with time zone
 )
 RETURNS SETOF record
-LANGUAGE sql VOLATILE PARALLEL RESTRICTED
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+-- Compiling this query would take longer than running it; planning it
+-- takes longer than running it too, so one plan serves the whole session.
+SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
+-- PL/pgSQL, not SQL: its plan is kept for the session's next call.
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT p.*,
 		   p.now - pg_catalog.make_interval(secs => p.w_s) AS cutoff,
@@ -1000,7 +1010,8 @@ SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.sinc
 			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
 			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
 			   WHEN 'old_snapshot_threshold_spinlock' THEN 4 ELSE 5 END,
-		  f.since NULLS LAST, f.subject
+		  f.since NULLS LAST, f.subject;
+END
 $$;
 
 CREATE VIEW @extschema@.pg_contention_findings AS
@@ -1016,6 +1027,7 @@ GRANT SELECT ON @extschema@.pg_contention_findings TO PUBLIC;
 CREATE FUNCTION @extschema@.pg_contention_report(window_length interval DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
 AS $$
 DECLARE
 	report text;
