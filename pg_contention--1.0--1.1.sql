@@ -246,9 +246,11 @@ GRANT SELECT ON @extschema@.pg_contention_index_scans TO PUBLIC;
 
 -- What pg_contention_findings reads of the statement store: each
 -- statement's (and each of its indexes') figures in the periods of
--- pg_contention.findings_window that reach into the last window_seconds.
+-- pg_contention.findings_window that reach into the last window_seconds;
+-- with notable_only, only the rows a finding can use.
 CREATE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
+	notable_only boolean DEFAULT false,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,
@@ -358,9 +360,10 @@ activity AS MATERIALIZED (
 	SELECT a.pid, a.usename, a.state, a.state_change FROM pg_catalog.pg_stat_activity AS a
 ),
 recent AS MATERIALIZED (
-	SELECT r.*, d.datname, u.rolname AS usename,
-		   pg_catalog.regexp_replace(r.query, '\s+', ' ', 'g') AS text
-	  FROM params, @extschema@.pg_contention_recent(params.w_s) AS r
+	-- Texts are shortened only where a finding shows them: 5,000 texts
+	-- through a regular expression would cost more than everything else.
+	SELECT r.*, d.datname, u.rolname AS usename
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 ),
@@ -432,14 +435,15 @@ victims AS (
 -- The savepoint statement each (database, user) runs most: a driver's
 -- autosave or an ORM's nested transactions show here.
 savepoints AS (
-	SELECT DISTINCT ON (r.dbid, r.userid) r.dbid, r.userid, r.text, r.calls,
-		   CASE WHEN r.text ILIKE '%pgjdbc_autosave%' THEN 'PgJDBC autosave'
-				WHEN r.text ILIKE '%sa\_savepoint\_%' THEN 'SQLAlchemy nested transactions'
-				WHEN r.text ILIKE '%active\_record\_%' THEN 'Rails nested transactions'
-				WHEN r.text ~* '^savepoint "?s[0-9a-f]+_x[0-9]+' THEN 'Django atomic blocks'
+	SELECT DISTINCT ON (r.dbid, r.userid) r.dbid, r.userid,
+		   @extschema@.pg_contention_shorten(r.query) AS text, r.calls,
+		   CASE WHEN r.query ILIKE '%pgjdbc_autosave%' THEN 'PgJDBC autosave'
+				WHEN r.query ILIKE '%sa\_savepoint\_%' THEN 'SQLAlchemy nested transactions'
+				WHEN r.query ILIKE '%active\_record\_%' THEN 'Rails nested transactions'
+				WHEN r.query ~* '^\s*savepoint\s+"?s[0-9a-f]+_x[0-9]+' THEN 'Django atomic blocks'
 		   END AS driver
 	  FROM recent AS r
-	 WHERE r.indexrelid IS NULL AND r.text ~* '^\s*savepoint\s'
+	 WHERE r.indexrelid IS NULL AND r.query ~* '^\s*savepoint\s'
 	 ORDER BY r.dbid, r.userid, r.calls DESC
 ),
 -- Who overflowed: per statement that took a 65th subtransaction XID in
@@ -481,7 +485,7 @@ overflow_culprits AS (
 									 'user ' || u.rolname) || ')'
 			  END
 		   || coalesce(', savepoints by ' || sp.driver || ' (' || sp.text || ')',
-					   ', savepoints ' || @extschema@.pg_contention_shorten(sp.text)
+					   ', savepoints ' || sp.text
 					   || ' run ' || pg_catalog.to_char(sp.calls, 'FM999,999,999,990') || ' times', '')
 		   || CASE WHEN o.nested_query_id IS NOT NULL
 				   THEN ', inside a function (nested statement ' || o.nested_query_id || ')'
@@ -581,7 +585,7 @@ near_overflow_findings AS (
 				   sum(r.near_overflow_calls) AS near_calls, count(*) AS statements,
 				   max(r.max_subxacts) AS max_subxacts,
 				   min(r.period_start) AS period_start, max(r.period_end) AS period_end,
-				   (pg_catalog.array_agg(r.text ORDER BY r.near_overflow_calls DESC))[1] AS top_text,
+				   (pg_catalog.array_agg(r.query ORDER BY r.near_overflow_calls DESC))[1] AS top_text,
 				   (pg_catalog.array_agg(r.query_id ORDER BY r.near_overflow_calls DESC))[1] AS top_query_id,
 				   jsonb_agg(r.query_id ORDER BY r.near_overflow_calls DESC) AS query_ids
 			  FROM recent AS r
@@ -670,7 +674,7 @@ index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
 		   CASE WHEN x.dead_per_scan >= params.dead_critical THEN 'critical' ELSE 'warning' END AS severity,
 		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
-		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.text)
+		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
 		   pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' execution'
 		   || CASE WHEN x.scans = 1 THEN '' ELSE 's' END || ' from '

@@ -37,6 +37,8 @@
  */
 #include "pg_contention.h"
 
+#include <ctype.h>
+
 #include "access/xact.h"
 #include "funcapi.h"
 #include "storage/shmem.h"
@@ -705,18 +707,33 @@ add_period(PgcPeriod *into, const PgcPeriod *from)
 	}
 }
 
+/* Is this the text of a SAVEPOINT statement (a driver's or ORM's pattern)? */
+static bool
+is_savepoint_text(const char *query)
+{
+	while (isspace((unsigned char) *query))
+		query++;
+	return pg_strncasecmp(query, "savepoint", 9) == 0 &&
+		isspace((unsigned char) query[9]);
+}
+
 /*
- * pg_contention_recent(window_seconds): what each statement did in the
- * periods that reach into the last window_seconds (the current period of
- * pg_contention.findings_window and the previous one; period_start and
- * period_end say what the figures cover): one row per statement with
- * indexrelid NULL, then one per index it scanned with the scan figures.
- * The findings read the statement store through this function, once.
+ * pg_contention_recent(window_seconds, notable_only): what each statement
+ * did in the periods that reach into the last window_seconds (the current
+ * period of pg_contention.findings_window and the previous one;
+ * period_start and period_end say what the figures cover): one row per
+ * statement with indexrelid NULL, then one per index it scanned with the
+ * scan figures.  The findings read the statement store through this
+ * function, once, with notable_only: only statements that ran on a
+ * suboverflowed snapshot, came near an overflow, caused one, or are
+ * SAVEPOINTs, and only indexes whose scans met dead entries.  A busy
+ * server's thousands of other statements then cost a copy, not rows.
  */
 Datum
 pg_contention_recent(PG_FUNCTION_ARGS)
 {
 	int32		window_seconds = PG_GETARG_INT32(0);
+	bool		notable_only = PG_GETARG_BOOL(1);
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	char	   *copy;
@@ -741,6 +758,7 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 		Datum		values[RECENT_COLS] = {0};
 		bool		nulls[RECENT_COLS] = {0};
 		bool		visible;
+		bool		notable;
 
 		memset(&sum, 0, sizeof(sum));
 		if (e->previous.start != 0 && e->previous.end >= cutoff)
@@ -751,6 +769,9 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 			continue;
 
 		visible = put_key_columns(e, values, nulls);
+		notable = !notable_only ||
+			sum.suboverflowed_calls > 0 || sum.near_overflow_calls > 0 ||
+			sum.overflow_events > 0 || is_savepoint_text(e->query);
 		nulls[3] = true;
 		values[4] = TimestampTzGetDatum(sum.start);
 		values[5] = TimestampTzGetDatum(sum.end);
@@ -764,13 +785,15 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 		nulls[13] = nulls[14] = nulls[15] = true;
 		values[16] = CStringGetTextDatum(visible ? e->query :
 										 "<insufficient privilege>");
-		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+		if (notable)
+			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 
 		/* The same statement columns, with one index's scan figures. */
 		nulls[3] = nulls[13] = nulls[14] = nulls[15] = false;
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 		{
-			if (e->indexes[k].indexoid == InvalidOid || sum.index_scans[k] == 0)
+			if (e->indexes[k].indexoid == InvalidOid || sum.index_scans[k] == 0 ||
+				(notable_only && sum.index_dead[k] == 0))
 				continue;
 			values[3] = ObjectIdGetDatum(e->indexes[k].indexoid);
 			values[13] = Int64GetDatum(sum.index_scans[k]);
