@@ -18,7 +18,7 @@
  *                        MAXALIGN(sizeof(entry) + max_query_length))
  *   + max_profile_entries * 32 + history_seconds * sizeof(bucket)
  *   + processes * 24 (published statements)
- * (about 9.3 MB with the defaults; pg_shmem_allocations lists each block).
+ * (about 11.8 MB with the defaults; pg_shmem_allocations lists each block).
  *
  * Locking: the blocks are created once under AddinShmemInitLock.
  * pgc_shared is set in every process that attached them; it stays NULL
