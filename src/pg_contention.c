@@ -31,6 +31,8 @@ int			pgc_horizon_min_age = 60;
 int			pgc_horizon_min_xid_age = 10000;
 int			pgc_subxact_warn_level = 48;
 int			pgc_findings_window = 300;
+bool		pgc_save_enabled = true;
+int			pgc_save_interval = 60;
 
 /*
  * The findings' thresholds: read by the SQL of pg_contention_findings()
@@ -173,6 +175,24 @@ pgc_define_settings(void)
 							48, 0, 64,
 							PGC_SIGHUP,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_contention.save",
+							 gettext_noop("Keeps events, statements, the wait profile and the history across restarts."),
+							 gettext_noop("They are written to pg_stat/pg_contention.stat at shutdown and every save_interval, and read back at start and after a crash."),
+							 &pgc_save_enabled,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.save_interval",
+							gettext_noop("Time between two saves of the stores by the sampler."),
+							gettext_noop("0 saves only at shutdown; a crash then loses everything since the start."),
+							&pgc_save_interval,
+							60, 0, 86400,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_contention.findings_window",

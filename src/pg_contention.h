@@ -14,13 +14,14 @@
 
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#define PGC_VERSION "1.1"
+#define PGC_VERSION "1.2"
 
 #include "compat.h"
 
@@ -37,6 +38,8 @@ extern int	pgc_horizon_min_age;
 extern int	pgc_horizon_min_xid_age;
 extern int	pgc_subxact_warn_level;
 extern int	pgc_findings_window;
+extern bool pgc_save_enabled;
+extern int	pgc_save_interval;
 
 /* ---- shmem.c: the registry of shared stores ---- */
 
@@ -45,6 +48,47 @@ extern void *pgc_shared;
 extern void pgc_shmem_request(void);
 extern void pgc_shmem_startup(void);
 extern void pgc_require_loaded(void);
+extern TimestampTz pgc_stats_reset_time(void);
+extern void pgc_set_stats_reset_time(TimestampTz when);
+
+/* ---- persist.c: the stores' file ---- */
+
+/* A bounded reader over a file's bytes; failed is sticky. */
+typedef struct PgcReader
+{
+	const char *data;
+	Size		len;
+	Size		pos;
+	bool		failed;
+} PgcReader;
+
+extern Size pgc_persist_shmem_size(void);
+extern void pgc_persist_shmem_init(LWLock *lock);
+extern void pgc_persist_load(void);
+extern void pgc_persist_save(bool take_locks);
+extern void pgc_persist_info(TimestampTz *last_saved, TimestampTz *last_loaded,
+							 TimestampTz *loaded_saved_at);
+extern bool pgc_read_bytes(PgcReader *reader, void *dest, Size n);
+extern bool pgc_read_text(PgcReader *reader, char *dest, int destsize);
+extern void pgc_write_text(StringInfo buf, const char *text);
+
+/*
+ * Each persisted store: the size of its records' fixed part, its section
+ * (take_locks false only at postmaster exit), and loading it back into
+ * the store just created (postmaster, no other process yet).
+ */
+extern uint32 pgc_events_record_size(void);
+extern void pgc_events_save(StringInfo buf, bool take_locks, uint64 *count);
+extern void pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept);
+extern uint32 pgc_statements_record_size(void);
+extern void pgc_statements_save(StringInfo buf, bool take_locks, uint64 *count);
+extern void pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept);
+extern uint32 pgc_profile_record_size(void);
+extern void pgc_profile_save(StringInfo buf, bool take_locks, uint64 *count);
+extern void pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept);
+extern uint32 pgc_history_record_size(void);
+extern void pgc_history_save(StringInfo buf, bool take_locks, uint64 *count);
+extern void pgc_history_load(PgcReader *reader, uint64 count, uint64 *kept);
 
 /* ---- current_statement.c: the top-level statement this backend runs ---- */
 extern Size pgc_query_ids_shmem_size(void);

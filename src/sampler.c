@@ -674,9 +674,17 @@ pgc_sampler_main(Datum main_arg)
 {
 	uint32		wait_event = pgc_sampler_wait_event();
 	TimestampTz next_tick;
+	TimestampTz next_save;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	/*
+	 * SIGTERM (shutdown, or pg_terminate_backend): leave quietly at the next
+	 * loop, with code 1 so that the postmaster starts the worker again
+	 * unless the server is stopping; die() would log a FATAL at every
+	 * shutdown.  pg_cancel_backend() has no statement to cancel here.
+	 */
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
 
 	/*
@@ -719,17 +727,24 @@ pgc_sampler_main(Datum main_arg)
 	publish_settings();
 
 	next_tick = GetCurrentTimestamp();
+	next_save = next_tick + (TimestampTz) pgc_save_interval * USECS_PER_SEC;
 	for (;;)
 	{
 		TimestampTz now;
+		TimestampTz wake;
 		long		sleep_ms;
 
 		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+			proc_exit(1);
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			publish_settings();
+			/* A new interval counts from now. */
+			next_save = Min(next_save, GetCurrentTimestamp() +
+							(TimestampTz) pgc_save_interval * USECS_PER_SEC);
 		}
 
 		now = GetCurrentTimestamp();
@@ -745,12 +760,27 @@ pgc_sampler_main(Datum main_arg)
 				next_tick = now + (TimestampTz) pgc_sample_period * 1000;
 		}
 
-		if (!pgc_sampler_enabled)
-			sleep_ms = -1;		/* until a reload turns it on */
+		/* The stores' file (persist.c), also while sampling is off. */
+		if (pgc_save_enabled && pgc_save_interval > 0 && now >= next_save)
+		{
+			MemoryContext old = MemoryContextSwitchTo(tick_context);
+
+			pgc_persist_save(true);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(tick_context);
+			next_save = now + (TimestampTz) pgc_save_interval * USECS_PER_SEC;
+		}
+
+		/* Sleep until the next tick, or the next save; -1: a reload. */
+		wake = pgc_sampler_enabled ? next_tick : -1;
+		if (pgc_save_enabled && pgc_save_interval > 0 && (wake < 0 || next_save < wake))
+			wake = next_save;
+		if (wake < 0)
+			sleep_ms = -1;
 		else
 		{
 			/* Round up: a 0 ms timeout would spin until the next tick. */
-			TimestampTz wait_us = next_tick - GetCurrentTimestamp();
+			TimestampTz wait_us = wake - GetCurrentTimestamp();
 
 			sleep_ms = wait_us > 0 ? (long) ((wait_us + 999) / 1000) : 0;
 		}
@@ -779,4 +809,116 @@ pgc_sampler_register(void)
 	strlcpy(worker.bgw_name, "pg_contention sampler", sizeof(worker.bgw_name));
 	strlcpy(worker.bgw_type, "pg_contention sampler", sizeof(worker.bgw_type));
 	RegisterBackgroundWorker(&worker);
+}
+
+/* ---- the file (persist.c) ---- */
+
+uint32
+pgc_profile_record_size(void)
+{
+	return (uint32) sizeof(PgcProfileEntry);
+}
+
+/* The section: evictions and samples since reset, then the entries. */
+void
+pgc_profile_save(StringInfo buf, bool take_locks, uint64 *count)
+{
+	if (take_locks)
+		LWLockAcquire(sampler->lock, LW_SHARED);
+	appendBinaryStringInfo(buf, (const char *) &sampler->status.profile_evictions,
+						   sizeof(int64));
+	appendBinaryStringInfo(buf, (const char *) &sampler->status.profile_samples,
+						   sizeof(int64));
+	appendBinaryStringInfo(buf, (const char *) profile,
+						   sampler->status.profile_used * sizeof(PgcProfileEntry));
+	*count = sampler->status.profile_used;
+	if (take_locks)
+		LWLockRelease(sampler->lock);
+}
+
+/*
+ * Put the saved profile back, the most sampled entries first when the
+ * profile is smaller now (the rest count as evictions).  Postmaster only,
+ * before the worker exists: no lock; the worker builds its index of the
+ * profile when it starts.
+ */
+void
+pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept)
+{
+	int64		evictions;
+	int64		samples;
+	PgcProfileEntry *saved;
+	uint64		n;
+
+	*kept = 0;
+	if (!pgc_read_bytes(reader, &evictions, sizeof(evictions)) ||
+		!pgc_read_bytes(reader, &samples, sizeof(samples)))
+		return;
+	n = Min(count, (reader->len - reader->pos) / sizeof(PgcProfileEntry));
+	if (n < count)
+		reader->failed = true;
+	saved = palloc_extended(Max(n, 1) * sizeof(PgcProfileEntry), MCXT_ALLOC_HUGE);
+	pgc_read_bytes(reader, saved, n * sizeof(PgcProfileEntry));
+	if (n > (uint64) pgc_max_profile_entries)
+		qsort(saved, n, sizeof(PgcProfileEntry), compare_samples_desc);
+	*kept = Min(n, (uint64) pgc_max_profile_entries);
+	memcpy(profile, saved, *kept * sizeof(PgcProfileEntry));
+	sampler->status.profile_used = (int) *kept;
+	sampler->status.profile_evictions = evictions + (int64) (n - *kept);
+	sampler->status.profile_samples = samples;
+	pfree(saved);
+}
+
+uint32
+pgc_history_record_size(void)
+{
+	return (uint32) sizeof(PgcHistoryBucket);
+}
+
+/* The section: buckets written since reset, then the ring, oldest first. */
+void
+pgc_history_save(StringInfo buf, bool take_locks, uint64 *count)
+{
+	int64		written;
+	int64		n;
+
+	if (take_locks)
+		LWLockAcquire(sampler->lock, LW_SHARED);
+	written = sampler->status.buckets_written;
+	n = Min(written, (int64) pgc_history_seconds);
+	appendBinaryStringInfo(buf, (const char *) &written, sizeof(written));
+	for (int64 i = written - n; i < written; i++)
+		appendBinaryStringInfo(buf, (const char *) &history[i % pgc_history_seconds],
+							   sizeof(PgcHistoryBucket));
+	if (take_locks)
+		LWLockRelease(sampler->lock);
+	*count = n;
+}
+
+/*
+ * Put the saved seconds back, with their timestamps (the seconds the
+ * server was down are a gap), the newest pg_contention.history_seconds of
+ * them.  Postmaster only, before the worker exists: no lock.
+ */
+void
+pgc_history_load(PgcReader *reader, uint64 count, uint64 *kept)
+{
+	int64		written;
+	uint64		n;
+	uint64		skip;
+
+	*kept = 0;
+	if (!pgc_read_bytes(reader, &written, sizeof(written)))
+		return;
+	n = Min(count, (reader->len - reader->pos) / sizeof(PgcHistoryBucket));
+	if (n < count)
+		reader->failed = true;
+	skip = n > (uint64) pgc_history_seconds ? n - pgc_history_seconds : 0;
+	reader->pos += skip * sizeof(PgcHistoryBucket);
+	for (uint64 i = 0; i < n - skip; i++)
+		pgc_read_bytes(reader, &history[i], sizeof(PgcHistoryBucket));
+	*kept = n - skip;
+	/* The ring restarts at slot 0 with the kept seconds, oldest first. */
+	sampler->status.buckets_written = (int64) *kept;
+	(void) written;
 }

@@ -31,6 +31,7 @@
 
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "storage/shmem.h"
 
 typedef struct RegistryHeader
@@ -56,6 +57,7 @@ static const PgcStore stores[] = {
 	{pgc_statements_shmem_size, pgc_statements_shmem_init, pgc_statements_reset, true},
 	{pgc_sampler_shmem_size, pgc_sampler_shmem_init, pgc_sampler_reset, true},
 	{pgc_oldsnap_shmem_size, pgc_oldsnap_shmem_init, pgc_oldsnap_reset, true},
+	{pgc_persist_shmem_size, pgc_persist_shmem_init, NULL, false},
 };
 
 #define PGC_TRANCHE_NAME "pg_contention"
@@ -114,10 +116,39 @@ pgc_shmem_startup(void)
 	locks = GetNamedLWLockTranche(PGC_TRANCHE_NAME);
 	for (int i = 0; i < lengthof(stores); i++)
 		stores[i].shmem_init(stores[i].needs_lock ? &locks[next_lock++].lock : NULL);
-	LWLockRelease(AddinShmemInitLock);
-
-	/* Only now is everything usable. */
 	pgc_shared = header;
+
+	/*
+	 * The postmaster creating the stores (at start, or after a crash) fills
+	 * them from the file the last save left, before any other process can
+	 * see them.
+	 */
+	if (!found && !IsUnderPostmaster)
+		pgc_persist_load();
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* When the stores were last reset (kept across restarts by persist.c). */
+TimestampTz
+pgc_stats_reset_time(void)
+{
+	RegistryHeader *header = (RegistryHeader *) pgc_shared;
+	TimestampTz reset;
+
+	SpinLockAcquire(&header->mutex);
+	reset = header->stats_reset;
+	SpinLockRelease(&header->mutex);
+	return reset;
+}
+
+void
+pgc_set_stats_reset_time(TimestampTz when)
+{
+	RegistryHeader *header = (RegistryHeader *) pgc_shared;
+
+	SpinLockAcquire(&header->mutex);
+	header->stats_reset = when;
+	SpinLockRelease(&header->mutex);
 }
 
 /*
@@ -158,7 +189,7 @@ pg_contention_reset(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-#define INFO_COLS 7
+#define INFO_COLS 10
 
 /*
  * pg_contention_info(): capacities, fill and the eviction and drop counters
@@ -167,7 +198,6 @@ pg_contention_reset(PG_FUNCTION_ARGS)
 Datum
 pg_contention_info(PG_FUNCTION_ARGS)
 {
-	RegistryHeader *header = (RegistryHeader *) pgc_shared;
 	TupleDesc	tupdesc;
 	Datum		values[INFO_COLS];
 	bool		nulls[INFO_COLS] = {0};
@@ -175,6 +205,9 @@ pg_contention_info(PG_FUNCTION_ARGS)
 	int64		evictions;
 	int64		written;
 	TimestampTz reset;
+	TimestampTz saved;
+	TimestampTz loaded;
+	TimestampTz loaded_saved_at;
 
 	pgc_require_loaded();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -182,9 +215,7 @@ pg_contention_info(PG_FUNCTION_ARGS)
 
 	pgc_statements_info(&statements, &evictions);
 	pgc_events_info(&written);
-	SpinLockAcquire(&header->mutex);
-	reset = header->stats_reset;
-	SpinLockRelease(&header->mutex);
+	reset = pgc_stats_reset_time();
 
 	values[0] = TimestampTzGetDatum(reset);
 	values[1] = Int32GetDatum(pgc_max_statements);
@@ -193,5 +224,14 @@ pg_contention_info(PG_FUNCTION_ARGS)
 	values[4] = Int32GetDatum(pgc_max_events);
 	values[5] = Int64GetDatum(written);
 	values[6] = Int64GetDatum(Max(written - pgc_max_events, 0));
+	/* Version 1.1 of the SQL objects declares the first seven columns. */
+	pgc_persist_info(&saved, &loaded, &loaded_saved_at);
+	values[7] = TimestampTzGetDatum(saved);
+	nulls[7] = (saved == 0);
+	values[8] = TimestampTzGetDatum(loaded);
+	nulls[8] = (loaded == 0);
+	values[9] = TimestampTzGetDatum(loaded_saved_at);
+	nulls[9] = (loaded_saved_at == 0);
+	Assert(tupdesc->natts <= INFO_COLS);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

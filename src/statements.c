@@ -540,7 +540,7 @@ pgc_statements_reset(void)
  * Entries are only added under the exclusive lock, so the count holds.
  */
 static char *
-copy_entries(long *n)
+copy_entries_locked(long *n, bool take_locks)
 {
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
@@ -548,7 +548,8 @@ copy_entries(long *n)
 	char	   *copy;
 	long		i = 0;
 
-	LWLockAcquire(stmts->lock, LW_SHARED);
+	if (take_locks)
+		LWLockAcquire(stmts->lock, LW_SHARED);
 	copy = palloc_extended(mul_size(Max(hash_get_num_entries(statements), 1), size),
 						   MCXT_ALLOC_HUGE);
 	hash_seq_init(&status, statements);
@@ -556,15 +557,24 @@ copy_entries(long *n)
 	{
 		PgcStatementEntry *dest = (PgcStatementEntry *) (copy + i * size);
 
-		SpinLockAcquire(&entry->mutex);
+		if (take_locks)
+			SpinLockAcquire(&entry->mutex);
 		memcpy(dest, entry, offsetof(PgcStatementEntry, query));
-		SpinLockRelease(&entry->mutex);
+		if (take_locks)
+			SpinLockRelease(&entry->mutex);
 		strlcpy(dest->query, entry->query, pgc_max_query_length);
 		i++;
 	}
-	LWLockRelease(stmts->lock);
+	if (take_locks)
+		LWLockRelease(stmts->lock);
 	*n = i;
 	return copy;
+}
+
+static char *
+copy_entries(long *n)
+{
+	return copy_entries_locked(n, true);
 }
 
 /*
@@ -804,4 +814,124 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 	}
 	pfree(copy);
 	return (Datum) 0;
+}
+
+/* ---- the file (persist.c) ---- */
+
+/*
+ * A saved statement: its key, its counters (everything from usage to the
+ * text, index counters and periods included), then its text.
+ */
+#define COUNTERS_OFFSET		offsetof(PgcStatementEntry, usage)
+#define COUNTERS_SIZE		(offsetof(PgcStatementEntry, query) - COUNTERS_OFFSET)
+
+uint32
+pgc_statements_record_size(void)
+{
+	return (uint32) (sizeof(PgcStatementKey) + COUNTERS_SIZE);
+}
+
+/* The section: the eviction count, then every entry. */
+void
+pgc_statements_save(StringInfo buf, bool take_locks, uint64 *count)
+{
+	char	   *copy;
+	long		n;
+	Size		size = entry_size();
+	int64		evictions;
+
+	copy = copy_entries_locked(&n, take_locks);
+	if (take_locks)
+		LWLockAcquire(stmts->lock, LW_SHARED);
+	evictions = stmts->evictions;
+	if (take_locks)
+		LWLockRelease(stmts->lock);
+	appendBinaryStringInfo(buf, (const char *) &evictions, sizeof(evictions));
+	for (long i = 0; i < n; i++)
+	{
+		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+
+		appendBinaryStringInfo(buf, (const char *) &e->key, sizeof(PgcStatementKey));
+		appendBinaryStringInfo(buf, (const char *) e + COUNTERS_OFFSET, COUNTERS_SIZE);
+		pgc_write_text(buf, e->query);
+	}
+	*count = n;
+	pfree(copy);
+}
+
+typedef struct SavedStatement
+{
+	double		usage;
+	Size		pos;			/* where its record starts in the section */
+} SavedStatement;
+
+static int
+compare_saved_usage(const void *a, const void *b)
+{
+	double		ua = ((const SavedStatement *) a)->usage;
+	double		ub = ((const SavedStatement *) b)->usage;
+
+	return (ua < ub) - (ua > ub);	/* most used first */
+}
+
+/*
+ * Enter the saved statements into the empty hash: the most used first,
+ * as many as pg_contention.max_statements allows.  Postmaster only, before
+ * any backend exists: no lock.
+ */
+void
+pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
+{
+	SavedStatement *saved;
+	uint64		n = 0;
+	int64		evictions;
+	char	   *counters = palloc(COUNTERS_SIZE);
+
+	*kept = 0;
+	if (!pgc_read_bytes(reader, &evictions, sizeof(evictions)))
+		return;
+	saved = palloc_extended(Max(Min(count, reader->len), 1) * sizeof(SavedStatement),
+							MCXT_ALLOC_HUGE);
+	/* First pass: where each record is, and its usage. */
+	while (n < count && !reader->failed)
+	{
+		PgcStatementKey key;
+		uint32		textlen;
+
+		saved[n].pos = reader->pos;
+		if (!pgc_read_bytes(reader, &key, sizeof(key)) ||
+			!pgc_read_bytes(reader, counters, COUNTERS_SIZE) ||
+			!pgc_read_bytes(reader, &textlen, sizeof(textlen)) ||
+			textlen > reader->len - reader->pos)
+		{
+			reader->failed = true;
+			break;
+		}
+		reader->pos += textlen;
+		memcpy(&saved[n].usage, counters, sizeof(double));
+		n++;
+	}
+	qsort(saved, n, sizeof(SavedStatement), compare_saved_usage);
+
+	for (uint64 i = 0; i < n && i < (uint64) pgc_max_statements; i++)
+	{
+		PgcReader	record = *reader;
+		PgcStatementKey key;
+		PgcStatementEntry *entry;
+		bool		found;
+
+		record.pos = saved[i].pos;
+		record.failed = false;
+		pgc_read_bytes(&record, &key, sizeof(key));
+		entry = hash_search(statements, &key, HASH_ENTER_NULL, &found);
+		if (entry == NULL || found)
+			continue;			/* full, or a duplicate key */
+		/* The element's spinlock was initialised at creation: keep it. */
+		pgc_read_bytes(&record, (char *) entry + COUNTERS_OFFSET, COUNTERS_SIZE);
+		pgc_read_text(&record, entry->query, pgc_max_query_length);
+		(*kept)++;
+	}
+	stmts->evictions = evictions + (int64) (n - *kept);
+	pfree(saved);
+	pfree(counters);
 }

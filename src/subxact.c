@@ -381,3 +381,72 @@ pg_contention_subxact(PG_FUNCTION_ARGS)
 	}
 	return (Datum) 0;
 }
+
+/* ---- the file (persist.c) ---- */
+
+/* A saved event: its fixed part, then its text. */
+uint32
+pgc_events_record_size(void)
+{
+	return (uint32) offsetof(OverflowEvent, query);
+}
+
+/* The section: the count of events ever written, then the ring, oldest first. */
+void
+pgc_events_save(StringInfo buf, bool take_locks, uint64 *count)
+{
+	int64		written;
+	int64		n;
+
+	if (take_locks)
+		LWLockAcquire(events->lock, LW_SHARED);
+	written = events->written;
+	n = Min(written, (int64) pgc_max_events);
+	appendBinaryStringInfo(buf, (const char *) &written, sizeof(written));
+	for (int64 i = written - n; i < written; i++)
+	{
+		OverflowEvent *ev = EVENT_SLOT(event_ring, i % pgc_max_events);
+
+		appendBinaryStringInfo(buf, (const char *) ev, offsetof(OverflowEvent, query));
+		pgc_write_text(buf, ev->query);
+	}
+	if (take_locks)
+		LWLockRelease(events->lock);
+	*count = n;
+}
+
+/*
+ * Put the saved events back in the empty ring, in their order, keeping the
+ * newest pg_contention.max_events; the count written (and so the drops)
+ * carries on.  Postmaster only, before any backend exists: no lock.
+ */
+void
+pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept)
+{
+	int64		written;
+	uint64		skip = count > (uint64) pgc_max_events ? count - pgc_max_events : 0;
+	char	   *scratch = palloc(event_stride());
+
+	*kept = 0;
+	if (!pgc_read_bytes(reader, &written, sizeof(written)))
+		return;
+	written = Max(written, (int64) count);
+	for (uint64 i = 0; i < count; i++)
+	{
+		OverflowEvent *ev;
+		int64		position = written - (int64) (count - skip) + (int64) (i - skip);
+
+		/* Events that no longer fit are read into scratch and dropped. */
+		ev = (i < skip) ? (OverflowEvent *) scratch :
+			EVENT_SLOT(event_ring, position % pgc_max_events);
+		if (!pgc_read_bytes(reader, ev, offsetof(OverflowEvent, query)) ||
+			!pgc_read_text(reader, ev->query, pgc_max_query_length))
+			break;
+		ev->application_name[NAMEDATALEN - 1] = '\0';
+		if (i >= skip)
+			(*kept)++;
+	}
+	/* A short section: the events read stand as the newest. */
+	events->written = written - (int64) (count - skip) + (int64) *kept;
+	pfree(scratch);
+}

@@ -1,7 +1,7 @@
-# Upgrades: version 1.0 installed, then ALTER EXTENSION pg_contention
-# UPDATE, gives the same objects with the same definitions and privileges
-# as a fresh install of the current version; and the updated extension
-# works.
+# Upgrades: version 1.0 (or 1.1) installed, then ALTER EXTENSION
+# pg_contention UPDATE, gives the same objects with the same definitions,
+# settings and privileges as a fresh install of the current version; and
+# the updated extension works.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -14,6 +14,7 @@ $node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE DATABASE updated');
+$node->safe_psql('postgres', 'CREATE DATABASE from11');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('updated', "CREATE EXTENSION pg_contention VERSION '1.0'");
 is($node->safe_psql('updated', "SELECT extversion FROM pg_extension WHERE extname = 'pg_contention'"),
@@ -45,7 +46,8 @@ my $describe = q{
 		SELECT 'function ' || p.proname || '(' || pg_get_function_identity_arguments(p.oid)
 			   || ') returns ' || pg_get_function_result(p.oid)
 			   || ' ' || p.provolatile::text || p.proparallel::text || p.proisstrict::text
-			   || ' ' || p.prosrc || ' ' || coalesce(p.proacl::text, 'default') AS line
+			   || ' ' || p.prosrc || ' ' || coalesce(p.proacl::text, 'default')
+			   || ' ' || coalesce(p.proconfig::text, 'no settings') AS line
 		  FROM members m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
 		UNION ALL
 		SELECT 'view ' || c.relname || ' ' || coalesce(c.relacl::text, 'default') || E'\n'
@@ -66,6 +68,11 @@ my $updated = $node->safe_psql('updated', $describe);
 my $fresh = $node->safe_psql('fresh', $describe);
 ok(length($fresh) > 1000, 'the description of a fresh install is not empty');
 is($updated, $fresh, 'the updated extension equals a fresh install: objects, definitions, privileges');
+
+# From 1.1 (installed through the chain from 1.0) too.
+$node->safe_psql('from11', "CREATE EXTENSION pg_contention VERSION '1.1'");
+$node->safe_psql('from11', 'ALTER EXTENSION pg_contention UPDATE');
+is($node->safe_psql('from11', $describe), $fresh, '1.1 updated equals a fresh install');
 
 # The updated extension works: every view answers.
 for my $view (qw(pg_contention_subxact pg_contention_overflow_events pg_contention_statements

@@ -1,4 +1,4 @@
-/* pg_contention--1.1.sql */
+/* pg_contention--1.2.sql */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION pg_contention" to load this file. \quit
@@ -84,7 +84,7 @@ GRANT SELECT ON @extschema@.pg_contention_overflow_events TO PUBLIC;
 
 --
 -- Capacities and fill of the bounded stores, with their eviction and drop
--- counters.
+-- counters, and when they were last saved to and loaded from their file.
 --
 CREATE FUNCTION @extschema@.pg_contention_info(
 	OUT stats_reset timestamp with time zone,
@@ -93,7 +93,10 @@ CREATE FUNCTION @extschema@.pg_contention_info(
 	OUT statement_evictions bigint,
 	OUT events_max integer,
 	OUT events_written bigint,
-	OUT events_dropped bigint
+	OUT events_dropped bigint,
+	OUT last_saved timestamp with time zone,
+	OUT last_loaded timestamp with time zone,
+	OUT loaded_file_saved_at timestamp with time zone
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'
