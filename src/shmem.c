@@ -29,6 +29,8 @@
  */
 #include "pg_contention.h"
 
+#include <unistd.h>
+
 #include "access/htup_details.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -89,7 +91,25 @@ pgc_shmem_size(void)
 void
 pgc_shmem_request(void)
 {
-	RequestAddinShmemSpace(pgc_shmem_size());
+	Size		size = pgc_shmem_size();
+	long		pages = sysconf(_SC_PHYS_PAGES);
+	long		page_size = sysconf(_SC_PAGESIZE);
+
+	/*
+	 * Settings that ask for more than the machine has would fail later
+	 * with the server's generic message about shared memory: say which
+	 * settings, and how much they need.
+	 */
+	if (pages > 0 && page_size > 0 && size / page_size > (Size) pages)
+		ereport(FATAL,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("pg_contention needs %zu MB of shared memory, more than this machine's %ld MB",
+						size / (1024 * 1024), pages / (1024 * 1024 / page_size)),
+				 errdetail("pg_contention.max_events = %d, max_statements = %d, max_profile_entries = %d and history_seconds = %d, each with up to max_query_length = %d bytes of text for events and statements.",
+						   pgc_max_events, pgc_max_statements, pgc_max_profile_entries,
+						   pgc_history_seconds, pgc_max_query_length),
+				 errhint("Lower pg_contention.max_events, pg_contention.max_statements or pg_contention.max_query_length.")));
+	RequestAddinShmemSpace(size);
 	RequestNamedLWLockTranche(PGC_TRANCHE_NAME, lock_count());
 }
 

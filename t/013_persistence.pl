@@ -2,7 +2,10 @@
 # a clean restart (saved at shutdown) and a crash (saved by the sampler
 # every save_interval); a damaged, short or foreign file is ignored with one
 # LOG line and never stops the server; a smaller store keeps what fits and
-# counts the rest.  Also: the sampler ignores pg_cancel_backend().
+# counts the rest.  Faults: SIGKILL of a backend in an overflowed
+# transaction and of the sampler while views are read; the sampler ignores
+# pg_cancel_backend() and leaves without a FATAL; settings beyond the
+# machine's memory stop the start with a message that names them.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -85,6 +88,60 @@ is(figures(), $saved, 'after the crash: what was saved is back');
 ok($node->log_contains(qr/pg_contention: loaded 3 overflow events/, $log_offset),
 	'loaded at the crash restart');
 
+# Faults while the views are read: a reader runs every view in a loop
+# while a backend in the middle of an overflowed transaction, and then
+# the sampler itself, are killed with SIGKILL.  Each time the postmaster
+# restarts everything, the views answer, and the saved stores are back.
+my $reader_script = "${\ $node->basedir}/read_views.sql";
+open(my $rs, '>', $reader_script) or die $!;
+print $rs join('', map { "SELECT count(*) FROM $_;\n" } qw(pg_contention_subxact
+	pg_contention_overflow_events pg_contention_statements pg_contention_index_scans
+	pg_contention_horizon pg_contention_waits pg_contention_history
+	pg_contention_sampler_status pg_contention_old_snapshot pg_contention_findings));
+close $rs;
+sub start_reader
+{
+	my ($out, $err) = ('', '');
+	return IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '2', '-T', '60', '-f', $reader_script,
+		  '-h', $node->host, '-p', $node->port, 'postgres' ],
+		'>', \$out, '2>', \$err);
+}
+
+my $overflowed = $node->background_psql('postgres');
+my $overflowed_pid = $overflowed->query_safe('SELECT pg_backend_pid()');
+$overflowed_pid =~ s/\s+//g;
+$overflowed->query_safe("BEGIN;\n"
+	  . join('', map { "SAVEPOINT s$_; INSERT INTO v VALUES ($_);\n" } 1 .. 70));
+$marker = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+ok($node->poll_query_until('postgres', "SELECT last_saved > '$marker' FROM pg_contention_info"),
+	'saved with the fourth event');
+my $reader = start_reader();
+$log_offset = -s $node->logfile;
+kill 'KILL', $overflowed_pid;
+$overflowed->{run}->kill_kill;
+ok($node->poll_query_until('postgres', 'SELECT true'), 'killed in an overflowed transaction: recovered');
+$reader->kill_kill;
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'), '4',
+	'the four saved events are back');
+is(scalar(grep { $node->psql('postgres', "SELECT * FROM $_") == 0 } qw(pg_contention_subxact
+	pg_contention_statements pg_contention_findings)), 3, 'the views answer');
+
+my $sampler_pid = $node->safe_psql('postgres', 'SELECT pid FROM pg_contention_sampler_status');
+$reader = start_reader();
+$log_offset = -s $node->logfile;
+kill 'KILL', $sampler_pid;
+ok($node->poll_query_until('postgres', 'SELECT true'), 'sampler killed: recovered');
+$reader->kill_kill;
+ok($node->log_contains(qr/pg_contention sampler.*terminated by signal 9/, $log_offset),
+	'the postmaster saw the sampler killed');
+ok($node->poll_query_until('postgres',
+	"SELECT running AND pid <> $sampler_pid AND ticks > 0 FROM pg_contention_sampler_status"),
+	'a new sampler runs');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'), '4',
+	'the saved events are back again');
+ok(!$node->log_contains(qr/TRAP:|PANIC:/), 'no assertion failure, no PANIC');
+
 # A smaller ring keeps the newest events and counts the rest as dropped.
 $node->append_conf('postgresql.conf', 'pg_contention.max_events = 2');
 $log_offset = -s $node->logfile;
@@ -93,8 +150,8 @@ is($node->safe_psql('postgres',
 	'SELECT count(*), min(top_xid::text::bigint) > 0 FROM pg_contention_overflow_events'), '2|t',
 	'a ring of two keeps two events');
 is($node->safe_psql('postgres', 'SELECT events_written, events_dropped FROM pg_contention_info'),
-	'3|1', 'and counts the third as dropped');
-ok($node->log_contains(qr/pg_contention: kept 2 of the 3 overflow events in "pg_stat\/pg_contention.stat": the store is smaller now/, $log_offset),
+	'4|2', 'and counts the other two as dropped');
+ok($node->log_contains(qr/pg_contention: kept 2 of the 4 overflow events in "pg_stat\/pg_contention.stat": the store is smaller now/, $log_offset),
 	'one LOG line says so');
 
 # Damaged files never stop the server.
@@ -143,5 +200,19 @@ is($node->safe_psql('postgres', 'SELECT pid FROM pg_contention_sampler_status'),
 $node->stop;
 ok(!$node->log_contains(qr/FATAL:.*(pg_contention|background worker)/),
 	'no FATAL from the sampler, at cancel or at shutdown');
+
+# Settings that need more shared memory than the machine has: the server
+# does not start, and says which settings and how much.
+$node->append_conf('postgresql.conf', qq{
+pg_contention.max_events = 1000000
+pg_contention.max_statements = 1000000
+pg_contention.max_query_length = 65536
+});
+my $offset = -s $node->logfile;
+ok(!$node->start(fail_ok => 1), 'settings beyond the machine\'s memory: the server does not start');
+ok($node->log_contains(qr/FATAL:  pg_contention needs \d+ MB of shared memory, more than this machine's \d+ MB/, $offset),
+	'the message says how much is needed');
+ok($node->log_contains(qr/HINT:  Lower pg_contention.max_events, pg_contention.max_statements or pg_contention.max_query_length\./, $offset),
+	'and which settings to lower');
 
 done_testing();
