@@ -2,8 +2,11 @@
 # Run pg_contention's whole test suite (regression, isolation, TAP) on every
 # supported PostgreSQL major version, and end with "N passed, N failed".
 #
-#   tools/test.sh                     PostgreSQL 13, 15, 17 and 18
+#   tools/test.sh                     PostgreSQL 13, 15, 17 and 18, then
+#                                     PostgreSQL 15's own regression and isolation
+#                                     schedules with and without pg_contention
 #   PGC_PG_VERSIONS="15" tools/test.sh    one version only (quick work)
+#   PGC_CORE=0 tools/test.sh          without the core schedules
 #
 # The version this machine's Debian release carries (15 on bookworm) runs
 # natively; the others run in Debian chroots built with debootstrap under
@@ -79,6 +82,32 @@ for v in $versions; do
 	summary+=("PostgreSQL $v: $status")
 	rm -f "$out"
 done
+
+# PostgreSQL's own regression and isolation schedules, with and without
+# pg_contention (tools/core-suites.sh), on the version this machine runs
+# natively.  PGC_CORE=0 leaves them out.
+if [ "${PGC_CORE:-1}" != 0 ] && [[ " $versions " == *" 15 "* ]] && [ "$host_codename" = bookworm ]; then
+	out=$(mktemp /tmp/pgc-test.XXXXXX)
+	log "=== PostgreSQL 15: its own regression and isolation schedules, with and without pg_contention ==="
+	timeout "$per_version_timeout" "$here/core-suites.sh" 15 2>&1 | tee "$out" >&2
+	read -r p f k < <(grep -E '^core: [0-9]+ [0-9]+ [0-9]+$' "$out" | tail -n 1 | cut -d' ' -f2-)
+	p=${p:-0}
+	f=${f:-0}
+	k=${k:-0}
+	[ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$k" -eq 0 ] && f=1
+	total_passed=$((total_passed + p))
+	total_failed=$((total_failed + f))
+	total_skipped=$((total_skipped + k))
+	if [ "$f" -gt 0 ]; then
+		summary+=("PostgreSQL 15, core schedules: FAILED ($p the same with and without pg_contention, $f different)")
+		bad=1
+	elif [ "$k" -gt 0 ]; then
+		summary+=("PostgreSQL 15, core schedules: SKIPPED (the source could not be had: $(grep -v '^core:' "$out" | tail -n 1))")
+	else
+		summary+=("PostgreSQL 15, core schedules: PASSED ($p tests, the same with and without pg_contention)")
+	fi
+	rm -f "$out"
+fi
 
 echo
 for line in "${summary[@]}"; do
