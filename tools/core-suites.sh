@@ -8,6 +8,7 @@
 # are removed before comparing.
 #
 #   tools/core-suites.sh [MAJOR]      (default 15)
+#   tools/core-suites.sh --fetch-only [MAJOR]   only fetch and build the source (tools/cassert.sh)
 #
 # Needs root the first time: the source is fetched with apt-get through a
 # private apt configuration whose deb-src entries are derived from this
@@ -25,6 +26,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$here/common.sh"
 
+fetch_only=
+if [ "${1:-}" = --fetch-only ]; then
+	fetch_only=1
+	shift
+fi
 major=${1:-15}
 pg_config=$(pg_config_for "$major") || exit 1
 cache=${PGC_CACHE_DIR:-$HOME/.cache/pg_contention}/core-$major
@@ -82,8 +88,10 @@ fetch_source() {
 if ! fetch_source; then
 	log "PostgreSQL's source or its build is not available: core suites SKIPPED"
 	echo "core: 0 0 1"
+	[ -n "$fetch_only" ] && exit 1
 	exit 0
 fi
+[ -n "$fetch_only" ] && exit 0
 
 # ---- two runs ----
 work=$(mktemp -d /tmp/pgc-core.XXXXXX)

@@ -19,7 +19,8 @@ top=$(cd "$here/.." && pwd)
 . "$here/common.sh"
 
 major=${1:?usage: tools/suite.sh MAJOR}
-pg_config=$(pg_config_for "$major") || exit 1
+# PGC_PG_CONFIG: another installation of that major version (tools/cassert.sh).
+pg_config=${PGC_PG_CONFIG:-$(pg_config_for "$major")} || exit 1
 perl -MIPC::Run -e 1 2>/dev/null || die "Perl's IPC::Run is missing: install libipc-run-perl"
 
 work=$(mktemp -d /tmp/pgc-suite.XXXXXX)

@@ -4,9 +4,11 @@
 #
 #   tools/test.sh                     PostgreSQL 13, 15, 17 and 18, then
 #                                     PostgreSQL 15's own regression and isolation
-#                                     schedules with and without pg_contention
+#                                     schedules with and without pg_contention, and
+#                                     an assertion-enabled 15 with sqlsmith
 #   PGC_PG_VERSIONS="15" tools/test.sh    one version only (quick work)
 #   PGC_CORE=0 tools/test.sh          without the core schedules
+#   PGC_CASSERT=0 tools/test.sh       without the assertion-enabled build and sqlsmith
 #
 # The version this machine's Debian release carries (15 on bookworm) runs
 # natively; the others run in Debian chroots built with debootstrap under
@@ -83,14 +85,17 @@ for v in $versions; do
 	rm -f "$out"
 done
 
-# PostgreSQL's own regression and isolation schedules, with and without
-# pg_contention (tools/core-suites.sh), on the version this machine runs
-# natively.  PGC_CORE=0 leaves them out.
-if [ "${PGC_CORE:-1}" != 0 ] && [[ " $versions " == *" 15 "* ]] && [ "$host_codename" = bookworm ]; then
+# Parts beyond pg_contention's own suite, on the version this machine runs
+# natively (15 on bookworm): PostgreSQL's own regression and isolation
+# schedules with and without pg_contention (tools/core-suites.sh), and
+# pg_contention's suite plus sqlsmith on an assertion-enabled build
+# (tools/cassert.sh).  PGC_CORE=0 and PGC_CASSERT=0 leave them out.
+extra_part() {	# KEY SCRIPT LABEL
+	local key=$1 script=$2 label=$3 out p f k
 	out=$(mktemp /tmp/pgc-test.XXXXXX)
-	log "=== PostgreSQL 15: its own regression and isolation schedules, with and without pg_contention ==="
-	timeout "$per_version_timeout" "$here/core-suites.sh" 15 2>&1 | tee "$out" >&2
-	read -r p f k < <(grep -E '^core: [0-9]+ [0-9]+ [0-9]+$' "$out" | tail -n 1 | cut -d' ' -f2-)
+	log "=== $label ==="
+	timeout "$per_version_timeout" "$here/$script" 15 2>&1 | tee "$out" >&2
+	read -r p f k < <(grep -E "^$key: [0-9]+ [0-9]+ [0-9]+\$" "$out" | tail -n 1 | cut -d' ' -f2-)
 	p=${p:-0}
 	f=${f:-0}
 	k=${k:-0}
@@ -99,14 +104,20 @@ if [ "${PGC_CORE:-1}" != 0 ] && [[ " $versions " == *" 15 "* ]] && [ "$host_code
 	total_failed=$((total_failed + f))
 	total_skipped=$((total_skipped + k))
 	if [ "$f" -gt 0 ]; then
-		summary+=("PostgreSQL 15, core schedules: FAILED ($p the same with and without pg_contention, $f different)")
+		summary+=("$label: FAILED ($p passed, $f failed)")
 		bad=1
 	elif [ "$k" -gt 0 ]; then
-		summary+=("PostgreSQL 15, core schedules: SKIPPED (the source could not be had: $(grep -v '^core:' "$out" | tail -n 1))")
+		summary+=("$label: SKIPPED ($(grep -E 'SKIPPED' "$out" | tail -n 1 | sed 's/^pg_contention: //'))")
 	else
-		summary+=("PostgreSQL 15, core schedules: PASSED ($p tests, the same with and without pg_contention)")
+		summary+=("$label: PASSED ($p passed)")
 	fi
 	rm -f "$out"
+}
+if [[ " $versions " == *" 15 "* ]] && [ "$host_codename" = bookworm ]; then
+	[ "${PGC_CORE:-1}" != 0 ] &&
+		extra_part core core-suites.sh "PostgreSQL 15's own schedules, with and without pg_contention"
+	[ "${PGC_CASSERT:-1}" != 0 ] &&
+		extra_part cassert cassert.sh "PostgreSQL 15 with assertions: pg_contention's suite and sqlsmith"
 fi
 
 echo
