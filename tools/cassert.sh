@@ -32,7 +32,8 @@ skip() {
 # ---- the build, once ----
 build() {
 	local src
-	[ -x "$prefix/bin/postgres" ] && [ -f "$prefix/built" ] && return 0
+	[ -x "$prefix/bin/postgres" ] && [ -f "$prefix/built" ] &&
+		[ -f "$prefix/lib/postgresql/test_decoding.so" ] && return 0
 	[ "$(id -u)" -eq 0 ] || skip "building PostgreSQL needs root the first time"
 	"$here/core-suites.sh" --fetch-only "$major" >&2 || return 1
 	ls "$source_cache"/download/postgresql-"$major"_*.orig.tar.* >/dev/null 2>&1 || return 1
@@ -46,6 +47,7 @@ build() {
 			--without-readline --without-zlib --without-icu --without-llvm &&
 		make -s -j"$(nproc)" && make -s install &&
 		make -s -C contrib/pg_stat_statements install &&
+		make -s -C contrib/test_decoding install &&
 		make -s -C src/test/isolation install) >"$prefix.build.log" 2>&1 ||
 		{ tail -n 20 "$prefix.build.log" >&2; rm -rf "$src"; return 1; }
 	rm -rf "$src"
