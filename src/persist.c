@@ -8,9 +8,9 @@
  *		postmaster creates shared memory: at start, and after a crash.
  *
  * The file: a header (magic, format version, PostgreSQL major version,
- * when it was written, the last reset), then one section per store (its
- * id, the size of its fixed record part, the record count, its bytes),
- * then a CRC-32C of everything before it.  Each store writes and reads its
+ * when it was written, the last reset, the stores' sizes then), then one
+ * section per store (its id, the size of its fixed record part, the record
+ * count, its bytes), then a CRC-32C of everything before it.  Each store writes and reads its
  * own records (pgc_*_save, pgc_*_load); a record is the store's fixed part
  * and, for events and statements, the text's length and bytes.  It is
  * written to a temporary name, flushed and renamed, so a crash while
@@ -53,6 +53,13 @@ typedef struct FileHeader
 	uint32		nsections;
 	TimestampTz saved_at;
 	TimestampTz stats_reset;
+	/* The sizes of the stores that wrote it (a smaller server keeps less). */
+	int32		max_events;
+	int32		max_statements;
+	int32		max_profile_entries;
+	int32		history_seconds;
+	int32		max_query_length;
+	int32		padding;
 } FileHeader;
 
 typedef struct SectionHeader
@@ -203,6 +210,11 @@ pgc_persist_save(bool take_locks)
 	header.nsections = lengthof(persisted);
 	header.saved_at = now;
 	header.stats_reset = pgc_stats_reset_time();
+	header.max_events = pgc_max_events;
+	header.max_statements = pgc_max_statements;
+	header.max_profile_entries = pgc_max_profile_entries;
+	header.history_seconds = pgc_history_seconds;
+	header.max_query_length = pgc_max_query_length;
 	appendBinaryStringInfo(&buf, (const char *) &header, sizeof(header));
 
 	for (int i = 0; i < lengthof(persisted); i++)
@@ -423,7 +435,11 @@ pgc_persist_load(void)
 		else if (kept < section.count)
 			ereport(LOG,
 					(errmsg("pg_contention: kept " UINT64_FORMAT " of the " UINT64_FORMAT " %s in \"%s\": the store is smaller now",
-							kept, section.count, store->name, PGC_SAVE_FILE)));
+							kept, section.count, store->name, PGC_SAVE_FILE),
+					 errdetail("The file was written with max_events = %d, max_statements = %d, max_profile_entries = %d, history_seconds = %d, max_query_length = %d.",
+							   header.max_events, header.max_statements,
+							   header.max_profile_entries, header.history_seconds,
+							   header.max_query_length)));
 		appendStringInfo(&summary, "%s" UINT64_FORMAT " %s",
 						 summary.len > 0 ? ", " : "", kept, store->name);
 	}

@@ -153,6 +153,8 @@ is($node->safe_psql('postgres', 'SELECT events_written, events_dropped FROM pg_c
 	'4|2', 'and counts the other two as dropped');
 ok($node->log_contains(qr/pg_contention: kept 2 of the 4 overflow events in "pg_stat\/pg_contention.stat": the store is smaller now/, $log_offset),
 	'one LOG line says so');
+ok($node->log_contains(qr/DETAIL:  The file was written with max_events = 1000, max_statements = 5000/, $log_offset),
+	'with the sizes the file was written with');
 
 # Damaged files never stop the server.
 sub start_with_file
