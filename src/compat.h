@@ -360,4 +360,10 @@ extern int64 pgc_text_query_id(PlannedStmt *stmt, const char *source_text);
 #define pgc_attach_pending_stats(rel)	((void) 0)
 #endif
 
+/*
+ * The major version as the stores' file records it (persist.c): a file
+ * written by another major version is not read.
+ */
+#define PGC_PG_MAJOR_VERSION	(PG_VERSION_NUM / 100)
+
 #endif							/* PGC_COMPAT_H */

@@ -49,7 +49,7 @@ typedef struct FileHeader
 {
 	uint32		magic;
 	uint32		format;
-	uint32		pg_major;		/* PG_VERSION_NUM / 100 */
+	uint32		pg_major;		/* PGC_PG_MAJOR_VERSION */
 	uint32		nsections;
 	TimestampTz saved_at;
 	TimestampTz stats_reset;
@@ -206,7 +206,7 @@ pgc_persist_save(bool take_locks)
 	memset(&header, 0, sizeof(header));
 	header.magic = PGC_FILE_MAGIC;
 	header.format = PGC_FILE_FORMAT;
-	header.pg_major = PG_VERSION_NUM / 100;
+	header.pg_major = PGC_PG_MAJOR_VERSION;
 	header.nsections = lengthof(persisted);
 	header.saved_at = now;
 	header.stats_reset = pgc_stats_reset_time();
@@ -378,7 +378,7 @@ pgc_persist_load(void)
 	else if (header.format != PGC_FILE_FORMAT)
 		why = psprintf("its format is %u, this library reads %u",
 					   header.format, PGC_FILE_FORMAT);
-	else if (header.pg_major != PG_VERSION_NUM / 100)
+	else if (header.pg_major != PGC_PG_MAJOR_VERSION)
 		why = psprintf("it was written by PostgreSQL major version %u",
 					   header.pg_major / 100);
 	else if (!EQ_CRC32C(crc, stored))
