@@ -361,6 +361,24 @@ extern int64 pgc_text_query_id(PlannedStmt *stmt, const char *source_text);
 #endif
 
 /*
+ * The cluster's xmin horizon, as vacuum needs it for shared catalogs: the
+ * oldest xmin or XID of any backend in any database, prepared transaction,
+ * replication slot (a logical slot's catalog xmin too) or standby feedback,
+ * computed under ProcArrayLock in shared mode.  PG14 replaced GetOldestXmin
+ * with GetOldestNonRemovableTransactionId and renamed ReadNewTransactionId
+ * to ReadNextTransactionId.
+ */
+#include "access/transam.h"
+#include "storage/procarray.h"
+#if PG_VERSION_NUM >= 140000
+#define pgc_cluster_xmin_horizon()	GetOldestNonRemovableTransactionId(NULL)
+#define pgc_next_xid()				ReadNextTransactionId()
+#else
+#define pgc_cluster_xmin_horizon()	GetOldestXmin(NULL, PROCARRAY_FLAGS_VACUUM)
+#define pgc_next_xid()				ReadNewTransactionId()
+#endif
+
+/*
  * The major version as the stores' file records it (persist.c): a file
  * written by another major version is not read.
  */

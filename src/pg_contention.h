@@ -21,7 +21,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#define PGC_VERSION "1.2"
+#define PGC_VERSION "1.3"
 
 #include "compat.h"
 
@@ -287,6 +287,7 @@ typedef struct PgcHistoryBucket
 	bool		slru_known;		/* SLRU deltas were read for this bucket */
 	int64		subtrans_lookups;	/* delta of blks_hit + blks_read */
 	int64		subtrans_reads; /* delta of blks_read */
+	int64		horizon_xid_age;	/* at the bucket's end; -1 unknown */
 } PgcHistoryBucket;
 
 /* One profile entry: samples of a (database, role, query id, wait event). */

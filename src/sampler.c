@@ -524,7 +524,7 @@ read_subtrans_counters(int64 *lookups, int64 *reads)
  */
 static void
 close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
-			 int64 lock_ops)
+			 int64 lock_ops, int64 horizon_xid_age)
 {
 	PgcHistoryBucket *cur = &sampler->current;
 
@@ -545,6 +545,7 @@ close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
 			cur->subtrans_reads = Max(reads - last_subtrans_reads, 0);
 			cur->slru_known = true;
 		}
+		cur->horizon_xid_age = horizon_xid_age;
 		history[sampler->status.buckets_written % pgc_history_seconds] = *cur;
 		sampler->status.buckets_written++;
 	}
@@ -555,6 +556,24 @@ close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
 	}
 	memset(cur, 0, sizeof(PgcHistoryBucket));
 	cur->bucket_start = second;
+}
+
+/*
+ * How many XIDs old the cluster's xmin horizon is (compat.h says what it
+ * covers), once a second: the same computation as one vacuum's, with
+ * ProcArrayLock in shared mode for one pass over the proc array.  -1 when
+ * nothing holds it back (no valid horizon).
+ */
+static int64
+read_horizon_xid_age(void)
+{
+	TransactionId horizon = pgc_cluster_xmin_horizon();
+	TransactionId next = pgc_next_xid();
+
+	if (!TransactionIdIsNormal(horizon) || !TransactionIdIsNormal(next))
+		return -1;
+	/* Modulo-2^32 distance, as age() computes it. */
+	return Max((int64) (int32) (next - horizon), 0);
 }
 
 static void
@@ -570,7 +589,8 @@ sampler_tick(TimestampTz now)
 	PgcOldSnapFigures probe;
 	int64		lookups = 0,
 				reads = 0,
-				lock_ops = 0;
+				lock_ops = 0,
+				horizon_xid_age = -1;
 	int			n,
 				idle,
 				overflowed,
@@ -582,6 +602,7 @@ sampler_tick(TimestampTz now)
 	if (new_second)
 	{
 		slru_ok = read_subtrans_counters(&lookups, &reads);
+		horizon_xid_age = read_horizon_xid_age();
 		if (oldsnap_on)
 			lock_ops = pgc_oldsnap_read_operations();
 	}
@@ -607,7 +628,7 @@ sampler_tick(TimestampTz now)
 			pending[i].n = 0;	/* reset: drop what was held too */
 	}
 	if (new_second)
-		close_bucket(second, slru_ok, lookups, reads, lock_ops);
+		close_bucket(second, slru_ok, lookups, reads, lock_ops, horizon_xid_age);
 	if (oldsnap_on)
 		pgc_oldsnap_add(&cur->oldsnap, &probe);
 

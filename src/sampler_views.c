@@ -74,7 +74,7 @@ pg_contention_waits(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define HISTORY_COLS 22
+#define HISTORY_COLS 23
 
 /* pg_contention_history(): the completed one-second buckets, oldest first. */
 Datum
@@ -123,6 +123,11 @@ pg_contention_history(PG_FUNCTION_ARGS)
 			nulls[c++] = true;
 			nulls[c++] = true;
 		}
+		if (b->horizon_xid_age >= 0)
+			values[c++] = Int64GetDatum(b->horizon_xid_age);
+		else
+			nulls[c++] = true;
+		/* The 1.2 definition has no horizon_xid_age: it reads fewer. */
 		Assert(c == HISTORY_COLS);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}

@@ -79,6 +79,14 @@ is($primary->safe_psql('postgres',
 		"backend|$rr_pid|f|idle in transaction",
 		'prepared transaction|gx1|f|prepared'),
 	'logical slot (catalog), idle writer, the reader that follows it, prepared transaction: oldest first, then longest held');
+# The history records the horizon's age each second: the oldest holder's
+# (the logical slot's catalog xmin, 400 XIDs old), not less.
+my $latest_age = "SELECT horizon_xid_age FROM pg_contention_history ORDER BY bucket_start DESC LIMIT 1";
+ok($primary->poll_query_until('postgres',
+	"SELECT ($latest_age) >= (SELECT max(xmin_age) FROM pg_contention_horizon) - 1
+			AND ($latest_age) >= 400"),
+	'the history\'s horizon age is the oldest holder\'s');
+
 # The reader's snapshot xmin is the idle writer's xid (the writer was
 # running when it took its snapshot): it follows the writer, it does not
 # hold the horizon by itself.
@@ -137,6 +145,9 @@ $primary->safe_psql('postgres', "SELECT pg_drop_replication_slot('logi')");
 $standby->stop;
 ok($primary->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_contention_horizon'),
 	'no holder is left once they end');
+burn_xids(5);
+ok($primary->poll_query_until('postgres', "SELECT ($latest_age) < 10"),
+	'the history\'s horizon age falls back once they end');
 
 # A long holder among short transactions: pgbench clients run 0.1-second
 # transactions that take an xid; a reader follows the long writer.  Only

@@ -1,4 +1,4 @@
-# Upgrades: version 1.0 (or 1.1) installed, then ALTER EXTENSION
+# Upgrades: version 1.0 (or 1.1, 1.2) installed, then ALTER EXTENSION
 # pg_contention UPDATE, gives the same objects with the same definitions,
 # settings and privileges as a fresh install of the current version; and
 # the updated extension works.
@@ -15,6 +15,7 @@ $node->start;
 
 $node->safe_psql('postgres', 'CREATE DATABASE updated');
 $node->safe_psql('postgres', 'CREATE DATABASE from11');
+$node->safe_psql('postgres', 'CREATE DATABASE from12');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('updated', "CREATE EXTENSION pg_contention VERSION '1.0'");
 is($node->safe_psql('updated', "SELECT extversion FROM pg_extension WHERE extname = 'pg_contention'"),
@@ -73,6 +74,22 @@ is($updated, $fresh, 'the updated extension equals a fresh install: objects, def
 $node->safe_psql('from11', "CREATE EXTENSION pg_contention VERSION '1.1'");
 $node->safe_psql('from11', 'ALTER EXTENSION pg_contention UPDATE');
 is($node->safe_psql('from11', $describe), $fresh, '1.1 updated equals a fresh install');
+
+# From 1.2: its history view (one column fewer) answers with the new
+# library before the update.
+$node->safe_psql('from12', "CREATE EXTENSION pg_contention VERSION '1.2'");
+$node->poll_query_until('from12', 'SELECT count(*) > 0 FROM pg_contention_history')
+  or die 'the sampler wrote no history';
+is($node->safe_psql('from12',
+		"SELECT count(*) FROM information_schema.columns WHERE table_name = 'pg_contention_history'"),
+	'22', "1.2's pg_contention_history has 22 columns");
+my ($ret12) = $node->psql('from12', 'SELECT * FROM pg_contention_history');
+is($ret12, 0, "1.2's pg_contention_history answers with the new library");
+$node->safe_psql('from12', 'ALTER EXTENSION pg_contention UPDATE');
+is($node->safe_psql('from12', $describe), $fresh, '1.2 updated equals a fresh install');
+like($node->safe_psql('from12',
+		'SELECT horizon_xid_age >= 0 FROM pg_contention_history ORDER BY bucket_start DESC LIMIT 1'),
+	qr/^t$/, 'after the update the history has the horizon age');
 
 # The updated extension works: every view answers.
 for my $view (qw(pg_contention_subxact pg_contention_overflow_events pg_contention_statements
