@@ -1,6 +1,9 @@
 # pg_contention: PGXS build.
 #
-#   make && make install                 build and install against $(PG_CONFIG)
+#   make && make install                 build and install against $(PG_CONFIG):
+#                                        the extension, and the client program
+#                                        (client/, its own PGXS Makefile, since
+#                                        one builds a module or a program)
 #   make installcheck                    regression + isolation + TAP tests on
 #                                        temporary servers (needs the install)
 #   make regresscheck | isolationcheck | tapcheck   one kind only
@@ -41,3 +44,18 @@ tapcheck:
 
 # PGXS does not track header dependencies for extensions.
 $(OBJS): src/pg_contention.h src/compat.h
+
+# The client program, after PGXS's own targets (the first rule is the default).
+.PHONY: client-all client-install client-uninstall client-clean
+all: client-all
+install: client-install
+uninstall: client-uninstall
+clean: client-clean
+client-all:
+	$(MAKE) -C client PG_CONFIG='$(PG_CONFIG)'
+client-install: client-all
+	$(MAKE) -C client PG_CONFIG='$(PG_CONFIG)' install
+client-uninstall:
+	$(MAKE) -C client PG_CONFIG='$(PG_CONFIG)' uninstall
+client-clean:
+	$(MAKE) -C client PG_CONFIG='$(PG_CONFIG)' clean

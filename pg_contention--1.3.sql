@@ -860,7 +860,7 @@ root_holders AS (
 				WHEN 'standby feedback' THEN 'standby feedback (walsender pid ' || h.pid || ')'
 				ELSE h.kind || ' ' || h.holder END AS label
 	  FROM holders AS h, params
-	 WHERE h.blocks_cleanup
+	 WHERE h.follows IS NULL
 ),
 index_rows AS (
 	SELECT r.*, i.indrelid,
@@ -901,7 +901,8 @@ index_findings AS (
 											|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
 											|| ')', '') || '.' END AS evidence,
 		   CASE WHEN h.subject IS NOT NULL
-				THEN 'End what holds the horizon (see xmin_horizon_held), then VACUUM '
+				THEN 'End what holds the horizon ('
+					 || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END || '), then VACUUM '
 					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
 					 || '; the entries stay dead until vacuum removes them.'
 				ELSE 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
@@ -921,10 +922,14 @@ index_findings AS (
 	  CROSS JOIN params
 	  -- The oldest root holder that holds this table's cleanup: a slot or
 	  -- standby feedback holds every database, a transaction its own.
+	  -- Past the thresholds (blocks_cleanup), or younger but already
+	  -- running when this period's dead entries were counted: a
+	  -- transaction that began after them cannot be what keeps them.
 	  LEFT JOIN LATERAL (SELECT * FROM root_holders AS r
 						  WHERE NOT r.catalog_only
 							AND (r.kind IN ('replication slot', 'standby feedback')
 								 OR r.datname IS NOT DISTINCT FROM x.datname)
+							AND (r.blocks_cleanup OR params.now - r.held_for <= x.period_start)
 						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	 WHERE x.dead_per_scan >= params.dead_warning
 	   AND x.dead_ratio >= params.dead_ratio
@@ -973,6 +978,7 @@ horizon_findings AS (
 												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,
 		   params.now - h.held_for AS since
 	  FROM root_holders AS h, params
+	 WHERE h.blocks_cleanup
 ),
 oldsnap_findings AS (
 	SELECT 'old_snapshot_threshold_spinlock'::text AS problem,

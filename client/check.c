@@ -1,0 +1,117 @@
+/*-------------------------------------------------------------------------
+ *
+ * check.c
+ *		pg_contention check: the findings for a monitoring system.  One
+ *		status line in the monitoring-plugin format ("PG_CONTENTION
+ *		WARNING - ... | perfdata"), then one line per finding; exit 0 when
+ *		nothing is above info, 1 for a warning, 2 for a critical finding,
+ *		3 when it could not tell.  --json prints one JSON document instead.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "client.h"
+
+#include <string.h>
+
+static const char *const status_names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
+
+void
+check_print_unknown(const char *message, bool json)
+{
+	if (json)
+	{
+		Buf			out;
+
+		buf_init(&out);
+		buf_append(&out, "{\"status\": \"UNKNOWN\", \"exit_code\": 3, \"error\": ");
+		buf_json_string(&out, message);
+		buf_append(&out, ", \"findings\": []}\n");
+		fputs(out.data, stdout);
+		buf_free(&out);
+	}
+	else
+		printf("PG_CONTENTION UNKNOWN - %s\n", message);
+}
+
+int
+command_check(Conn *c, bool json)
+{
+	SnapshotScope scope = {0};
+	Snapshot	s;
+	char	   *message = NULL;
+	int			counts[3] = {0, 0, 0};
+	int			worst;
+	Buf			out;
+
+	scope.findings_only = true;
+	if (!snapshot_take(c, &scope, &s, &message))
+	{
+		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
+		check_print_unknown(message, json);
+		return EXIT_UNKNOWN;
+	}
+	for (int i = 0; i < s.nfindings; i++)
+		counts[severity_rank(s.findings[i].severity)]++;
+	worst = snapshot_worst(&s);
+
+	buf_init(&out);
+	if (json)
+	{
+		buf_printf(&out, "{\"status\": \"%s\", \"exit_code\": %d, \"server\": ",
+				   status_names[worst], worst);
+		buf_json_string(&out, c->target);
+		buf_append(&out, ", \"server_version\": ");
+		buf_json_string(&out, c->server_version);
+		buf_printf(&out, ", \"in_recovery\": %s, \"checked_at\": %.3f, \"findings_window\": ",
+				   c->in_recovery ? "true" : "false", s.taken);
+		buf_json_string(&out, s.findings_window);
+		buf_printf(&out, ", \"counts\": {\"critical\": %d, \"warning\": %d, \"info\": %d}",
+				   counts[2], counts[1], counts[0]);
+		buf_append(&out, ", \"findings\": [");
+		for (int i = 0; i < s.nfindings; i++)
+		{
+			Finding    *f = &s.findings[i];
+
+			buf_append(&out, i ? ",\n  {" : "\n  {");
+			buf_append(&out, "\"severity\": ");
+			buf_json_string(&out, f->severity);
+			buf_append(&out, ", \"problem\": ");
+			buf_json_string(&out, f->problem);
+			buf_append(&out, ", \"subject\": ");
+			buf_json_string(&out, f->subject);
+			buf_append(&out, ", \"evidence\": ");
+			buf_json_string(&out, f->evidence);
+			buf_append(&out, ", \"advice\": ");
+			buf_json_string(&out, f->advice);
+			buf_append(&out, ", \"since\": ");
+			buf_json_string(&out, f->since);
+			/* Already JSON: the server's jsonb output. */
+			buf_append(&out, ", \"details\": ");
+			buf_append(&out, f->details ? f->details : "null");
+			buf_append(&out, "}");
+		}
+		buf_append(&out, s.nfindings ? "\n]}\n" : "]}\n");
+	}
+	else
+	{
+		buf_printf(&out, "PG_CONTENTION %s - ", status_names[worst]);
+		if (s.nfindings == 0)
+			buf_append(&out, "no findings");
+		else
+			buf_printf(&out, "%d finding%s (%d critical, %d warning, %d info)",
+					   s.nfindings, s.nfindings == 1 ? "" : "s", counts[2], counts[1], counts[0]);
+		buf_printf(&out, " on %s | findings=%d critical=%d warning=%d info=%d\n",
+				   c->target, s.nfindings, counts[2], counts[1], counts[0]);
+		for (int i = 0; i < s.nfindings; i++)
+		{
+			Finding    *f = &s.findings[i];
+
+			buf_printf(&out, "%s %s: %s. %s Advice: %s\n", f->severity, f->problem,
+					   f->subject, f->evidence, f->advice);
+		}
+	}
+	fputs(out.data, stdout);
+	buf_free(&out);
+	snapshot_free(&s);
+	return worst;
+}

@@ -1,0 +1,260 @@
+/*-------------------------------------------------------------------------
+ *
+ * client.h
+ *		The pg_contention client program: what its files share.
+ *
+ * main.c parses the command line and connects; data.c runs the queries and
+ * holds their results; top.c, check.c and report.c are the three commands;
+ * chart.c draws the history as SVG; util.c has growing strings, escaping
+ * and number formatting.  The program is single-threaded and links with
+ * libpq and libc only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGC_CLIENT_H
+#define PGC_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "libpq-fe.h"
+
+/* The extension version whose views this client reads. */
+#define PGC_CLIENT_VERSION		"1.3"
+#define PGC_NEEDS_MAJOR			1
+#define PGC_NEEDS_MINOR			3
+
+/* Exit codes: the monitoring-plugin convention, used by every command. */
+#define EXIT_FINDINGS_OK		0
+#define EXIT_FINDINGS_WARNING	1
+#define EXIT_FINDINGS_CRITICAL	2
+#define EXIT_UNKNOWN			3	/* connection, usage, server or file error */
+
+/* ---- util.c ---- */
+typedef struct Buf
+{
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} Buf;
+
+extern void buf_init(Buf *b);
+extern void buf_free(Buf *b);
+extern void buf_reset(Buf *b);
+extern void buf_append(Buf *b, const char *s);
+extern void buf_appendn(Buf *b, const char *s, size_t n);
+extern void buf_printf(Buf *b, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern void buf_html(Buf *b, const char *s);
+extern void buf_json_string(Buf *b, const char *s);
+
+extern void *xmalloc(size_t size);
+extern char *xstrdup(const char *s);
+extern void fatal(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
+extern void progname_set(const char *name);
+extern const char *progname_get(void);
+
+extern char *fmt_count(double value);	/* 12,345 (static buffer ring) */
+extern char *fmt_compact(double value); /* 12.3k, 4.5M */
+extern char *fmt_duration(double seconds);	/* 35 s, 14 min, 2 h 5 min */
+extern char *fmt_clock(double epoch);	/* HH:MM:SS, local time */
+extern void one_line(char *s);	/* newlines and tabs to spaces, in place */
+extern int	display_width(const char *s);	/* UTF-8 code points */
+extern void buf_fit(Buf *b, const char *s, int width, bool pad);
+
+/* ---- main.c: the connection ---- */
+typedef struct Conn
+{
+	PGconn	   *conn;
+	const char *const *keywords;	/* what to connect with, again */
+	const char *const *values;
+	char	   *schema;			/* the extension's schema, quoted */
+	char	   *server_version;
+	char	   *target;			/* "host:port/db" as the user sees it */
+	bool		in_recovery;
+	double		server_started; /* pg_postmaster_start_time(), epoch */
+	int			near_level;		/* pg_contention.subxact_warn_level */
+} Conn;
+
+/* Why a connection is not usable; each has one message and exit 3. */
+typedef enum ConnProblem
+{
+	CONN_OK,
+	CONN_FAILED,				/* could not connect */
+	CONN_NO_EXTENSION,			/* CREATE EXTENSION not run in this database */
+	CONN_OLD_EXTENSION,			/* an older version: ALTER EXTENSION UPDATE */
+	CONN_NOT_PRELOADED,			/* the library is not in shared_preload_libraries */
+	CONN_QUERY_FAILED			/* anything else the server said */
+} ConnProblem;
+
+extern ConnProblem conn_open(Conn *c, char **message);
+extern void conn_close(Conn *c);
+extern PGresult *conn_query(Conn *c, const char *sql, char **message);
+
+/* ---- data.c: one look at the server ---- */
+typedef struct Finding
+{
+	char	   *problem;
+	char	   *severity;
+	char	   *subject;
+	char	   *evidence;
+	char	   *advice;
+	char	   *details;		/* jsonb as text */
+	char	   *since;
+} Finding;
+
+typedef struct Backend
+{
+	int			pid;
+	char	   *datname;
+	char	   *usename;
+	char	   *application;
+	char	   *state;
+	int			subxacts;
+	bool		overflowed;
+	double		xact_seconds;	/* -1 unknown */
+	char	   *query;
+} Backend;
+
+typedef struct Holder
+{
+	char	   *kind;
+	char	   *holder;
+	int			pid;			/* 0 when none */
+	char	   *datname;
+	char	   *application;
+	double		xmin_age;
+	double		held_seconds;	/* -1 unknown */
+	char	   *state;
+	char	   *follows;
+	bool		blocks_cleanup;
+	char	   *query;
+} Holder;
+
+/* Wait classes in the history, in the order charts stack them. */
+#define NUM_CLASSES 10
+extern const char *const class_names[NUM_CLASSES];
+extern const char *const class_colors[NUM_CLASSES];
+
+typedef struct Second
+{
+	double		epoch;
+	double		active;			/* average active backends */
+	double		by_class[NUM_CLASSES];	/* average backends per class */
+	double		subtrans_waits; /* samples of SubtransSLRU + SubtransBuffer */
+	double		overflowed;		/* most overflowed backends in one tick */
+	double		lookups;		/* pg_subtrans lookups; NAN unknown */
+	double		horizon_age;	/* XIDs; NAN unknown */
+} Second;
+
+typedef struct StatementRow
+{
+	char	   *query_id;
+	char	   *datname;
+	char	   *usename;
+	double		calls;
+	double		suboverflowed_calls;
+	double		subtrans_waits;
+	double		max_subxacts;
+	double		blks_per_row;	/* NAN unknown */
+	char	   *query;
+	double		last_seen;
+} StatementRow;
+
+typedef struct IndexRow
+{
+	char	   *index;
+	char	   *datname;
+	char	   *query_id;
+	double		scans;
+	double		dead_visits;
+	double		dead_per_scan;
+	double		max_dead_per_scan;
+	double		dead_ratio;		/* NAN unknown */
+	char	   *query;
+	double		last_seen;
+} IndexRow;
+
+typedef struct EventRow
+{
+	char	   *time;
+	int			pid;
+	char	   *datname;
+	char	   *usename;
+	char	   *application;
+	char	   *query;
+} EventRow;
+
+typedef enum SortMode
+{
+	SORT_COST,					/* waits; dead entries per execution */
+	SORT_VOLUME,				/* suboverflowed executions; dead entries in all */
+	SORT_RECENT,				/* last seen */
+	NUM_SORT_MODES
+} SortMode;
+extern const char *const sort_names[NUM_SORT_MODES];
+
+typedef struct Snapshot
+{
+	double		taken;			/* server clock, epoch */
+	int			nfindings;
+	Finding    *findings;
+	int			nbackends;
+	Backend    *backends;
+	int			nholders;
+	Holder	   *holders;
+	int			nseconds;
+	Second	   *seconds;
+	int			nstatements;
+	StatementRow *statements;
+	int			nindexes;
+	IndexRow   *indexes;
+	int			nevents;
+	EventRow   *events;
+	bool		sampler_running;
+	char	   *findings_window;	/* "5 min" */
+} Snapshot;
+
+/* What to read: top reads the last minute, the report everything. */
+typedef struct SnapshotScope
+{
+	int			history_seconds;	/* 0: all of it */
+	int			row_limit;		/* per table */
+	SortMode	sort;
+	bool		events;			/* overflow events too */
+	bool		findings_only;	/* check: nothing else */
+} SnapshotScope;
+
+extern bool snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message);
+extern void snapshot_free(Snapshot *s);
+extern int	severity_rank(const char *severity);	/* 2 critical, 1 warning, 0 */
+extern int	snapshot_worst(const Snapshot *s);
+
+/* ---- the commands ---- */
+typedef struct TopOptions
+{
+	double		interval;		/* seconds between refreshes */
+	long		iterations;		/* 0: until quit */
+} TopOptions;
+
+extern int	command_top(Conn *c, const TopOptions *options);
+extern int	command_check(Conn *c, bool json);
+extern void check_print_unknown(const char *message, bool json);
+extern int	command_report(Conn *c, const char *html_path, bool text);
+
+/* ---- chart.c ---- */
+typedef struct ChartSeries
+{
+	const char *name;
+	const char *color;
+	const double *values;		/* one per point; NAN is a gap */
+	size_t		stride;			/* bytes between values */
+} ChartSeries;
+
+extern void chart_svg(Buf *out, const char *id, const char *title, const char *unit,
+					  const double *epochs, size_t epoch_stride, int npoints,
+					  const ChartSeries *series, int nseries, bool stacked);
+extern void sparkline(Buf *out, const double *values, size_t stride, int npoints,
+					  int width, bool utf8);
+
+#endif							/* PGC_CLIENT_H */

@@ -1,0 +1,407 @@
+/*-------------------------------------------------------------------------
+ *
+ * data.c
+ *		One look at the server for the pg_contention client: the findings,
+ *		the backends near or past subtransaction-cache overflow, the holders
+ *		of the xmin horizon, the history second by second, the statements
+ *		behind pg_subtrans waits and dead index entries, the overflow events.
+ *
+ * Every query reads the extension's views in its schema (quoted once, at
+ * connection); what the server masks for this role stays masked.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "client.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const class_names[NUM_CLASSES] = {
+	"CPU", "LWLock", "Lock", "IO", "IPC", "BufferPin", "Timeout", "Extension",
+	"Client", "Other"
+};
+
+/* Distinguishable in print and for the common kinds of colour blindness. */
+const char *const class_colors[NUM_CLASSES] = {
+	"#2e7d32", "#c62828", "#6a1b9a", "#1565c0", "#ef6c00", "#795548",
+	"#00838f", "#9e9d24", "#9e9e9e", "#546e7a"
+};
+
+const char *const sort_names[NUM_SORT_MODES] = {"cost", "volume", "recent"};
+
+int
+severity_rank(const char *severity)
+{
+	if (severity && strcmp(severity, "critical") == 0)
+		return 2;
+	if (severity && strcmp(severity, "warning") == 0)
+		return 1;
+	return 0;
+}
+
+int
+snapshot_worst(const Snapshot *s)
+{
+	int			worst = 0;
+
+	for (int i = 0; i < s->nfindings; i++)
+		if (severity_rank(s->findings[i].severity) > worst)
+			worst = severity_rank(s->findings[i].severity);
+	return worst;
+}
+
+static char *
+text_at(PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return NULL;
+	return xstrdup(PQgetvalue(res, row, col));
+}
+
+/* A text for display: one line, "" for NULL. */
+static char *
+line_at(PGresult *res, int row, int col)
+{
+	char	   *s = xstrdup(PQgetisnull(res, row, col) ? "" : PQgetvalue(res, row, col));
+
+	one_line(s);
+	return s;
+}
+
+static double
+number_at(PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return NAN;
+	return strtod(PQgetvalue(res, row, col), NULL);
+}
+
+static PGresult *
+run(Conn *c, Buf *sql, char **message)
+{
+	PGresult   *res = conn_query(c, sql->data, message);
+
+	buf_reset(sql);
+	return res;
+}
+
+static void *
+rows_alloc(PGresult *res, size_t size, int *n)
+{
+	*n = PQntuples(res);
+	return xmalloc(size * (size_t) (*n > 0 ? *n : 1));
+}
+
+static const char *
+statement_order(SortMode sort)
+{
+	switch (sort)
+	{
+		case SORT_VOLUME:
+			return "suboverflowed_calls DESC, subtrans_wait_samples DESC";
+		case SORT_RECENT:
+			return "last_seen DESC";
+		default:
+			return "subtrans_wait_samples DESC, suboverflowed_calls DESC";
+	}
+}
+
+static const char *
+index_order(SortMode sort)
+{
+	switch (sort)
+	{
+		case SORT_VOLUME:
+			return "dead_visits DESC";
+		case SORT_RECENT:
+			return "last_seen DESC";
+		default:
+			return "dead_visits::float8 / nullif(scans, 0) DESC NULLS LAST, dead_visits DESC";
+	}
+}
+
+bool
+snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
+{
+	Buf			sql;
+	PGresult   *res;
+	const char *x = c->schema;
+	int			limit = scope->row_limit;
+
+	memset(s, 0, sizeof(*s));
+	buf_init(&sql);
+
+	buf_printf(&sql,
+			   "SELECT pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()),"
+			   " coalesce((SELECT running FROM %s.pg_contention_sampler_status), false),"
+			   " %s.pg_contention_duration(pg_catalog.current_setting("
+			   "'pg_contention.findings_window')::pg_catalog.interval)", x, x);
+	if ((res = run(c, &sql, message)) == NULL)
+		goto failed;
+	s->taken = number_at(res, 0, 0);
+	s->sampler_running = PQgetvalue(res, 0, 1)[0] == 't';
+	s->findings_window = xstrdup(PQgetvalue(res, 0, 2));
+	PQclear(res);
+
+	buf_printf(&sql,
+			   "SELECT severity, problem, subject, evidence, advice, details::text,"
+			   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
+			   " FROM %s.pg_contention_findings", x);
+	if ((res = run(c, &sql, message)) == NULL)
+		goto failed;
+	s->findings = rows_alloc(res, sizeof(Finding), &s->nfindings);
+	for (int i = 0; i < s->nfindings; i++)
+	{
+		Finding    *f = &s->findings[i];
+
+		f->severity = line_at(res, i, 0);
+		f->problem = line_at(res, i, 1);
+		f->subject = line_at(res, i, 2);
+		f->evidence = line_at(res, i, 3);
+		f->advice = line_at(res, i, 4);
+		f->details = text_at(res, i, 5);
+		f->since = text_at(res, i, 6);
+	}
+	PQclear(res);
+	if (scope->findings_only)
+	{
+		buf_free(&sql);
+		return true;
+	}
+
+	buf_printf(&sql,
+			   "SELECT pid, datname, usename, application_name, state, subxact_count,"
+			   " subxact_overflowed,"
+			   " pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - xact_start), query"
+			   " FROM %s.pg_contention_subxact"
+			   " WHERE subxact_overflowed OR subxact_count > %d"
+			   " ORDER BY subxact_overflowed DESC, subxact_count DESC, pid LIMIT %d",
+			   x, c->near_level, limit);
+	if ((res = run(c, &sql, message)) == NULL)
+		goto failed;
+	s->backends = rows_alloc(res, sizeof(Backend), &s->nbackends);
+	for (int i = 0; i < s->nbackends; i++)
+	{
+		Backend    *b = &s->backends[i];
+
+		b->pid = atoi(PQgetvalue(res, i, 0));
+		b->datname = line_at(res, i, 1);
+		b->usename = line_at(res, i, 2);
+		b->application = line_at(res, i, 3);
+		b->state = line_at(res, i, 4);
+		b->subxacts = atoi(PQgetvalue(res, i, 5));
+		b->overflowed = PQgetvalue(res, i, 6)[0] == 't';
+		b->xact_seconds = PQgetisnull(res, i, 7) ? -1 : number_at(res, i, 7);
+		b->query = line_at(res, i, 8);
+	}
+	PQclear(res);
+
+	buf_printf(&sql,
+			   "SELECT kind, holder, pid, datname, application_name, xmin_age,"
+			   " pg_catalog.date_part('epoch', held_for), state, follows, blocks_cleanup, query"
+			   " FROM %s.pg_contention_horizon LIMIT %d", x, limit);
+	if ((res = run(c, &sql, message)) == NULL)
+		goto failed;
+	s->holders = rows_alloc(res, sizeof(Holder), &s->nholders);
+	for (int i = 0; i < s->nholders; i++)
+	{
+		Holder	   *h = &s->holders[i];
+
+		h->kind = line_at(res, i, 0);
+		h->holder = line_at(res, i, 1);
+		h->pid = PQgetisnull(res, i, 2) ? 0 : atoi(PQgetvalue(res, i, 2));
+		h->datname = line_at(res, i, 3);
+		h->application = line_at(res, i, 4);
+		h->xmin_age = number_at(res, i, 5);
+		h->held_seconds = PQgetisnull(res, i, 6) ? -1 : number_at(res, i, 6);
+		h->state = line_at(res, i, 7);
+		h->follows = line_at(res, i, 8);
+		h->blocks_cleanup = PQgetvalue(res, i, 9)[0] == 't';
+		h->query = line_at(res, i, 10);
+	}
+	PQclear(res);
+
+	/* The seconds, oldest first; per-class averages are samples / ticks. */
+	buf_printf(&sql,
+			   "SELECT pg_catalog.date_part('epoch', bucket_start), avg_active_backends,"
+			   " greatest(ticks, 1), cpu_samples, lwlock_samples, lock_samples, io_samples,"
+			   " ipc_samples, bufferpin_samples, timeout_samples, extension_samples,"
+			   " client_samples, other_samples,"
+			   " coalesce(subtrans_slru_samples, 0) + coalesce(subtrans_buffer_samples, 0),"
+			   " max_overflowed_backends, subtrans_lookups, horizon_xid_age"
+			   " FROM %s.pg_contention_history", x);
+	if (scope->history_seconds > 0)
+		buf_printf(&sql, " WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '%d seconds'",
+				   scope->history_seconds + 1);
+	buf_append(&sql, " ORDER BY bucket_start");
+	if ((res = run(c, &sql, message)) == NULL)
+		goto failed;
+	s->seconds = rows_alloc(res, sizeof(Second), &s->nseconds);
+	for (int i = 0; i < s->nseconds; i++)
+	{
+		Second	   *b = &s->seconds[i];
+		double		ticks = number_at(res, i, 2);
+
+		b->epoch = number_at(res, i, 0);
+		b->active = number_at(res, i, 1);
+		for (int k = 0; k < NUM_CLASSES; k++)
+			b->by_class[k] = number_at(res, i, 3 + k) / ticks;
+		b->subtrans_waits = number_at(res, i, 13);
+		b->overflowed = number_at(res, i, 14);
+		b->lookups = number_at(res, i, 15);
+		b->horizon_age = number_at(res, i, 16);
+	}
+	PQclear(res);
+
+	buf_printf(&sql,
+			   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
+			   " subtrans_wait_samples, max_subxacts, blks_per_row, query,"
+			   " pg_catalog.date_part('epoch', last_seen)"
+			   " FROM %s.pg_contention_statements"
+			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0"
+			   " ORDER BY %s LIMIT %d", x, statement_order(scope->sort), limit);
+	if ((res = run(c, &sql, message)) == NULL)
+		goto failed;
+	s->statements = rows_alloc(res, sizeof(StatementRow), &s->nstatements);
+	for (int i = 0; i < s->nstatements; i++)
+	{
+		StatementRow *r = &s->statements[i];
+
+		r->query_id = line_at(res, i, 0);
+		r->datname = line_at(res, i, 1);
+		r->usename = line_at(res, i, 2);
+		r->calls = number_at(res, i, 3);
+		r->suboverflowed_calls = number_at(res, i, 4);
+		r->subtrans_waits = number_at(res, i, 5);
+		r->max_subxacts = number_at(res, i, 6);
+		r->blks_per_row = number_at(res, i, 7);
+		r->query = line_at(res, i, 8);
+		r->last_seen = number_at(res, i, 9);
+	}
+	PQclear(res);
+
+	buf_printf(&sql,
+			   "SELECT coalesce(schemaname || '.' || indexrelname, 'index oid ' || indexrelid),"
+			   " datname, query_id, scans, dead_visits, dead_visits::float8 / nullif(scans, 0),"
+			   " max_dead_visits_per_scan, dead_ratio, query,"
+			   " pg_catalog.date_part('epoch', last_seen)"
+			   " FROM %s.pg_contention_index_scans WHERE dead_visits > 0"
+			   " ORDER BY %s LIMIT %d", x, index_order(scope->sort), limit);
+	if ((res = run(c, &sql, message)) == NULL)
+		goto failed;
+	s->indexes = rows_alloc(res, sizeof(IndexRow), &s->nindexes);
+	for (int i = 0; i < s->nindexes; i++)
+	{
+		IndexRow   *r = &s->indexes[i];
+
+		r->index = line_at(res, i, 0);
+		r->datname = line_at(res, i, 1);
+		r->query_id = line_at(res, i, 2);
+		r->scans = number_at(res, i, 3);
+		r->dead_visits = number_at(res, i, 4);
+		r->dead_per_scan = number_at(res, i, 5);
+		r->max_dead_per_scan = number_at(res, i, 6);
+		r->dead_ratio = number_at(res, i, 7);
+		r->query = line_at(res, i, 8);
+		r->last_seen = number_at(res, i, 9);
+	}
+	PQclear(res);
+
+	if (scope->events)
+	{
+		buf_printf(&sql,
+				   "SELECT pg_catalog.to_char(event_time, 'YYYY-MM-DD HH24:MI:SS'), pid, datname,"
+				   " usename, application_name, query"
+				   " FROM %s.pg_contention_overflow_events ORDER BY event_time DESC LIMIT %d",
+				   x, limit);
+		if ((res = run(c, &sql, message)) == NULL)
+			goto failed;
+		s->events = rows_alloc(res, sizeof(EventRow), &s->nevents);
+		for (int i = 0; i < s->nevents; i++)
+		{
+			EventRow   *e = &s->events[i];
+
+			e->time = line_at(res, i, 0);
+			e->pid = atoi(PQgetvalue(res, i, 1));
+			e->datname = line_at(res, i, 2);
+			e->usename = line_at(res, i, 3);
+			e->application = line_at(res, i, 4);
+			e->query = line_at(res, i, 5);
+		}
+		PQclear(res);
+	}
+	buf_free(&sql);
+	return true;
+
+failed:
+	buf_free(&sql);
+	snapshot_free(s);
+	return false;
+}
+
+void
+snapshot_free(Snapshot *s)
+{
+	for (int i = 0; i < s->nfindings; i++)
+	{
+		Finding    *f = &s->findings[i];
+
+		free(f->problem);
+		free(f->severity);
+		free(f->subject);
+		free(f->evidence);
+		free(f->advice);
+		free(f->details);
+		free(f->since);
+	}
+	for (int i = 0; i < s->nbackends; i++)
+	{
+		free(s->backends[i].datname);
+		free(s->backends[i].usename);
+		free(s->backends[i].application);
+		free(s->backends[i].state);
+		free(s->backends[i].query);
+	}
+	for (int i = 0; i < s->nholders; i++)
+	{
+		free(s->holders[i].kind);
+		free(s->holders[i].holder);
+		free(s->holders[i].datname);
+		free(s->holders[i].application);
+		free(s->holders[i].state);
+		free(s->holders[i].follows);
+		free(s->holders[i].query);
+	}
+	for (int i = 0; i < s->nstatements; i++)
+	{
+		free(s->statements[i].query_id);
+		free(s->statements[i].datname);
+		free(s->statements[i].usename);
+		free(s->statements[i].query);
+	}
+	for (int i = 0; i < s->nindexes; i++)
+	{
+		free(s->indexes[i].index);
+		free(s->indexes[i].datname);
+		free(s->indexes[i].query_id);
+		free(s->indexes[i].query);
+	}
+	for (int i = 0; i < s->nevents; i++)
+	{
+		free(s->events[i].time);
+		free(s->events[i].datname);
+		free(s->events[i].usename);
+		free(s->events[i].application);
+		free(s->events[i].query);
+	}
+	free(s->findings);
+	free(s->backends);
+	free(s->holders);
+	free(s->seconds);
+	free(s->statements);
+	free(s->indexes);
+	free(s->events);
+	free(s->findings_window);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,414 @@
+/*-------------------------------------------------------------------------
+ *
+ * main.c
+ *		pg_contention: the command-line client of the pg_contention
+ *		extension.  Parses the command line, connects with libpq, checks that
+ *		the server can answer (the library preloaded, the extension created
+ *		at a version this client reads), and runs one command.
+ *
+ *		pg_contention [OPTION]... {top | check | report} [DBNAME | CONNINFO]
+ *
+ * Every error is one line on stderr and exit code 3, the monitoring-plugin
+ * convention for "unknown"; check exits 0, 1 or 2 by the worst finding.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "client.h"
+
+#include <getopt.h>
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLIENT_PROGRAM_VERSION	"1.3"
+
+static void
+usage(void)
+{
+	printf("%s names the causes of contention on a PostgreSQL server that runs the\n"
+		   "pg_contention extension: overflowed subtransaction caches, a held xmin horizon,\n"
+		   "dead index entries, old_snapshot_threshold spinlock pressure.\n\n", progname_get());
+	printf("Usage:\n"
+		   "  %s [OPTION]... COMMAND [DBNAME | CONNINFO]\n\n", progname_get());
+	printf("Commands:\n"
+		   "  top                 full-screen live view, refreshed every second\n"
+		   "  check               the findings, one line each; exit 0 (nothing above info),\n"
+		   "                      1 (warning), 2 (critical), 3 (could not tell)\n"
+		   "  report              a report for the incident ticket: plain text, or a\n"
+		   "                      self-contained HTML page with charts of the history\n\n");
+	printf("Command options:\n"
+		   "  -i, --interval=SECONDS   top: seconds between refreshes (default 1)\n"
+		   "  -n, --iterations=N       top: stop after N refreshes (default: until q)\n"
+		   "      --json               check: the findings as one JSON document\n"
+		   "      --html=FILE          report: write the HTML page to FILE (- for stdout)\n"
+		   "      --text               report: print the plain-text report (the default)\n\n");
+	printf("Connection options:\n"
+		   "  -h, --host=HOSTNAME      database server host or socket directory\n"
+		   "  -p, --port=PORT          database server port\n"
+		   "  -U, --username=USERNAME  database user name\n"
+		   "  -d, --dbname=DBNAME      database to connect to (or a connection string);\n"
+		   "                           the one where CREATE EXTENSION pg_contention ran\n"
+		   "  -w, --no-password        never prompt for a password (the default: use\n"
+		   "                           PGPASSWORD or ~/.pgpass)\n"
+		   "The PG* environment variables (PGHOST, PGPORT, PGDATABASE, ...) apply too.\n\n");
+	printf("Other options:\n"
+		   "  -V, --version            print the version and exit\n"
+		   "  -?, --help               show this help and exit\n\n");
+	printf("In top: q quits, p or space pauses, s switches the statements' sort\n"
+		   "(cost, volume, recent).  Not on a terminal, top prints plain text each refresh.\n");
+}
+
+static void
+usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: error: ", progname_get());
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry \"%s --help\" for more information.\n", progname_get());
+	exit(EXIT_UNKNOWN);
+}
+
+/* The first line of a libpq or server message, without its trailing newline. */
+static char *
+first_line(const char *message)
+{
+	char	   *s = xstrdup(message ? message : "");
+	char	   *nl = strchr(s, '\n');
+
+	if (nl)
+		*nl = '\0';
+	if (strncmp(s, "ERROR:  ", 8) == 0)
+		memmove(s, s + 8, strlen(s + 8) + 1);
+	if (strncmp(s, "FATAL:  ", 8) == 0)
+		memmove(s, s + 8, strlen(s + 8) + 1);
+	return s;
+}
+
+PGresult *
+conn_query(Conn *c, const char *sql, char **message)
+{
+	PGresult   *res = PQexec(c->conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return res;
+	if (message)
+		*message = first_line(res ? PQresultErrorMessage(res) : PQerrorMessage(c->conn));
+	PQclear(res);
+	return NULL;
+}
+
+static bool
+has_sqlstate(PGresult *res, const char *state)
+{
+	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	return s && strcmp(s, state) == 0;
+}
+
+/*
+ * Connect and check that this database can answer: the extension created
+ * at 1.3 or later, the library preloaded.  On a problem, *message is one
+ * line for the user.
+ */
+ConnProblem
+conn_open(Conn *c, char **message)
+{
+	PGresult   *res;
+	Buf			sql;
+	const char *version;
+	int			major = 0,
+				minor = 0;
+	const char *host;
+
+	*message = NULL;
+	c->conn = PQconnectdbParams(c->keywords, c->values, 1);
+	if (c->conn == NULL || PQstatus(c->conn) != CONNECTION_OK)
+	{
+		*message = first_line(c->conn ? PQerrorMessage(c->conn) : "out of memory");
+		if (c->conn)
+			PQfinish(c->conn);
+		c->conn = NULL;
+		return CONN_FAILED;
+	}
+
+	host = PQhost(c->conn);
+	free(c->target);
+	buf_init(&sql);
+	buf_printf(&sql, "%s%s%s/%s", host && host[0] != '/' ? host : "",
+			   host && host[0] != '/' ? ":" : "port ", PQport(c->conn), PQdb(c->conn));
+	c->target = xstrdup(sql.data);
+	buf_free(&sql);
+
+	/* Keep the client's own statements short and out of the way. */
+	res = conn_query(c, "SET statement_timeout = '30s'; SET jit = off", message);
+	if (res == NULL)
+		return CONN_QUERY_FAILED;
+	PQclear(res);
+
+	res = conn_query(c,
+					 "SELECT pg_catalog.quote_ident(n.nspname), e.extversion,"
+					 " pg_catalog.pg_is_in_recovery(),"
+					 " pg_catalog.date_part('epoch', pg_catalog.pg_postmaster_start_time()),"
+					 " pg_catalog.current_setting('server_version'),"
+					 " coalesce(pg_catalog.current_setting('pg_contention.subxact_warn_level', true), '48')"
+					 " FROM pg_catalog.pg_extension e"
+					 " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
+					 " WHERE e.extname = 'pg_contention'", message);
+	if (res == NULL)
+		return CONN_QUERY_FAILED;
+	if (PQntuples(res) == 0)
+	{
+		Buf			m;
+
+		buf_init(&m);
+		buf_printf(&m, "extension \"pg_contention\" is not created in database \"%s\": "
+				   "run CREATE EXTENSION pg_contention there, or connect to the database "
+				   "where it is (-d)", PQdb(c->conn));
+		*message = m.data;
+		PQclear(res);
+		return CONN_NO_EXTENSION;
+	}
+	free(c->schema);
+	free(c->server_version);
+	c->schema = xstrdup(PQgetvalue(res, 0, 0));
+	version = PQgetvalue(res, 0, 1);
+	c->in_recovery = PQgetvalue(res, 0, 2)[0] == 't';
+	c->server_started = strtod(PQgetvalue(res, 0, 3), NULL);
+	c->server_version = xstrdup(PQgetvalue(res, 0, 4));
+	c->near_level = atoi(PQgetvalue(res, 0, 5));
+	if (sscanf(version, "%d.%d", &major, &minor) != 2 ||
+		major < PGC_NEEDS_MAJOR || (major == PGC_NEEDS_MAJOR && minor < PGC_NEEDS_MINOR))
+	{
+		Buf			m;
+
+		buf_init(&m);
+		buf_printf(&m, "extension pg_contention is version %s in database \"%s\", this client "
+				   "needs %s or later: run ALTER EXTENSION pg_contention UPDATE",
+				   version, PQdb(c->conn), PGC_CLIENT_VERSION);
+		*message = m.data;
+		PQclear(res);
+		return CONN_OLD_EXTENSION;
+	}
+	PQclear(res);
+
+	/* The views raise 55000 when the library was not preloaded. */
+	buf_init(&sql);
+	buf_printf(&sql, "SELECT stats_reset FROM %s.pg_contention_info()", c->schema);
+	res = PQexec(c->conn, sql.data);
+	buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		bool		not_loaded = has_sqlstate(res, "55000");
+
+		*message = not_loaded ?
+			xstrdup("the pg_contention library is not loaded: add pg_contention to "
+					"shared_preload_libraries and restart the server") :
+			first_line(PQresultErrorMessage(res));
+		PQclear(res);
+		return not_loaded ? CONN_NOT_PRELOADED : CONN_QUERY_FAILED;
+	}
+	PQclear(res);
+	return CONN_OK;
+}
+
+void
+conn_close(Conn *c)
+{
+	if (c->conn)
+		PQfinish(c->conn);
+	c->conn = NULL;
+}
+
+/* A positive number of seconds for --interval, 0.1 to 3600. */
+static double
+parse_interval(const char *arg)
+{
+	char	   *end;
+	double		v = strtod(arg, &end);
+
+	if (end == arg || *end != '\0' || isnan(v) || v < 0.1 || v > 3600)
+		usage_error("invalid interval \"%s\": give seconds from 0.1 to 3600", arg);
+	return v;
+}
+
+static long
+parse_iterations(const char *arg)
+{
+	char	   *end;
+	long		v = strtol(arg, &end, 10);
+
+	if (end == arg || *end != '\0' || v < 1)
+		usage_error("invalid iteration count \"%s\": give a whole number from 1", arg);
+	return v;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{"host", required_argument, NULL, 'h'},
+		{"port", required_argument, NULL, 'p'},
+		{"username", required_argument, NULL, 'U'},
+		{"dbname", required_argument, NULL, 'd'},
+		{"no-password", no_argument, NULL, 'w'},
+		{"interval", required_argument, NULL, 'i'},
+		{"iterations", required_argument, NULL, 'n'},
+		{"json", no_argument, NULL, 1},
+		{"html", required_argument, NULL, 2},
+		{"text", no_argument, NULL, 3},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, '?'},
+		{NULL, 0, NULL, 0}
+	};
+	const char *keywords[8];
+	const char *values[8];
+	const char *host = NULL,
+			   *port = NULL,
+			   *user = NULL,
+			   *dbname = NULL;
+	const char *command = NULL;
+	const char *html_path = NULL;
+	bool		json = false,
+				text = false,
+				interval_given = false,
+				iterations_given = false;
+	TopOptions top = {1.0, 0};
+	Conn		c = {0};
+	char	   *message = NULL;
+	ConnProblem problem;
+	int			opt,
+				k = 0,
+				rc;
+
+	progname_set(argv[0]);
+	setlocale(LC_ALL, "");
+
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
+	{
+		usage();
+		return 0;
+	}
+	if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0))
+	{
+		printf("pg_contention (client) %s\n", CLIENT_PROGRAM_VERSION);
+		return 0;
+	}
+
+	while ((opt = getopt_long(argc, argv, "h:p:U:d:wi:n:V?", long_options, NULL)) != -1)
+	{
+		switch (opt)
+		{
+			case 'h':
+				host = optarg;
+				break;
+			case 'p':
+				port = optarg;
+				break;
+			case 'U':
+				user = optarg;
+				break;
+			case 'd':
+				dbname = optarg;
+				break;
+			case 'w':
+				break;			/* the client never prompts */
+			case 'i':
+				top.interval = parse_interval(optarg);
+				interval_given = true;
+				break;
+			case 'n':
+				top.iterations = parse_iterations(optarg);
+				iterations_given = true;
+				break;
+			case 1:
+				json = true;
+				break;
+			case 2:
+				html_path = optarg;
+				break;
+			case 3:
+				text = true;
+				break;
+			case 'V':
+				printf("pg_contention (client) %s\n", CLIENT_PROGRAM_VERSION);
+				return 0;
+			case '?':
+				if (strcmp(argv[optind - 1], "-?") == 0)
+				{
+					usage();
+					return 0;
+				}
+				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname_get());
+				return EXIT_UNKNOWN;
+			default:
+				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname_get());
+				return EXIT_UNKNOWN;
+		}
+	}
+
+	if (optind < argc)
+		command = argv[optind++];
+	if (optind < argc && dbname == NULL)
+		dbname = argv[optind++];
+	if (optind < argc)
+		usage_error("too many arguments, first extra one: \"%s\"", argv[optind]);
+	if (command == NULL)
+		usage_error("%sno command given: top, check or report", "");
+	if (strcmp(command, "top") != 0 && strcmp(command, "check") != 0 &&
+		strcmp(command, "report") != 0)
+		usage_error("unknown command \"%s\": use top, check or report", command);
+	if (json && strcmp(command, "check") != 0)
+		usage_error("--json is an option of check, not of %s", command);
+	if ((html_path || text) && strcmp(command, "report") != 0)
+		usage_error("--html and --text are options of report, not of %s", command);
+	if ((interval_given || iterations_given) && strcmp(command, "top") != 0)
+		usage_error("--interval and --iterations are options of top, not of %s", command);
+
+	if (host)
+	{
+		keywords[k] = "host";
+		values[k++] = host;
+	}
+	if (port)
+	{
+		keywords[k] = "port";
+		values[k++] = port;
+	}
+	if (user)
+	{
+		keywords[k] = "user";
+		values[k++] = user;
+	}
+	/* Last, so that a connection string in dbname overrides the others. */
+	if (dbname)
+	{
+		keywords[k] = "dbname";
+		values[k++] = dbname;
+	}
+	keywords[k] = "fallback_application_name";
+	values[k++] = "pg_contention";
+	keywords[k] = NULL;
+	values[k] = NULL;
+	c.keywords = keywords;
+	c.values = values;
+
+	problem = conn_open(&c, &message);
+	if (problem != CONN_OK)
+	{
+		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
+		if (strcmp(command, "check") == 0)
+			check_print_unknown(message, json);
+		conn_close(&c);
+		return EXIT_UNKNOWN;
+	}
+
+	if (strcmp(command, "top") == 0)
+		rc = command_top(&c, &top);
+	else if (strcmp(command, "check") == 0)
+		rc = command_check(&c, json);
+	else
+		rc = command_report(&c, html_path, text || html_path == NULL);
+	conn_close(&c);
+	return rc;
+}

@@ -1,0 +1,430 @@
+/*-------------------------------------------------------------------------
+ *
+ * report.c
+ *		pg_contention report: what a DBA attaches to the incident ticket.
+ *		--text prints the server's pg_contention_report(); --html writes one
+ *		self-contained page (no script, font, image or network reference):
+ *		the findings, charts of the whole history as inline SVG (active
+ *		backends by wait class, pg_subtrans lookups per second, overflowed
+ *		backends, the xmin horizon's age), and the evidence tables.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const page_style =
+"body{font:14px/1.45 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1a1a1a;"
+"max-width:1000px;margin:24px auto;padding:0 16px}\n"
+"h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}\n"
+"h3{font-size:15px;margin:0 0 4px}.meta{color:#555;margin:0}\n"
+".finding{border-left:6px solid #999;padding:8px 12px;margin:10px 0;background:#fafafa;"
+"break-inside:avoid}\n"
+".finding.critical{border-color:#c62828}.finding.warning{border-color:#ef8f00}"
+".finding.info{border-color:#1565c0}\n"
+".sev{display:inline-block;min-width:64px;font-weight:bold;text-transform:uppercase}\n"
+".critical .sev{color:#c62828}.warning .sev{color:#b26a00}.info .sev{color:#1565c0}\n"
+".finding p{margin:4px 0}.subject{font-weight:600}.advice b{color:#333}\n"
+"pre.details{font-size:11px;white-space:pre-wrap;word-break:break-all;color:#444;margin:4px 0}\n"
+".ok{padding:8px 12px;border-left:6px solid #2e7d32;background:#f3faf3}\n"
+"svg.chart{width:100%;height:auto;margin:6px 0 14px;break-inside:avoid}\n"
+"svg .chart-title{font-size:14px;font-weight:600;fill:#1a1a1a}svg .unit{font-weight:normal;fill:#555}\n"
+"svg .axis{font-size:11px;fill:#555}svg .legend{font-size:11px;fill:#333}\n"
+"svg .grid{stroke:#e3e3e3;stroke-width:1}svg .frame{fill:none;stroke:#bbb}\n"
+"table{border-collapse:collapse;width:100%;font-size:12px;margin:4px 0 14px;break-inside:auto}\n"
+"th,td{border-bottom:1px solid #e3e3e3;padding:3px 6px;text-align:left;vertical-align:top}\n"
+"th{background:#f0f0f0}td.n{text-align:right;white-space:nowrap}td.q{font-family:monospace;"
+"word-break:break-word}\n"
+".none{color:#666;font-style:italic}footer{margin-top:28px;color:#777;font-size:12px}\n"
+"@media print{body{margin:0;max-width:none}h2{break-after:avoid}.finding{background:none}}\n";
+
+static void
+cell(Buf *b, const char *text)
+{
+	buf_append(b, "<td>");
+	buf_html(b, text);
+	buf_append(b, "</td>");
+}
+
+static void
+cell_number(Buf *b, const char *text)
+{
+	buf_append(b, "<td class=\"n\">");
+	buf_html(b, text);
+	buf_append(b, "</td>");
+}
+
+static void
+cell_query(Buf *b, const char *text)
+{
+	buf_append(b, "<td class=\"q\">");
+	buf_html(b, text);
+	buf_append(b, "</td>");
+}
+
+static void
+table_start(Buf *b, const char *title, const char *const *headers, int nheaders, int rows,
+			const char *none)
+{
+	buf_append(b, "<h3>");
+	buf_html(b, title);
+	buf_append(b, "</h3>\n");
+	if (rows == 0)
+	{
+		buf_append(b, "<p class=\"none\">");
+		buf_html(b, none);
+		buf_append(b, "</p>\n");
+		return;
+	}
+	buf_append(b, "<table><thead><tr>");
+	for (int i = 0; i < nheaders; i++)
+	{
+		buf_append(b, "<th>");
+		buf_html(b, headers[i]);
+		buf_append(b, "</th>");
+	}
+	buf_append(b, "</tr></thead><tbody>\n");
+}
+
+static void
+table_end(Buf *b, int rows)
+{
+	if (rows > 0)
+		buf_append(b, "</tbody></table>\n");
+}
+
+static void
+html_findings(Buf *b, const Snapshot *s)
+{
+	buf_printf(b, "<h2>Findings (%d)</h2>\n", s->nfindings);
+	if (s->nfindings == 0)
+		buf_append(b, "<p class=\"ok\">None: nothing pg_contention checks for is wrong now.</p>\n");
+	for (int i = 0; i < s->nfindings; i++)
+	{
+		const Finding *f = &s->findings[i];
+
+		buf_append(b, "<section class=\"finding ");
+		buf_html(b, f->severity);
+		buf_append(b, "\"><h3><span class=\"sev\">");
+		buf_html(b, f->severity);
+		buf_append(b, "</span> ");
+		buf_html(b, f->problem);
+		buf_append(b, "</h3>\n<p class=\"subject\">");
+		buf_html(b, f->subject);
+		buf_append(b, "</p>\n<p class=\"evidence\">");
+		buf_html(b, f->evidence);
+		buf_append(b, "</p>\n<p class=\"advice\"><b>What to do:</b> ");
+		buf_html(b, f->advice);
+		buf_append(b, "</p>\n<p class=\"meta\">Since ");
+		buf_html(b, f->since ? f->since : "unknown");
+		buf_append(b, "</p>\n");
+		if (f->details)
+		{
+			buf_append(b, "<pre class=\"details\">");
+			buf_html(b, f->details);
+			buf_append(b, "</pre>\n");
+		}
+		buf_append(b, "</section>\n");
+	}
+}
+
+static void
+html_charts(Buf *b, const Snapshot *s)
+{
+	ChartSeries classes[NUM_CLASSES];
+	ChartSeries one;
+	const Second *sec = s->seconds;
+	size_t		stride = sizeof(Second);
+	const double *epochs = s->nseconds ? &sec[0].epoch : NULL;
+
+	buf_append(b, "<h2>History</h2>\n");
+	if (s->nseconds > 0)
+		buf_printf(b, "<p class=\"meta\">%d seconds recorded by the sampler, from %s to %s "
+				   "(a gap in a line is a time it recorded nothing, such as a restart).</p>\n",
+				   s->nseconds, fmt_clock(sec[0].epoch), fmt_clock(sec[s->nseconds - 1].epoch));
+	for (int k = 0; k < NUM_CLASSES; k++)
+	{
+		classes[k].name = class_names[k];
+		classes[k].color = class_colors[k];
+		classes[k].values = s->nseconds ? &sec[0].by_class[k] : NULL;
+		classes[k].stride = stride;
+	}
+	chart_svg(b, "active", "Active backends by wait class", "backends, average per second",
+			  epochs, stride, s->nseconds, classes, NUM_CLASSES, true);
+
+	one.name = "lookups/s";
+	one.color = "#c62828";
+	one.values = s->nseconds ? &sec[0].lookups : NULL;
+	one.stride = stride;
+	chart_svg(b, "lookups", "pg_subtrans lookups per second", "Subtrans SLRU pages read or hit",
+			  epochs, stride, s->nseconds, &one, 1, false);
+
+	one.name = "overflowed";
+	one.color = "#6a1b9a";
+	one.values = s->nseconds ? &sec[0].overflowed : NULL;
+	chart_svg(b, "overflowed", "Backends with an overflowed subtransaction cache",
+			  "most in one sample", epochs, stride, s->nseconds, &one, 1, false);
+
+	one.name = "xmin age";
+	one.color = "#1565c0";
+	one.values = s->nseconds ? &sec[0].horizon_age : NULL;
+	chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
+			  epochs, stride, s->nseconds, &one, 1, false);
+}
+
+static void
+html_tables(Buf *b, const Snapshot *s, const Conn *c)
+{
+	static const char *const backend_headers[] = {
+		"pid", "database", "user", "application", "state", "subxacts", "overflowed",
+		"transaction age", "statement"
+	};
+	static const char *const holder_headers[] = {
+		"kind", "holder", "pid", "database", "application", "xmin age", "held for",
+		"blocks cleanup", "follows", "state", "statement"
+	};
+	static const char *const statement_headers[] = {
+		"query id", "database", "user", "calls", "suboverflowed calls", "pg_subtrans wait samples",
+		"max subxacts", "buffers per row", "statement"
+	};
+	static const char *const index_headers[] = {
+		"index", "database", "scans", "dead entries", "dead per scan", "max per scan", "dead %",
+		"statement"
+	};
+	static const char *const event_headers[] = {
+		"time", "pid", "database", "user", "application", "statement"
+	};
+	char		near[64];
+
+	buf_append(b, "<h2>Evidence</h2>\n");
+
+	snprintf(near, sizeof(near), "Backends with more than %d subtransactions (64 overflow)",
+			 c->near_level);
+	table_start(b, near, backend_headers, 9, s->nbackends, "None now.");
+	for (int i = 0; i < s->nbackends; i++)
+	{
+		const Backend *r = &s->backends[i];
+		char		n[32];
+
+		buf_append(b, "<tr>");
+		snprintf(n, sizeof(n), "%d", r->pid);
+		cell_number(b, n);
+		cell(b, r->datname);
+		cell(b, r->usename);
+		cell(b, r->application);
+		cell(b, r->state);
+		snprintf(n, sizeof(n), "%d", r->subxacts);
+		cell_number(b, n);
+		cell(b, r->overflowed ? "yes" : "no");
+		cell_number(b, fmt_duration(r->xact_seconds));
+		cell_query(b, r->query);
+		buf_append(b, "</tr>\n");
+	}
+	table_end(b, s->nbackends);
+
+	table_start(b, "Holders of the xmin horizon, oldest first", holder_headers, 11,
+				s->nholders, "None: nothing holds the horizon back.");
+	for (int i = 0; i < s->nholders; i++)
+	{
+		const Holder *r = &s->holders[i];
+		char		n[32];
+
+		buf_append(b, "<tr>");
+		cell(b, r->kind);
+		cell(b, r->holder);
+		snprintf(n, sizeof(n), "%d", r->pid);
+		cell_number(b, r->pid ? n : "");
+		cell(b, r->datname);
+		cell(b, r->application);
+		cell_number(b, fmt_count(r->xmin_age));
+		cell_number(b, fmt_duration(r->held_seconds));
+		cell(b, r->blocks_cleanup ? "yes" : "no");
+		cell(b, r->follows);
+		cell(b, r->state);
+		cell_query(b, r->query);
+		buf_append(b, "</tr>\n");
+	}
+	table_end(b, s->nholders);
+
+	table_start(b, "Statements by pg_subtrans waits, since the last reset", statement_headers, 9,
+				s->nstatements, "None: no statement ran on a suboverflowed snapshot.");
+	for (int i = 0; i < s->nstatements; i++)
+	{
+		const StatementRow *r = &s->statements[i];
+		char		n[32];
+
+		buf_append(b, "<tr>");
+		cell(b, r->query_id);
+		cell(b, r->datname);
+		cell(b, r->usename);
+		cell_number(b, fmt_count(r->calls));
+		cell_number(b, fmt_count(r->suboverflowed_calls));
+		cell_number(b, fmt_count(r->subtrans_waits));
+		cell_number(b, fmt_count(r->max_subxacts));
+		snprintf(n, sizeof(n), "%.1f", r->blks_per_row);
+		cell_number(b, isnan(r->blks_per_row) ? "-" : n);
+		cell_query(b, r->query);
+		buf_append(b, "</tr>\n");
+	}
+	table_end(b, s->nstatements);
+
+	table_start(b, "Indexes by dead entries per execution, since the last reset", index_headers, 8,
+				s->nindexes, "None: no measured index scan visited a dead entry.");
+	for (int i = 0; i < s->nindexes; i++)
+	{
+		const IndexRow *r = &s->indexes[i];
+		char		n[32];
+
+		buf_append(b, "<tr>");
+		cell(b, r->index);
+		cell(b, r->datname);
+		cell_number(b, fmt_count(r->scans));
+		cell_number(b, fmt_count(r->dead_visits));
+		cell_number(b, fmt_count(r->dead_per_scan));
+		cell_number(b, fmt_count(r->max_dead_per_scan));
+		snprintf(n, sizeof(n), "%.1f", 100 * r->dead_ratio);
+		cell_number(b, isnan(r->dead_ratio) ? "-" : n);
+		cell_query(b, r->query);
+		buf_append(b, "</tr>\n");
+	}
+	table_end(b, s->nindexes);
+
+	table_start(b, "Latest subtransaction-cache overflow events", event_headers, 6, s->nevents,
+				"None recorded.");
+	for (int i = 0; i < s->nevents; i++)
+	{
+		const EventRow *r = &s->events[i];
+		char		n[32];
+
+		buf_append(b, "<tr>");
+		cell(b, r->time);
+		snprintf(n, sizeof(n), "%d", r->pid);
+		cell_number(b, n);
+		cell(b, r->datname);
+		cell(b, r->usename);
+		cell(b, r->application);
+		cell_query(b, r->query);
+		buf_append(b, "</tr>\n");
+	}
+	table_end(b, s->nevents);
+}
+
+static bool
+write_out(const char *path, const char *data, size_t len)
+{
+	FILE	   *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+	bool		ok;
+
+	if (f == NULL)
+		return false;
+	ok = fwrite(data, 1, len, f) == len;
+	if (f == stdout)
+		ok = (fflush(f) == 0) && ok;
+	else
+		ok = (fclose(f) == 0) && ok;
+	return ok;
+}
+
+static int
+report_html(Conn *c, const char *path)
+{
+	SnapshotScope scope = {0};
+	Snapshot	s;
+	char	   *message = NULL;
+	Buf			b;
+	char		when[64];
+	time_t		now;
+	struct tm	tm;
+
+	scope.history_seconds = 0;
+	scope.row_limit = 20;
+	scope.sort = SORT_COST;
+	scope.events = true;
+	if (!snapshot_take(c, &scope, &s, &message))
+	{
+		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
+		return EXIT_UNKNOWN;
+	}
+	now = (time_t) s.taken;
+	localtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+
+	buf_init(&b);
+	buf_append(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>");
+	buf_append(&b, "pg_contention report: ");
+	buf_html(&b, c->target);
+	buf_append(&b, " at ");
+	buf_html(&b, when);
+	buf_append(&b, "</title>\n<style>\n");
+	buf_append(&b, page_style);
+	buf_append(&b, "</style>\n</head>\n<body>\n<h1>pg_contention report</h1>\n<p class=\"meta\">");
+	buf_html(&b, c->target);
+	buf_append(&b, ", PostgreSQL ");
+	buf_html(&b, c->server_version);
+	buf_printf(&b, " (%s), at ", c->in_recovery ? "hot standby" : "primary");
+	buf_html(&b, when);
+	buf_append(&b, "; findings over the last ");
+	buf_html(&b, s.findings_window);
+	buf_append(&b, s.sampler_running ? "." : "; <b>the sampler is not running</b>: "
+			   "no history or wait figures.");
+	buf_append(&b, "</p>\n");
+
+	html_findings(&b, &s);
+	html_charts(&b, &s);
+	html_tables(&b, &s, c);
+
+	buf_append(&b, "<footer>Written by the pg_contention client ");
+	buf_append(&b, PGC_CLIENT_VERSION);
+	buf_append(&b, "; the same figures are in the extension's views (pg_contention_findings, "
+			   "pg_contention_history, pg_contention_horizon, pg_contention_statements, "
+			   "pg_contention_index_scans).</footer>\n</body>\n</html>\n");
+
+	snapshot_free(&s);
+	if (!write_out(path, b.data, b.len))
+	{
+		fprintf(stderr, "%s: error: could not write \"%s\": %s\n", progname_get(), path,
+				strerror(errno));
+		buf_free(&b);
+		return EXIT_UNKNOWN;
+	}
+	buf_free(&b);
+	return 0;
+}
+
+static int
+report_text(Conn *c)
+{
+	Buf			sql;
+	PGresult   *res;
+	char	   *message = NULL;
+
+	buf_init(&sql);
+	buf_printf(&sql, "SELECT %s.pg_contention_report()", c->schema);
+	res = conn_query(c, sql.data, &message);
+	buf_free(&sql);
+	if (res == NULL)
+	{
+		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
+		return EXIT_UNKNOWN;
+	}
+	fputs(PQgetvalue(res, 0, 0), stdout);
+	PQclear(res);
+	return fflush(stdout) == 0 ? 0 : EXIT_UNKNOWN;
+}
+
+int
+command_report(Conn *c, const char *html_path, bool text)
+{
+	int			rc = 0;
+
+	if (html_path)
+		rc = report_html(c, html_path);
+	if (rc == 0 && text)
+		rc = report_text(c);
+	return rc;
+}
