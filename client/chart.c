@@ -82,7 +82,8 @@ chart_svg(Buf *out, const char *id, const char *title, const char *unit,
 				top;
 	double		plot_w = CHART_WIDTH - PLOT_LEFT - PLOT_RIGHT;
 	double		plot_h = CHART_HEIGHT - PLOT_TOP - PLOT_BOTTOM;
-	int			legend_x = CHART_WIDTH - PLOT_RIGHT;
+	Buf			legend;
+	int			legend_width = 0;
 
 	if (t1 <= t0)
 		t1 = t0 + 1;
@@ -144,6 +145,7 @@ chart_svg(Buf *out, const char *id, const char *title, const char *unit,
 				   "no history: the sampler has not recorded any second</text>\n",
 				   PLOT_LEFT + plot_w / 2, PLOT_TOP + plot_h / 2);
 
+	buf_init(&legend);
 	for (int k = 0; k < nseries; k++)
 	{
 		double		series_max = 0;
@@ -202,12 +204,16 @@ chart_svg(Buf *out, const char *id, const char *title, const char *unit,
 					   series[k].color);
 		buf_append(out, "</g>\n");
 
-		/* Legend, right-aligned along the top. */
-		legend_x -= 8 * (int) strlen(series[k].name) + 22;
-		buf_printf(out, "<rect x=\"%d\" y=\"8\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+		/* Legend entries in series order (bottom of the stack first). */
+		buf_printf(&legend, "<rect x=\"%d\" y=\"8\" width=\"10\" height=\"10\" fill=\"%s\"/>"
 				   "<text class=\"legend\" x=\"%d\" y=\"17\">%s</text>\n",
-				   legend_x, series[k].color, legend_x + 14, series[k].name);
+				   legend_width, series[k].color, legend_width + 14, series[k].name);
+		legend_width += 7 * (int) strlen(series[k].name) + 26;
 	}
+	/* Right-aligned along the top. */
+	buf_printf(out, "<g class=\"legend\" transform=\"translate(%d,0)\">\n%s</g>\n",
+			   CHART_WIDTH - PLOT_RIGHT - legend_width, legend.data);
+	buf_free(&legend);
 	buf_printf(out, "<rect class=\"frame\" x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\"/>\n",
 			   PLOT_LEFT, PLOT_TOP, plot_w, plot_h);
 	buf_append(out, "</svg>\n");

@@ -199,8 +199,10 @@ typedef struct Snapshot
 	double		taken;			/* server clock, epoch */
 	int			nfindings;
 	Finding    *findings;
-	int			nbackends;
+	int			nbackends;		/* rows read (at most row_limit) */
 	Backend    *backends;
+	int			overflowed_backends;	/* in all */
+	int			near_backends;
 	int			nholders;
 	Holder	   *holders;
 	int			nseconds;

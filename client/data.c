@@ -173,7 +173,8 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	buf_printf(&sql,
 			   "SELECT pid, datname, usename, application_name, state, subxact_count,"
 			   " subxact_overflowed,"
-			   " pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - xact_start), query"
+			   " pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - xact_start), query,"
+			   " count(*) FILTER (WHERE subxact_overflowed) OVER (), count(*) OVER ()"
 			   " FROM %s.pg_contention_subxact"
 			   " WHERE subxact_overflowed OR subxact_count > %d"
 			   " ORDER BY subxact_overflowed DESC, subxact_count DESC, pid LIMIT %d",
@@ -194,6 +195,8 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		b->overflowed = PQgetvalue(res, i, 6)[0] == 't';
 		b->xact_seconds = PQgetisnull(res, i, 7) ? -1 : number_at(res, i, 7);
 		b->query = line_at(res, i, 8);
+		s->overflowed_backends = atoi(PQgetvalue(res, i, 9));
+		s->near_backends = atoi(PQgetvalue(res, i, 10)) - s->overflowed_backends;
 	}
 	PQclear(res);
 
@@ -258,8 +261,11 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 			   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
 			   " subtrans_wait_samples, max_subxacts, blks_per_row, query,"
 			   " pg_catalog.date_part('epoch', last_seen)"
-			   " FROM %s.pg_contention_statements"
-			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0"
+			   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most"
+			   " FROM %s.pg_contention_statements AS s"
+			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0) AS s"
+			   /* Not the long tail of statements that merely ran beside. */
+			   " WHERE subtrans_wait_samples > 0 OR suboverflowed_calls >= most / 100"
 			   " ORDER BY %s LIMIT %d", x, statement_order(scope->sort), limit);
 	if ((res = run(c, &sql, message)) == NULL)
 		goto failed;

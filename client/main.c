@@ -135,8 +135,7 @@ conn_open(Conn *c, char **message)
 	host = PQhost(c->conn);
 	free(c->target);
 	buf_init(&sql);
-	buf_printf(&sql, "%s%s%s/%s", host && host[0] != '/' ? host : "",
-			   host && host[0] != '/' ? ":" : "port ", PQport(c->conn), PQdb(c->conn));
+	buf_printf(&sql, "%s:%s/%s", host ? host : "", PQport(c->conn), PQdb(c->conn));
 	c->target = xstrdup(sql.data);
 	buf_free(&sql);
 
@@ -176,6 +175,8 @@ conn_open(Conn *c, char **message)
 	c->in_recovery = PQgetvalue(res, 0, 2)[0] == 't';
 	c->server_started = strtod(PQgetvalue(res, 0, 3), NULL);
 	c->server_version = xstrdup(PQgetvalue(res, 0, 4));
+	/* "15.20 (Debian 15.20-0+deb12u1)": the number is enough. */
+	c->server_version[strcspn(c->server_version, " ")] = '\0';
 	c->near_level = atoi(PQgetvalue(res, 0, 5));
 	if (sscanf(version, "%d.%d", &major, &minor) != 2 ||
 		major < PGC_NEEDS_MAJOR || (major == PGC_NEEDS_MAJOR && minor < PGC_NEEDS_MINOR))

@@ -319,13 +319,12 @@ draw_backends(TopState *t, int shown)
 {
 	const Snapshot *s = &t->last;
 	char		title[128];
-	int			overflowed = 0;
+	int			overflowed = s->overflowed_backends;
 
-	for (int i = 0; i < s->nbackends; i++)
-		overflowed += s->backends[i].overflowed;
-	snprintf(title, sizeof(title), "Subtransactions: %d overflowed, %d near (over %d of 64)",
-			 overflowed, s->nbackends - overflowed, t->c->near_level);
-	section_title(t, title, s->nbackends, shown);
+	snprintf(title, sizeof(title), "Subtransactions: %d backend%s overflowed, %d near (over %d of 64)%s",
+			 overflowed, overflowed == 1 ? "" : "s", s->near_backends, t->c->near_level,
+			 shown < overflowed + s->near_backends ? ", more not shown" : "");
+	text_line(t, "\033[1m", title);
 	if (s->nbackends == 0)
 		return;
 	{

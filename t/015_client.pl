@@ -1,0 +1,471 @@
+# The pg_contention client program against real servers: usage and
+# connection errors (exit 3, one line), check's exit codes and JSON on a
+# healthy server and during the incidents (an overflowed subtransaction
+# cache under pgbench, 100,000 dead index entries behind an idle
+# transaction), report --html with the incident in its SVG charts,
+# rendered by headless Chromium, top under tmux (the overflowed backend on
+# screen, keys, a server restart), top's plain output off a terminal.
+#
+# With PGC_SCREENSHOT_DIR set, the rendered report and top's screen are
+# copied there as report.png and top.png (the README's pictures).
+use strict;
+use warnings;
+use File::Copy;
+use IPC::Run;
+use JSON::PP;
+use Compress::Zlib;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+
+my $node = PostgreSQL::Test::Cluster->new('client');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+autovacuum = off
+max_connections = 30
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
+
+# The client, with the node's connection in the environment.
+sub client
+{
+	my (@args) = @_;
+	my ($out, $err) = ('', '');
+	local $ENV{PGHOST} = $node->host;
+	local $ENV{PGPORT} = $node->port;
+	local $ENV{PGDATABASE} = 'postgres';
+	IPC::Run::run([ 'pg_contention', @args ], '<', \undef, '>', \$out, '2>', \$err);
+	return ($? >> 8, $out, $err);
+}
+
+# ---- Usage and connection errors: exit 3, one line each.
+my ($rc, $out, $err) = client('--help');
+is($rc, 0, '--help exits 0');
+like($out, qr/^Usage:\n  pg_contention \[OPTION\]\.\.\. COMMAND/m, '--help shows the usage');
+($rc, $out) = client('--version');
+like($out, qr/^pg_contention \(client\) \d+\.\d+$/m, '--version');
+for my $bad ([ [], qr/no command given/ ],
+	[ ['frobnicate'], qr/unknown command "frobnicate"/ ],
+	[ [ 'top', '--json' ], qr/--json is an option of check/ ],
+	[ [ 'top', '--interval=0' ], qr/invalid interval "0"/ ],
+	[ [ 'top', '-n', 'x' ], qr/invalid iteration count "x"/ ],
+	[ [ 'check', 'db1', 'db2' ], qr/too many arguments/ ])
+{
+	($rc, $out, $err) = client(@{ $bad->[0] });
+	is($rc, 3, "usage error exits 3: @{$bad->[0]}");
+	like($err, $bad->[1], "usage error message: @{$bad->[0]}");
+}
+
+{
+	my $nowhere = "$tmp/nowhere";
+	mkdir $nowhere;
+	my ($o, $e) = ('', '');
+	IPC::Run::run([ 'pg_contention', 'check', '-h', $nowhere, '-p', '1' ],
+		'<', \undef, '>', \$o, '2>', \$e);
+	is($? >> 8, 3, 'no server: exit 3');
+	like($e, qr/^pg_contention: error: connection to server on socket ".*" failed: .*\n\z/,
+		'no server: one line on stderr');
+	like($o, qr/^PG_CONTENTION UNKNOWN - connection to server/, 'no server: UNKNOWN status line');
+	IPC::Run::run([ 'pg_contention', 'check', '--json', '-h', $nowhere, '-p', '1' ],
+		'<', \undef, '>', \$o, '2>', \$e);
+	my $doc = eval { decode_json($o) };
+	is($doc && $doc->{status}, 'UNKNOWN', 'no server: --json still prints a JSON document');
+}
+
+$node->safe_psql('postgres', 'CREATE DATABASE noext');
+($rc, $out, $err) = client('check', '-d', 'noext');
+is($rc, 3, 'extension not created: exit 3');
+like($err, qr/^pg_contention: error: extension "pg_contention" is not created in database "noext": run CREATE EXTENSION pg_contention there/,
+	'extension not created: says what to do');
+
+$node->safe_psql('postgres', 'CREATE DATABASE old');
+$node->safe_psql('old', "CREATE EXTENSION pg_contention VERSION '1.2'");
+($rc, $out, $err) = client('report', '-d', 'old');
+is($rc, 3, 'older extension: exit 3');
+like($err, qr/extension pg_contention is version 1\.2 in database "old", this client needs 1\.3 or later: run ALTER EXTENSION pg_contention UPDATE\n\z/,
+	'older extension: says what to do');
+$node->safe_psql('old', 'ALTER EXTENSION pg_contention UPDATE');
+($rc) = client('check', '-d', 'old');
+is($rc, 0, 'after ALTER EXTENSION UPDATE it answers');
+
+my $unloaded = PostgreSQL::Test::Cluster->new('unloaded');
+$unloaded->init;
+$unloaded->start;
+$unloaded->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
+{
+	my ($o, $e) = ('', '');
+	IPC::Run::run([ 'pg_contention', 'top', '-n', '1', '-h', $unloaded->host, '-p', $unloaded->port,
+			'-d', 'postgres' ], '<', \undef, '>', \$o, '2>', \$e);
+	is($? >> 8, 3, 'library not preloaded: exit 3');
+	like($e, qr/^pg_contention: error: the pg_contention library is not loaded: add pg_contention to shared_preload_libraries and restart the server\n\z/,
+		'library not preloaded: says what to do');
+}
+$unloaded->stop;
+
+# A connection string works as the positional argument.
+{
+	my ($o, $e) = ('', '');
+	IPC::Run::run([ 'pg_contention', 'check', $node->connstr('postgres') ],
+		'<', \undef, '>', \$o, '2>', \$e);
+	is($? >> 8, 0, 'a connection string as the argument');
+}
+
+# ---- A healthy server: pgbench's TPC-B, no finding above info.
+$node->command_ok([ 'pgbench', '-i', '-s', '2', '-q', $node->connstr('postgres') ], 'pgbench tables');
+$node->command_ok([ 'pgbench', '-n', '-c', '4', '-t', '300', $node->connstr('postgres') ],
+	'a healthy pgbench run');
+($rc, $out) = client('check');
+is($rc, 0, 'healthy: check exits 0');
+like($out, qr/^PG_CONTENTION OK - no findings on .* \| findings=0 critical=0 warning=0 info=0\n\z/,
+	'healthy: one OK line with perfdata');
+($rc, $out) = client('check', '--json');
+my $doc = eval { decode_json($out) };
+ok($doc, 'healthy: --json parses') or diag($out);
+is_deeply([ $doc->{status}, $doc->{exit_code}, scalar @{ $doc->{findings} } ], [ 'OK', 0, 0 ],
+	'healthy: status OK, no findings');
+
+# ---- Case 1: four pgbench clients, 90 savepoints per transaction.
+$node->safe_psql('postgres', q{
+	CREATE UNLOGGED TABLE contend (id integer PRIMARY KEY, val integer NOT NULL);
+	CREATE TABLE side (id integer);
+	INSERT INTO contend SELECT i, 0 FROM generate_series(1, 10000) AS i;
+	CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer NOT NULL, note text);
+	CREATE INDEX orders_customer ON orders (customer);
+	INSERT INTO orders (customer, note) SELECT g % 10000, 'open' FROM generate_series(1, 100000) AS g;
+	VACUUM ANALYZE;
+});
+my $script = "$tmp/savepoints90.sql";
+open(my $fh, '>', $script) or die;
+print $fh "BEGIN;\n";
+for (1 .. 90)
+{
+	print $fh "SAVEPOINT a;\n\\set rnd random(1, 990)\n";
+	print $fh "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 101;\n";
+	print $fh "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10);\n";
+}
+print $fh "COMMIT;\n";
+close $fh;
+my ($bench_out, $bench) = ('');
+{
+	local $ENV{PGAPPNAME} = 'pgbench';
+	$bench = IPC::Run::start(
+		[ 'pgbench', '-n', '-M', 'prepared', '-c', '4', '-j', '2', '-T', '600', '-f', $script,
+			$node->connstr('postgres') ],
+		'>', \$bench_out, '2>', \$bench_out);
+}
+
+# One session stays overflowed all along: 70 subtransactions that wrote,
+# idle in transaction.
+my $overflowed = $node->background_psql('postgres');
+my $overflowed_pid = $overflowed->query_safe('SELECT pg_backend_pid()');
+$overflowed_pid =~ s/\s+//g;
+$overflowed->query_safe("SET application_name = 'loader'; BEGIN;\n"
+	  . join('', map { "SAVEPOINT s$_; INSERT INTO side VALUES ($_);\n" } 1 .. 70));
+
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_contention_findings WHERE problem = 'subxact_overflow' AND severity <> 'info'"),
+	'case 1: the overflow is a finding');
+
+# The severity of the overflow comes from its cost: pin the critical bar out
+# of reach so the expected exit code does not depend on this machine's speed.
+{
+	local $ENV{PGOPTIONS} = '-c pg_contention.subtrans_wait_critical=100';
+	($rc, $out) = client('check');
+}
+is($rc, 1, 'case 1: check exits 1 (warning)');
+like($out, qr/^PG_CONTENTION WARNING - \d+ findings? \(0 critical, [1-9]\d* warning, \d+ info\) on /,
+	'case 1: the status line');
+like($out, qr/^warning subxact_overflow: statement UPDATE contend SET val = val \+ 1 .*Advice: Keep transactions under 64 subtransactions/m,
+	'case 1: one line for the overflow, with its advice');
+{
+	local $ENV{PGOPTIONS} = '-c pg_contention.subtrans_wait_critical=100';
+	($rc, $out) = client('check', '--json');
+}
+$doc = eval { decode_json($out) };
+ok($doc, 'case 1: --json parses') or diag($out);
+my ($overflow) = grep { $_->{problem} eq 'subxact_overflow' } @{ $doc->{findings} };
+ok($overflow && $overflow->{details}{subtrans_lookups} > 0 && $doc->{status} eq 'WARNING'
+	  && $doc->{exit_code} == 1,
+	'case 1: the JSON finding carries the server\'s details (lookups)');
+
+# ---- Case 2: 100,000 dead versions behind an idle transaction.
+my $billing = $node->background_psql('postgres');
+my $billing_pid = $billing->query_safe('SELECT pg_backend_pid()');
+$billing_pid =~ s/\s+//g;
+$billing->query_safe("SET application_name = 'billing'; BEGIN; SELECT txid_current()");
+$node->safe_psql('postgres',
+	"INSERT INTO orders (customer, note) SELECT 42, 'cancelled' FROM generate_series(1, 100000)");
+$node->safe_psql('postgres', "DELETE FROM orders WHERE note = 'cancelled'");
+$node->safe_psql('postgres', 'SET enable_bitmapscan = off; SELECT * FROM orders WHERE customer = 42')
+  for 1 .. 2;
+($rc, $out) = client('check');
+is($rc, 2, 'case 2: check exits 2 (critical)');
+like($out, qr/^PG_CONTENTION CRITICAL - /, 'case 2: the status line');
+like($out, qr/^critical dead_tuple_index_scan: index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = 42 .* vacuum cannot remove them while pid $overflowed_pid \(application loader\)/m,
+	'case 2: the index line names the oldest holder (the loader, older than billing)');
+
+# ---- report --html, during both.
+my $html = "$tmp/report.html";
+($rc, $out, $err) = client('report', '--html', $html);
+is($rc, 0, 'report --html exits 0') or diag($err);
+my $page = slurp_file($html);
+like($page, qr{<title>pg_contention report: [^<]* at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [^<]*</title>},
+	'the page has a title');
+unlike($page, qr/<script|\bsrc=|\bhref=|\@import|url\(/i,
+	'self-contained: no script, and nothing fetched from elsewhere');
+my %chart_max;
+while ($page =~ /<svg id="chart-(\w+)" [^>]*data-max="([^"]+)" data-points="(\d+)"/g)
+{
+	$chart_max{$1} = $2;
+	ok($3 > 0, "chart $1 has points");
+}
+is_deeply([ sort keys %chart_max ], [qw(active horizon lookups overflowed)], 'four charts');
+ok($chart_max{overflowed} >= 1, 'the overflowed-backends chart shows the overflow');
+ok($chart_max{lookups} > 1000, 'the lookups chart shows the pg_subtrans lookups');
+ok($chart_max{horizon} >= 100, 'the horizon chart shows the held horizon\'s age');
+ok($chart_max{active} > 0, 'the wait-class chart shows active backends');
+like($page, qr{<g class="series" data-series="(LWLock|CPU)" data-max="[1-9]}, 'a wait class is stacked');
+like($page, qr{<section class="finding critical"><h3><span class="sev">critical</span> dead_tuple_index_scan</h3>},
+	'the critical finding is on the page');
+like($page, qr{<td class="n">$overflowed_pid</td>.*?<td class="n">64</td><td>yes</td>}s,
+	'the overflowed backend is in the evidence table');
+($rc, $out) = client('report', '--text');
+like($out, qr/^pg_contention report at .*== Findings \(\d+\).*== The last 60 seconds .* xmin age$/ms,
+	'report --text prints the server\'s report');
+($rc, $out, $err) = client('report', '--html', "$tmp/no/such/dir/r.html");
+is($rc, 3, 'an unwritable report path: exit 3');
+like($err, qr/could not write ".*r\.html": No such file or directory/, 'an unwritable report path: says why');
+
+# Rendered in headless Chromium: a PNG that is not blank, the title in the DOM.
+SKIP:
+{
+	my $chromium = find_program('chromium');
+	skip 'chromium is not installed here (the host\'s PostgreSQL 15 run renders the page)', 4
+	  unless $chromium;
+	my $png = "$tmp/report.png";
+	my @chrome = ($chromium, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
+		"--user-data-dir=$tmp/chromium", '--force-device-scale-factor=1');
+	my ($o, $e) = ('', '');
+	IPC::Run::run([ @chrome, '--window-size=1100,2000', "--screenshot=$png", "file://$html" ],
+		'<', \undef, '>', \$o, '2>', \$e);
+	ok(-s $png, 'chromium rendered the page to a PNG') or diag($e);
+	my $stats = png_stats($png);
+	ok($stats->{ink} > 0.03, sprintf('the PNG is not blank (%.1f%% of it not white)', 100 * $stats->{ink}));
+	ok($stats->{colour}{'6a1b9a'} || $stats->{near}{'6a1b9a'},
+		'the overflowed-backends line is drawn in its colour');
+	IPC::Run::run([ @chrome, '--dump-dom', "file://$html" ], '<', \undef, '>', \$o, '2>', \$e);
+	like($o, qr{<title>pg_contention report: .*</title>.*<h1>pg_contention report</h1>}s,
+		'the DOM Chromium built has the title');
+	copy($png, "$ENV{PGC_SCREENSHOT_DIR}/report.png") if $ENV{PGC_SCREENSHOT_DIR};
+}
+
+# ---- top off a terminal: plain frames, no escape sequences.
+($rc, $out) = client('top', '-n', '2', '-i', '0.2');
+is($rc, 0, 'top -n 2 off a terminal exits 0');
+is(scalar(() = $out =~ /^ pg_contention top /mg), 2, 'two frames');
+unlike($out, qr/\e/, 'no escape sequences off a terminal');
+like($out, qr/^ +$overflowed_pid postgres +\S+ +loader +idle in transaction +64 ovfl /m,
+	'the overflowed backend is listed');
+
+# ---- top under tmux: the live screen, keys, a restart.
+SKIP:
+{
+	my $tmux = find_program('tmux');
+	skip 'tmux is not installed', 9 unless $tmux;
+	my $socket = "$tmp/tmux.sock";
+	my @tmux = ($tmux, '-u', '-S', $socket);
+	local $ENV{TERM} = 'xterm-256color';
+	my $cmd = join(' ', 'env', 'LANG=C.UTF-8', 'TERM=xterm-256color', 'PGHOST=' . $node->host,
+		'PGPORT=' . $node->port, 'PGDATABASE=postgres', 'pg_contention', 'top');
+	system(@tmux, '-f', '/dev/null', 'new-session', '-d', '-s', 'pgc', '-x', '160', '-y', '58', $cmd) == 0
+	  or die 'tmux new-session failed';
+	my $screen = sub {
+		my ($o, $e) = ('', '');
+		IPC::Run::run([ @tmux, 'capture-pane', '-p', @_, '-t', 'pgc' ], '>', \$o, '2>', \$e);
+		return $o;
+	};
+	my $until = sub {
+		my ($re) = @_;
+		for (1 .. 300)
+		{
+			my $s = $screen->();
+			return $s if $s =~ $re;
+			select(undef, undef, undef, 0.1);
+		}
+		return $screen->();
+	};
+	my $s = $until->(qr/\b$overflowed_pid .*64 ovfl/);
+	like($s, qr/^ +$overflowed_pid postgres +\S+ +loader +idle in transaction +64 ovfl/m,
+		'top shows the overflowed backend');
+	like($s, qr/^Findings over the last 5 min: [1-9]\d* critical/m, 'top shows the findings first');
+	like($s, qr/^ +critical +dead_tuple_index_scan index public\.orders_customer/m,
+		'the critical finding is on screen');
+	like($s, qr/^ subtrans lookups\/s +.*[▁▂▃▄▅▆▇█]/m, 'the history as sparklines');
+
+	if ($ENV{PGC_SCREENSHOT_DIR} && (my $chromium = find_program('chromium')))
+	{
+		my $shot = "$tmp/top.html";
+		open(my $h, '>', $shot) or die;
+		print $h terminal_html($screen->('-e'));
+		close $h;
+		system($chromium, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
+			"--user-data-dir=$tmp/chromium", '--force-device-scale-factor=1',
+			'--window-size=1330,1010', "--screenshot=$ENV{PGC_SCREENSHOT_DIR}/top.png",
+			"file://$shot");
+	}
+
+	system(@tmux, 'send-keys', '-t', 'pgc', 's');
+	like($until->(qr/sort: volume/), qr/sort: volume/, 's switches the sort');
+	system(@tmux, 'send-keys', '-t', 'pgc', 'p');
+	like($until->(qr/PAUSED/), qr/PAUSED/, 'p pauses');
+	system(@tmux, 'send-keys', '-t', 'pgc', 'p');
+
+	# A restart: top says the connection is lost, then that it is back.
+	$bench->kill_kill;
+	$overflowed->quit;
+	$billing->quit;
+	$node->stop('fast');
+	like($until->(qr/CONNECTION LOST/), qr/^CONNECTION LOST at \d\d:\d\d:\d\d .*reconnecting every 1 s/m,
+		'the server stopped: top says so');
+	$node->start;
+	like($until->(qr/Reconnected at/), qr/^Reconnected at \d\d:\d\d:\d\d; the server restarted at \d\d:\d\d:\d\d\./m,
+		'the server is back: top reconnected by itself and says the server restarted');
+
+	system(@tmux, 'send-keys', '-t', 'pgc', 'q');
+	my $gone = 0;
+	for (1 .. 100)
+	{
+		if (system(@tmux, 'has-session', '-t', 'pgc') != 0)
+		{
+			$gone = 1;
+			last;
+		}
+		select(undef, undef, undef, 0.1);
+	}
+	ok($gone, 'q quits');
+	system(@tmux, 'kill-server');
+}
+$bench->kill_kill if $bench->pumpable;
+$node->stop;
+done_testing();
+
+sub find_program
+{
+	my ($name) = @_;
+	for my $dir (split /:/, $ENV{PATH})
+	{
+		return "$dir/$name" if -x "$dir/$name";
+	}
+	return undef;
+}
+
+# What share of a PNG's pixels are not (nearly) white, and which exact
+# colours it has: enough to tell a rendered page from a blank one.
+sub png_stats
+{
+	my ($file) = @_;
+	my $data = slurp_file($file);
+	my ($width, $height, $depth, $type) = unpack('NNCC', substr($data, 16, 10));
+	my $idat = '';
+	my $pos = 8;
+	while ($pos < length $data)
+	{
+		my ($len, $kind) = unpack('Na4', substr($data, $pos, 8));
+		$idat .= substr($data, $pos + 8, $len) if $kind eq 'IDAT';
+		$pos += 12 + $len;
+	}
+	my $raw = uncompress($idat);
+	die "unsupported PNG ($depth bits, type $type)" unless $depth == 8 && ($type == 2 || $type == 6);
+	my $bpp = $type == 6 ? 4 : 3;
+	my $stride = $width * $bpp;
+	my @prev = (0) x $stride;
+	my ($ink, %colour, %near) = (0);
+	my %wanted = ('6a1b9a' => [ 0x6a, 0x1b, 0x9a ]);
+	for my $y (0 .. $height - 1)
+	{
+		my $filter = ord(substr($raw, $y * ($stride + 1), 1));
+		my @line = unpack('C*', substr($raw, $y * ($stride + 1) + 1, $stride));
+		for my $x (0 .. $stride - 1)
+		{
+			my $a = $x >= $bpp ? $line[ $x - $bpp ] : 0;
+			my $b = $prev[$x];
+			my $c = $x >= $bpp ? $prev[ $x - $bpp ] : 0;
+			my $p;
+			if    ($filter == 0) { $p = 0 }
+			elsif ($filter == 1) { $p = $a }
+			elsif ($filter == 2) { $p = $b }
+			elsif ($filter == 3) { $p = int(($a + $b) / 2) }
+			else
+			{
+				my $pa = abs($b - $c);
+				my $pb = abs($a - $c);
+				my $pc = abs($a + $b - 2 * $c);
+				$p = ($pa <= $pb && $pa <= $pc) ? $a : ($pb <= $pc ? $b : $c);
+			}
+			$line[$x] = ($line[$x] + $p) & 0xff;
+		}
+		for (my $x = 0; $x < $stride; $x += $bpp)
+		{
+			my ($r, $g, $bl) = @line[ $x .. $x + 2 ];
+			$ink++ if $r < 235 || $g < 235 || $bl < 235;
+			my $hex = sprintf('%02x%02x%02x', $r, $g, $bl);
+			$colour{$hex}++ if exists $wanted{$hex};
+			for my $w (keys %wanted)
+			{
+				my ($wr, $wg, $wb) = @{ $wanted{$w} };
+				$near{$w}++
+				  if abs($r - $wr) < 24 && abs($g - $wg) < 24 && abs($bl - $wb) < 24;
+			}
+		}
+		@prev = @line;
+	}
+	return { ink => $ink / ($width * $height), colour => \%colour, near => \%near };
+}
+
+# tmux's capture of the pane with its escape sequences, as an HTML page
+# that looks like the terminal.
+sub terminal_html
+{
+	my ($text) = @_;
+	my @palette = qw(#1e1e1e #e06c75 #98c379 #e5c07b #61afef #c678dd #56b6c2 #d0d0d0);
+	my %state;
+	my $out = '';
+	my $open = 0;
+	for my $part (split /(\e\[[0-9;]*m)/, $text)
+	{
+		if ($part =~ /^\e\[([0-9;]*)m$/)
+		{
+			for my $code (split /;/, ($1 eq '' ? '0' : $1))
+			{
+				if    ($code == 0)                   { %state = () }
+				elsif ($code == 1)                   { $state{bold} = 1 }
+				elsif ($code == 4)                   { $state{underline} = 1 }
+				elsif ($code == 7)                   { $state{reverse} = 1 }
+				elsif ($code == 22)                  { delete $state{bold} }
+				elsif ($code == 24)                  { delete $state{underline} }
+				elsif ($code == 27)                  { delete $state{reverse} }
+				elsif ($code >= 30 && $code <= 37)   { $state{fg} = $palette[ $code - 30 ] }
+				elsif ($code == 39)                  { delete $state{fg} }
+				elsif ($code >= 40 && $code <= 47)   { $state{bg} = $palette[ $code - 40 ] }
+				elsif ($code == 49)                  { delete $state{bg} }
+			}
+			next;
+		}
+		$part =~ s/&/&amp;/g;
+		$part =~ s/</&lt;/g;
+		$part =~ s/>/&gt;/g;
+		my ($fg, $bg) = ($state{fg} // '#d0d0d0', $state{bg} // '#1e1e1e');
+		($fg, $bg) = ($bg, $fg) if $state{reverse};
+		my $style = "color:$fg;background:$bg";
+		$style .= ';font-weight:bold' if $state{bold};
+		$style .= ';text-decoration:underline' if $state{underline};
+		$out .= qq{<span style="$style">$part</span>};
+	}
+	return qq{<!DOCTYPE html><html><head><meta charset="utf-8"><style>}
+	  . qq{body{margin:0;background:#1e1e1e}pre{margin:8px;font:13px/1.2 'DejaVu Sans Mono',monospace;color:#d0d0d0}}
+	  . qq{</style></head><body><pre>$out</pre></body></html>};
+}
