@@ -325,7 +325,7 @@ draw_backends(TopState *t, int shown)
 			 overflowed, overflowed == 1 ? "" : "s", s->near_backends, t->c->near_level,
 			 shown < overflowed + s->near_backends ? ", more not shown" : "");
 	text_line(t, "\033[1m", title);
-	if (s->nbackends == 0)
+	if (shown == 0)
 		return;
 	{
 		Buf		   *l = new_line(t);
@@ -371,7 +371,7 @@ draw_holders(TopState *t, int shown)
 	const Snapshot *s = &t->last;
 
 	section_title(t, "Holders of the xmin horizon", s->nholders, shown);
-	if (s->nholders == 0)
+	if (shown == 0)
 		return;
 	{
 		Buf		   *l = new_line(t);
@@ -413,6 +413,23 @@ draw_holders(TopState *t, int shown)
 	}
 }
 
+/*
+ * Under 40 lines the wait classes are left out of the history (active
+ * backends stay): the tables need the room.
+ */
+#define HISTORY_ROWS	11
+static bool
+compact_history(const TopState *t)
+{
+	return t->height > 0 && t->height < 40;
+}
+
+static int
+history_lines(const TopState *t)
+{
+	return 1 + (compact_history(t) ? HISTORY_ROWS - 6 : HISTORY_ROWS);
+}
+
 /* One history series as a sparkline with its latest and highest value. */
 static void
 spark_row(TopState *t, const char *label, const double *series, int spark_width)
@@ -438,8 +455,8 @@ static void
 draw_history(TopState *t)
 {
 	const Snapshot *s = &t->last;
-	double		rows[11][HISTORY_SPAN];
-	static const char *const labels[11] = {
+	double		rows[HISTORY_ROWS][HISTORY_SPAN];
+	static const char *const labels[HISTORY_ROWS] = {
 		"active backends", "  CPU", "  LWLock", "  Lock", "  IO", "  IPC", "  other waits",
 		"subtrans waits", "subtrans lookups/s", "overflowed", "xmin horizon age"
 	};
@@ -451,7 +468,7 @@ draw_history(TopState *t)
 		spark_width = HISTORY_SPAN;
 	if (spark_width < 10)
 		spark_width = 10;
-	for (int r = 0; r < 11; r++)
+	for (int r = 0; r < HISTORY_ROWS; r++)
 		for (int i = 0; i < HISTORY_SPAN; i++)
 			rows[r][i] = NAN;
 	for (int k = 0; k < s->nseconds; k++)
@@ -489,8 +506,9 @@ draw_history(TopState *t)
 		buf_append(l, sgr(t, "\033[0m"));
 		buf_free(&head);
 	}
-	for (int r = 0; r < 11; r++)
-		spark_row(t, labels[r], rows[r], spark_width);
+	for (int r = 0; r < HISTORY_ROWS; r++)
+		if (!compact_history(t) || r == 0 || r >= 7)
+			spark_row(t, labels[r], rows[r], spark_width);
 }
 
 static void
@@ -499,7 +517,7 @@ draw_statements(TopState *t, int shown)
 	const Snapshot *s = &t->last;
 
 	section_title(t, "Statements by pg_subtrans waits, since reset", s->nstatements, shown);
-	if (s->nstatements == 0)
+	if (shown == 0)
 		return;
 	{
 		Buf		   *l = new_line(t);
@@ -533,7 +551,7 @@ draw_indexes(TopState *t, int shown)
 
 	section_title(t, "Statements by dead index entries per execution, since reset",
 				  s->nindexes, shown);
-	if (s->nindexes == 0)
+	if (shown == 0)
 		return;
 	{
 		Buf		   *l = new_line(t);
@@ -572,8 +590,8 @@ plan_rows(TopState *t, int *findings, int *backends, int *holders, int *statemen
 		  int *indexes)
 {
 	const Snapshot *s = &t->last;
+	int		   *tables[4] = {backends, holders, statements, indexes};
 	int			fixed;
-	int			avail;
 
 	*findings = s->nfindings;
 	*backends = s->nbackends;
@@ -582,28 +600,25 @@ plan_rows(TopState *t, int *findings, int *backends, int *holders, int *statemen
 	*indexes = s->nindexes;
 	if (t->height <= 0)
 		return;
-	/*
-	 * Header, connection line, findings title, 5 section titles, 4 column
-	 * headers, 12 history lines, 5 blank separators.
-	 */
-	fixed = 1 + 1 + 1 + 4 + 4 + 12 + 5;
-	avail = t->height - fixed;
+
+	/* Header, connection and error lines, five titles, five blank lines. */
+	fixed = 1 + (t->lost_since > 0 || t->reconnected_at > 0) + (t->error != NULL) + 5 + 5 +
+		history_lines(t);
 	for (;;)
 	{
-		int			used = 2 * *findings + *backends + *holders + *statements + *indexes;
+		int			used = fixed + 2 * *findings;
 		int		   *largest = NULL;
 		int			most = 0;
 
-		if (used <= avail)
+		for (int k = 0; k < 4; k++)
+			used += *tables[k] + (*tables[k] > 0);	/* rows and column header */
+		if (used <= t->height)
 			break;
-		if (*backends > most)
-			most = *(largest = backends);
-		if (*holders > most)
-			most = *(largest = holders);
-		if (*statements > most)
-			most = *(largest = statements);
-		if (*indexes > most)
-			most = *(largest = indexes);
+		/* On a tie the lower table gives up a row. */
+		for (int k = 3; k >= 0; k--)
+			if (*tables[k] > most)
+				most = *(largest = tables[k]);
+		/* Findings go last, and the first one stays. */
 		if (*findings > 1 && 2 * *findings >= most)
 			largest = findings;
 		if (largest == NULL || *largest == 0)

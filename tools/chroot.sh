@@ -67,11 +67,15 @@ remove_chroot() {
 	rm -rf --one-file-system "$dir"
 }
 
-# Extensions the tests preload beside pg_contention (t/010_neighbours.pl).
-neighbour_packages() { echo "postgresql-$1-pg-wait-sampling postgresql-$1-cron"; }
-has_neighbours() {
+# What the tests use beyond the server: the extensions they preload beside
+# pg_contention (t/010_neighbours.pl), libpq's headers for the client and
+# tmux to drive its top (t/015_client.pl).  Chromium, which renders the
+# client's HTML report, is installed on the host only.
+extra_packages() { echo "postgresql-$1-pg-wait-sampling postgresql-$1-cron libpq-dev tmux"; }
+has_extra_packages() {
 	[ -f "$1/usr/lib/postgresql/$2/lib/pg_wait_sampling.so" ] &&
-		[ -f "$1/usr/lib/postgresql/$2/lib/pg_cron.so" ]
+		[ -f "$1/usr/lib/postgresql/$2/lib/pg_cron.so" ] &&
+		[ -f "$1/usr/include/postgresql/libpq-fe.h" ] && [ -x "$1/usr/bin/tmux" ]
 }
 
 # Debian packages pg_isolation_regress and isolationtester with the server
@@ -109,13 +113,13 @@ prepare() {
 	local apt="apt-get ${apt_opts[*]} -qq -y -o Dpkg::Options::=--force-confold"
 	if healthy "$major"; then
 		[ -x "$dir/usr/lib/postgresql/$major/lib/pgxs/src/test/isolation/pg_isolation_regress" ] &&
-			has_neighbours "$dir" "$major" && return 0
+			has_extra_packages "$dir" "$major" && return 0
 		mount_chroot "$dir"
 		provide_isolation_tester "$dir" "$major" "$apt" ||
 			{ cleanup_mounts; tail -n 20 "$dir.isolation.log" >&2; return 1; }
-		has_neighbours "$dir" "$major" ||
+		has_extra_packages "$dir" "$major" ||
 			chroot "$dir" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c \
-				"$apt update && $apt install --no-install-recommends $(neighbour_packages "$major") && $apt clean" \
+				"$apt update && $apt install --no-install-recommends $(extra_packages "$major") && $apt clean" \
 				>>"$dir.apt.log" 2>&1 ||
 			{ cleanup_mounts; tail -n 20 "$dir.apt.log" >&2; return 1; }
 		cleanup_mounts
@@ -139,7 +143,7 @@ prepare() {
 	# Downloading is what can fail for reasons outside the project (the
 	# archive unreachable or missing a package): that is exit 3, SKIPPED.
 	# A package that downloads but does not install is a real failure.
-	local pkgs="postgresql-$major postgresql-server-dev-$major libipc-run-perl gcc make libc6-dev $(neighbour_packages "$major")"
+	local pkgs="postgresql-$major postgresql-server-dev-$major libipc-run-perl gcc make libc6-dev $(extra_packages "$major")"
 	mount_chroot "$dir"
 	if ! chroot "$dir" env DEBIAN_FRONTEND=noninteractive LC_ALL=C sh -c \
 		"$apt update && $apt install --no-install-recommends --download-only $pkgs" \

@@ -198,6 +198,13 @@ sql -c "SELECT indexrelname, left(query, 40) AS statement, scans, entries_read, 
 	-c "SET pg_contention.horizon_min_age = '5s'" \
 	-c "SELECT kind, holder, application_name, state, xmin_age, held_for, blocks_cleanup
 	      FROM pg_contention_horizon"
+echo
+echo "The client, as a monitoring system runs it (exit code 0 ok, 1 warning, 2 critical):"
+check_rc=0
+"${as_user[@]}" "$bindir/pg_contention" check -h "$work" -p 5432 -U postgres -d postgres \
+	>"$work/check.out" || check_rc=$?
+cut -c1-160 "$work/check.out"
+echo "(exit code $check_rc)"
 exec 3>&-	# the billing session reads the end of its input and exits
 while [ "$(sql -At -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'billing'")" -ne 0 ]; do
 	sleep 0.1

@@ -50,7 +50,8 @@ for v in $versions; do
 	if [ "$release" = "$host_codename" ]; then
 		if [ "$(id -u)" -eq 0 ]; then
 			apt_install "postgresql-$v" "postgresql-server-dev-$v" libipc-run-perl gcc make \
-				"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron"
+				"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron" libpq-dev tmux \
+				chromium fonts-dejavu-core
 		fi
 		timeout "$per_version_timeout" "$here/suite.sh" "$v" 2>&1 | tee "$out" >&2
 	elif [ "$(id -u)" -ne 0 ]; then
