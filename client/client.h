@@ -3,11 +3,11 @@
  * client.h
  *		The pg_contention client program: what its files share.
  *
- * main.c parses the command line and connects; data.c runs the queries and
- * holds their results; top.c, check.c and report.c are the three commands;
- * chart.c draws the history as SVG; util.c has growing strings, escaping
- * and number formatting.  The program is single-threaded and links with
- * libpq and libc only.
+ * main.c parses the command line; conn.c connects and checks the server;
+ * data.c runs the queries and holds their results; top.c, check.c and
+ * report.c are the three commands; chart.c draws the history as SVG;
+ * util.c has growing strings, escaping and number formatting.  The program
+ * is single-threaded and links with libpq, libm and libc only.
  *
  *-------------------------------------------------------------------------
  */
@@ -62,7 +62,7 @@ extern void one_line(char *s);	/* newlines and tabs to spaces, in place */
 extern int	display_width(const char *s);	/* UTF-8 code points */
 extern void buf_fit(Buf *b, const char *s, int width, bool pad);
 
-/* ---- main.c: the connection ---- */
+/* ---- conn.c: the connection ---- */
 typedef struct Conn
 {
 	PGconn	   *conn;

@@ -21,7 +21,7 @@ use Test::More;
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 
 my $node = PostgreSQL::Test::Cluster->new('client');
-$node->init;
+$node->init(allows_streaming => 1);
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
 autovacuum = off
@@ -127,6 +127,26 @@ my $doc = eval { decode_json($out) };
 ok($doc, 'healthy: --json parses') or diag($out);
 is_deeply([ $doc->{status}, $doc->{exit_code}, scalar @{ $doc->{findings} } ], [ 'OK', 0, 0 ],
 	'healthy: status OK, no findings');
+
+# ---- A hot standby answers the same way, and says it is one.
+$node->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'b', has_streaming => 1);
+$standby->start;
+$node->wait_for_catchup($standby);
+{
+	my ($o, $e) = ('', '');
+	my @at = ('-h', $standby->host, '-p', $standby->port, '-d', 'postgres');
+	IPC::Run::run([ 'pg_contention', 'check', '--json', @at ], '<', \undef, '>', \$o, '2>', \$e);
+	is($? >> 8, 0, 'standby: check exits 0');
+	my $d = eval { decode_json($o) };
+	ok($d && $d->{in_recovery}, 'standby: the JSON says in_recovery') or diag($o . $e);
+	IPC::Run::run([ 'pg_contention', 'top', '-n', '1', @at ], '<', \undef, '>', \$o, '2>', \$e);
+	like($o, qr/^ pg_contention top .* PostgreSQL \d+\.\d+ standby /, 'standby: top says standby');
+	IPC::Run::run([ 'pg_contention', 'report', '--html', '-', @at ], '<', \undef, '>', \$o, '2>', \$e);
+	like($o, qr/<p class="meta">[^<]*\(hot standby\)/, 'standby: the report says hot standby');
+}
+$standby->stop;
 
 # ---- Case 1: four pgbench clients, 90 savepoints per transaction.
 $node->safe_psql('postgres', q{

@@ -1,0 +1,169 @@
+/*-------------------------------------------------------------------------
+ *
+ * conn.c
+ *		The client's connection: open it with libpq, check that this
+ *		database can answer (the extension created at 1.3 or later, the
+ *		library preloaded), run a query and turn an error into one line.
+ *
+ * Used by main.c at start and by top.c to reconnect after a restart.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "client.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The first line of a libpq or server message, without its trailing newline. */
+static char *
+first_line(const char *message)
+{
+	char	   *s = xstrdup(message ? message : "");
+	char	   *nl = strchr(s, '\n');
+
+	if (nl)
+		*nl = '\0';
+	if (strncmp(s, "ERROR:  ", 8) == 0)
+		memmove(s, s + 8, strlen(s + 8) + 1);
+	if (strncmp(s, "FATAL:  ", 8) == 0)
+		memmove(s, s + 8, strlen(s + 8) + 1);
+	return s;
+}
+
+PGresult *
+conn_query(Conn *c, const char *sql, char **message)
+{
+	PGresult   *res = PQexec(c->conn, sql);
+	ExecStatusType st = PQresultStatus(res);
+
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return res;
+	if (message)
+		*message = first_line(res ? PQresultErrorMessage(res) : PQerrorMessage(c->conn));
+	PQclear(res);
+	return NULL;
+}
+
+static bool
+has_sqlstate(PGresult *res, const char *state)
+{
+	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	return s && strcmp(s, state) == 0;
+}
+
+/*
+ * Connect and check that this database can answer: the extension created
+ * at 1.3 or later, the library preloaded.  On a problem, *message is one
+ * line for the user.
+ */
+ConnProblem
+conn_open(Conn *c, char **message)
+{
+	PGresult   *res;
+	Buf			sql;
+	const char *version;
+	int			major = 0,
+				minor = 0;
+	const char *host;
+
+	*message = NULL;
+	c->conn = PQconnectdbParams(c->keywords, c->values, 1);
+	if (c->conn == NULL || PQstatus(c->conn) != CONNECTION_OK)
+	{
+		*message = first_line(c->conn ? PQerrorMessage(c->conn) : "out of memory");
+		if (c->conn)
+			PQfinish(c->conn);
+		c->conn = NULL;
+		return CONN_FAILED;
+	}
+
+	host = PQhost(c->conn);
+	free(c->target);
+	buf_init(&sql);
+	buf_printf(&sql, "%s:%s/%s", host ? host : "", PQport(c->conn), PQdb(c->conn));
+	c->target = xstrdup(sql.data);
+	buf_free(&sql);
+
+	/* Keep the client's own statements short and out of the way. */
+	res = conn_query(c, "SET statement_timeout = '30s'; SET jit = off", message);
+	if (res == NULL)
+		return CONN_QUERY_FAILED;
+	PQclear(res);
+
+	res = conn_query(c,
+					 "SELECT pg_catalog.quote_ident(n.nspname), e.extversion,"
+					 " pg_catalog.pg_is_in_recovery(),"
+					 " pg_catalog.date_part('epoch', pg_catalog.pg_postmaster_start_time()),"
+					 " pg_catalog.current_setting('server_version'),"
+					 " coalesce(pg_catalog.current_setting('pg_contention.subxact_warn_level', true), '48')"
+					 " FROM pg_catalog.pg_extension e"
+					 " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
+					 " WHERE e.extname = 'pg_contention'", message);
+	if (res == NULL)
+		return CONN_QUERY_FAILED;
+	if (PQntuples(res) == 0)
+	{
+		Buf			m;
+
+		buf_init(&m);
+		buf_printf(&m, "extension \"pg_contention\" is not created in database \"%s\": "
+				   "run CREATE EXTENSION pg_contention there, or connect to the database "
+				   "where it is (-d)", PQdb(c->conn));
+		*message = m.data;
+		PQclear(res);
+		return CONN_NO_EXTENSION;
+	}
+	free(c->schema);
+	free(c->server_version);
+	c->schema = xstrdup(PQgetvalue(res, 0, 0));
+	version = PQgetvalue(res, 0, 1);
+	c->in_recovery = PQgetvalue(res, 0, 2)[0] == 't';
+	c->server_started = strtod(PQgetvalue(res, 0, 3), NULL);
+	c->server_version = xstrdup(PQgetvalue(res, 0, 4));
+	/* "15.20 (Debian 15.20-0+deb12u1)": the number is enough. */
+	c->server_version[strcspn(c->server_version, " ")] = '\0';
+	c->near_level = atoi(PQgetvalue(res, 0, 5));
+	if (sscanf(version, "%d.%d", &major, &minor) != 2 ||
+		major < PGC_NEEDS_MAJOR || (major == PGC_NEEDS_MAJOR && minor < PGC_NEEDS_MINOR))
+	{
+		Buf			m;
+
+		buf_init(&m);
+		buf_printf(&m, "extension pg_contention is version %s in database \"%s\", this client "
+				   "needs %s or later: run ALTER EXTENSION pg_contention UPDATE",
+				   version, PQdb(c->conn), PGC_CLIENT_VERSION);
+		*message = m.data;
+		PQclear(res);
+		return CONN_OLD_EXTENSION;
+	}
+	PQclear(res);
+
+	/* The views raise 55000 when the library was not preloaded. */
+	buf_init(&sql);
+	buf_printf(&sql, "SELECT stats_reset FROM %s.pg_contention_info()", c->schema);
+	res = PQexec(c->conn, sql.data);
+	buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		bool		not_loaded = has_sqlstate(res, "55000");
+
+		*message = not_loaded ?
+			xstrdup("the pg_contention library is not loaded: add pg_contention to "
+					"shared_preload_libraries and restart the server") :
+			first_line(PQresultErrorMessage(res));
+		PQclear(res);
+		return not_loaded ? CONN_NOT_PRELOADED : CONN_QUERY_FAILED;
+	}
+	PQclear(res);
+	return CONN_OK;
+}
+
+void
+conn_close(Conn *c)
+{
+	if (c->conn)
+		PQfinish(c->conn);
+	c->conn = NULL;
+}
+
