@@ -108,8 +108,8 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, '?'},
 		{NULL, 0, NULL, 0}
 	};
-	const char *keywords[8];
-	const char *values[8];
+	const char *keywords[9];
+	const char *values[9];
 	const char *host = NULL,
 			   *port = NULL,
 			   *user = NULL,
@@ -226,6 +226,12 @@ main(int argc, char **argv)
 	{
 		keywords[k] = "user";
 		values[k++] = user;
+	}
+	/* Never hang on an unreachable host, unless told otherwise. */
+	if (getenv("PGCONNECT_TIMEOUT") == NULL)
+	{
+		keywords[k] = "connect_timeout";
+		values[k++] = "10";
 	}
 	/* Last, so that a connection string in dbname overrides the others. */
 	if (dbname)

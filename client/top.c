@@ -398,13 +398,19 @@ draw_holders(TopState *t, int shown)
 		buf_fit(&row, h->holder, 14, true);
 		buf_printf(&row, " %8s %10s %10s %6s  ", pid, fmt_count(h->xmin_age),
 				   fmt_duration(h->held_seconds), h->blocks_cleanup ? "yes" : "no");
-		if (h->follows[0])
-			buf_printf(&row, "follows %s, ", h->follows);
-		buf_append(&row, h->state);
-		if (h->application[0])
-			buf_printf(&row, ", %s", h->application);
-		if (h->query[0])
-			buf_printf(&row, ", %s", h->query);
+		{
+			/* What is known of it, comma-separated: masked parts are empty. */
+			const char *parts[4] = {h->follows, h->state, h->application, h->query};
+			bool		first = true;
+
+			for (int k = 0; k < 4; k++)
+			{
+				if (parts[k][0] == '\0')
+					continue;
+				buf_printf(&row, "%s%s%s", first ? "" : ", ", k == 0 ? "follows " : "", parts[k]);
+				first = false;
+			}
+		}
 		if (h->blocks_cleanup)
 			buf_append(l, sgr(t, "\033[31m"));
 		buf_fit(l, row.data, t->width, false);
