@@ -24,16 +24,26 @@
 #define PLOT_BOTTOM		30
 #define GAP_SECONDS		2.5		/* a longer step between seconds is a gap */
 
+/* The i-th double of a strided array (a field of an array of structs). */
+static double
+strided(const double *first, size_t stride, int i)
+{
+	double		v;
+
+	memcpy(&v, (const char *) first + (size_t) i * stride, sizeof(v));
+	return v;
+}
+
 static double
 value_at(const ChartSeries *s, int i)
 {
-	return *(const double *) ((const char *) s->values + (size_t) i * s->stride);
+	return strided(s->values, s->stride, i);
 }
 
 static double
 epoch_at(const double *epochs, size_t stride, int i)
 {
-	return *(const double *) ((const char *) epochs + (size_t) i * stride);
+	return strided(epochs, stride, i);
 }
 
 /* 1, 2 or 5 times a power of ten, at least v. */
@@ -233,7 +243,7 @@ sparkline(Buf *out, const double *values, size_t stride, int npoints, int width,
 	static const char ramp[] = "_.:-=+*#";
 	double		max = 0;
 
-#define V(i) (*(const double *) ((const char *) values + (size_t) (i) * stride))
+#define V(i) strided(values, stride, (i))
 	for (int i = 0; i < npoints; i++)
 		if (!isnan(V(i)) && V(i) > max)
 			max = V(i);
