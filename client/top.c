@@ -636,11 +636,11 @@ plan_rows(TopState *t, int *findings, int *backends, int *holders, int *statemen
 static void
 render(TopState *t)
 {
-	int			nf,
-				nb,
-				nh,
-				ns,
-				ni;
+	int			nf = 0,
+				nb = 0,
+				nh = 0,
+				ns = 0,
+				ni = 0;
 
 	t->nlines = 0;
 	draw_header(t);
