@@ -46,14 +46,22 @@ cleanup_mounts() {
 	mounted=()
 }
 
-# /proc and a tmpfs /dev/shm (PostgreSQL's dynamic shared memory) inside the
-# chroot; cleanup_mounts undoes them, also on failure (trap in the caller).
+# /proc, a tmpfs /dev/shm (PostgreSQL's dynamic shared memory) and a
+# private devpts instance (pseudo-terminals, for tmux in the client's test)
+# inside the chroot; cleanup_mounts undoes them, also on failure (trap in
+# the caller).
 mount_chroot() {
 	local dir=$1
 	trap cleanup_mounts EXIT INT TERM
-	mkdir -p "$dir/proc" "$dir/dev/shm"
+	mkdir -p "$dir/proc" "$dir/dev/shm" "$dir/dev/pts"
 	mount -t proc proc "$dir/proc" && mounted+=("$dir/proc")
 	mount -t tmpfs -o size=1g,mode=1777 tmpfs "$dir/dev/shm" && mounted+=("$dir/dev/shm")
+	if mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$dir/dev/pts"; then
+		mounted+=("$dir/dev/pts")
+		# /dev/ptmx opens this instance's multiplexer.
+		[ -e "$dir/dev/ptmx" ] || touch "$dir/dev/ptmx"
+		mount --bind "$dir/dev/pts/ptmx" "$dir/dev/ptmx" && mounted+=("$dir/dev/ptmx")
+	fi
 }
 
 # Remove a chroot, first undoing any mount left inside it by a run that was
