@@ -39,6 +39,7 @@ copy_checkout() {
 	mkdir -p "$dest"
 	tar -C "$src" --exclude=.git --exclude='tmp_check*' --exclude=results \
 		--exclude=output_iso --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+		--exclude=./client/pg_contention \
 		-cf - . | tar -C "$dest" -xf -
 }
 
