@@ -67,9 +67,11 @@ for my $bad ([ [], qr/no command given/ ],
 	IPC::Run::run([ 'pg_contention', 'check', '-h', $nowhere, '-p', '1' ],
 		'<', \undef, '>', \$o, '2>', \$e);
 	is($? >> 8, 3, 'no server: exit 3');
-	like($e, qr/^pg_contention: error: connection to server on socket ".*" failed: .*\n\z/,
+	# libpq 13 words it "could not connect to server: ...".
+	like($e, qr/^pg_contention: error: (connection to server on socket ".*" failed|could not connect to server): .*\n\z/,
 		'no server: one line on stderr');
-	like($o, qr/^PG_CONTENTION UNKNOWN - connection to server/, 'no server: UNKNOWN status line');
+	like($o, qr/^PG_CONTENTION UNKNOWN - (connection to server|could not connect)/,
+		'no server: UNKNOWN status line');
 	IPC::Run::run([ 'pg_contention', 'check', '--json', '-h', $nowhere, '-p', '1' ],
 		'<', \undef, '>', \$o, '2>', \$e);
 	my $doc = eval { decode_json($o) };
