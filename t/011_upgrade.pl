@@ -95,7 +95,7 @@ like($node->safe_psql('from12',
 for my $view (qw(pg_contention_subxact pg_contention_overflow_events pg_contention_statements
 	pg_contention_info pg_contention_index_scans pg_contention_horizon pg_contention_waits
 	pg_contention_history pg_contention_sampler_status pg_contention_old_snapshot
-	pg_contention_findings))
+	pg_contention_findings pg_contention_metrics))
 {
 	my ($ret) = $node->psql('updated', "SELECT * FROM $view");
 	is($ret, 0, "$view answers after the update");

@@ -4,11 +4,14 @@
 #
 #   tools/test.sh                     PostgreSQL 13, 15, 17 and 18, then
 #                                     PostgreSQL 15's own regression and isolation
-#                                     schedules with and without pg_contention, and
-#                                     an assertion-enabled 15 with sqlsmith
+#                                     schedules with and without pg_contention, an
+#                                     assertion-enabled 15 with sqlsmith, and the
+#                                     Debian package built, installed, tested, removed
 #   PGC_PG_VERSIONS="15" tools/test.sh    one version only (quick work)
 #   PGC_CORE=0 tools/test.sh          without the core schedules
 #   PGC_CASSERT=0 tools/test.sh       without the assertion-enabled build and sqlsmith
+#   PGC_PACKAGE=0 tools/test.sh       without building, installing and removing the
+#                                     Debian package (tools/package.sh)
 #
 # The version this machine's Debian release carries (15 on bookworm) runs
 # natively; the others run in Debian chroots built with debootstrap under
@@ -51,7 +54,7 @@ for v in $versions; do
 		if [ "$(id -u)" -eq 0 ]; then
 			apt_install "postgresql-$v" "postgresql-server-dev-$v" libipc-run-perl gcc make \
 				"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron" libpq-dev tmux \
-				chromium fonts-dejavu-core
+				chromium fonts-dejavu-core prometheus-postgres-exporter prometheus
 		fi
 		timeout "$per_version_timeout" "$here/suite.sh" "$v" 2>&1 | tee "$out" >&2
 	elif [ "$(id -u)" -ne 0 ]; then
@@ -119,6 +122,8 @@ if [[ " $versions " == *" 15 "* ]] && [ "$host_codename" = bookworm ]; then
 		extra_part core core-suites.sh "PostgreSQL 15's own schedules, with and without pg_contention"
 	[ "${PGC_CASSERT:-1}" != 0 ] &&
 		extra_part cassert cassert.sh "PostgreSQL 15 with assertions: pg_contention's suite and sqlsmith"
+	[ "${PGC_PACKAGE:-1}" != 0 ] &&
+		extra_part package package.sh "The Debian package and the PGXN metadata, on PostgreSQL 15"
 fi
 
 echo
