@@ -106,7 +106,7 @@ for my $viewer (sort keys %expect)
 
 	# The views without texts answer for everyone.
 	for my $view (qw(pg_contention_info pg_contention_history pg_contention_sampler_status
-		pg_contention_old_snapshot))
+		pg_contention_old_snapshot pg_contention_metrics))
 	{
 		my ($ret) = $node->psql('postgres', "SELECT * FROM $view", extra_params => [ '-U', $role ]);
 		is($ret, 0, "$view answers $viewer");
