@@ -196,6 +196,17 @@ text_line(TopState *t, const char *style, const char *text)
 	buf_append(l, sgr(t, "\033[0m"));
 }
 
+/* A table's column names, underlined across the width. */
+static void
+column_header(TopState *t, const char *head)
+{
+	Buf		   *l = new_line(t);
+
+	buf_append(l, sgr(t, "\033[4m"));
+	buf_fit(l, head, t->width, true);
+	buf_append(l, sgr(t, "\033[0m"));
+}
+
 static void
 section_title(TopState *t, const char *title, int total, int shown)
 {
@@ -328,15 +339,12 @@ draw_backends(TopState *t, int shown)
 	if (shown == 0)
 		return;
 	{
-		Buf		   *l = new_line(t);
 		char		head[256];
 
 		snprintf(head, sizeof(head), "%8s %-12s %-12s %-14s %-19s %9s %10s  %s", "pid",
 				 "database", "user", "application", "state", "subxacts", "xact age",
 				 "statement");
-		buf_append(l, sgr(t, "\033[4m"));
-		buf_fit(l, head, t->width, true);
-		buf_append(l, sgr(t, "\033[0m"));
+		column_header(t, head);
 	}
 	for (int i = 0; i < shown; i++)
 	{
@@ -374,14 +382,11 @@ draw_holders(TopState *t, int shown)
 	if (shown == 0)
 		return;
 	{
-		Buf		   *l = new_line(t);
 		char		head[256];
 
 		snprintf(head, sizeof(head), "%-20s %-14s %8s %10s %10s %6s  %s", "kind", "holder",
 				 "pid", "xmin age", "held for", "blocks", "state, application, statement");
-		buf_append(l, sgr(t, "\033[4m"));
-		buf_fit(l, head, t->width, true);
-		buf_append(l, sgr(t, "\033[0m"));
+		column_header(t, head);
 	}
 	for (int i = 0; i < shown; i++)
 	{
@@ -526,14 +531,11 @@ draw_statements(TopState *t, int shown)
 	if (shown == 0)
 		return;
 	{
-		Buf		   *l = new_line(t);
 		char		head[256];
 
 		snprintf(head, sizeof(head), "%9s %12s %12s %8s  %s", "waits", "subovfl calls", "calls",
 				 "max subx", "statement");
-		buf_append(l, sgr(t, "\033[4m"));
-		buf_fit(l, head, t->width, true);
-		buf_append(l, sgr(t, "\033[0m"));
+		column_header(t, head);
 	}
 	for (int i = 0; i < shown; i++)
 	{
@@ -560,14 +562,11 @@ draw_indexes(TopState *t, int shown)
 	if (shown == 0)
 		return;
 	{
-		Buf		   *l = new_line(t);
 		char		head[256];
 
 		snprintf(head, sizeof(head), "%10s %12s %9s %6s  %-28s %s", "dead/exec", "dead", "scans",
 				 "dead%", "index", "statement");
-		buf_append(l, sgr(t, "\033[4m"));
-		buf_fit(l, head, t->width, true);
-		buf_append(l, sgr(t, "\033[0m"));
+		column_header(t, head);
 	}
 	for (int i = 0; i < shown; i++)
 	{
