@@ -20,7 +20,8 @@
 #    and stats_fetch_consistency = none (the worker's statistics reads
 #    allocate every second): RssAnon and memory_bytes at the start and the
 #    end, under a pgbench -S load.
-# 6. The findings' cost: pg_contention_findings and pg_contention_report()
+# 6. The findings' cost: pg_contention_findings, pg_contention_report(),
+#    pg_contention_metrics and one postgres_exporter scrape
 #    with empty stores and with every store full at its default size (the
 #    server runs 15 minutes to fill its history).
 #
@@ -140,14 +141,21 @@ findings_cost() {
 			echo '\timing on'
 			for ((k = 0; k <= 30; k++)); do echo "SELECT count(*) FROM pg_contention_findings;"; done
 			for ((k = 0; k <= 30; k++)); do echo "SELECT length(pg_contention_report());"; done
+			for ((k = 0; k <= 30; k++)); do echo "SELECT count(*) FROM pg_contention_metrics;"; done
+			# One scrape of examples/postgres_exporter/queries.yaml: its four queries.
+			for ((k = 0; k <= 30; k++)); do
+				echo "SELECT (SELECT count(*) FROM pg_contention_metrics('{subxact,sampler,horizon,old_snapshot}')) + (SELECT count(*) FROM pg_contention_metrics('{horizon}')) + (SELECT count(*) FROM pg_contention_metrics('{index}')) + (SELECT count(*) FROM pg_contention_metrics('{findings}'));"
+			done
 		} >"$work/timed.sql"
 		chmod 644 "$work/timed.sql"
 		psql_ -f "$work/timed.sql" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' >"$work/timed.out"
 		findings_first[$1]=$(sed -n 1p "$work/timed.out")
 		findings_ms[$1]=$(sed -n 2,31p "$work/timed.out" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
 		report_ms[$1]=$(sed -n 33,62p "$work/timed.out" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+		metrics_ms[$1]=$(sed -n 64,93p "$work/timed.out" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+		scrape_ms[$1]=$(sed -n 95,124p "$work/timed.out" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
 	}
-	declare -gA findings_ms findings_first report_ms
+	declare -gA findings_ms findings_first report_ms metrics_ms scrape_ms
 	timed_findings empty
 	log "findings cost: waiting for 900 seconds of history"
 	while [ "$(psql_ -c "SELECT count(*) FROM pg_contention_history")" -lt 900 ]; do sleep 10; done
@@ -167,6 +175,8 @@ if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
 	echo "| pg_contention_findings, ms: first call in a session (planning), empty / full | ${findings_first[empty]} / ${findings_first[full]} |"
 	echo "| pg_contention_findings, median of the next 30, ms: empty stores / full ($findings_fill) | ${findings_ms[empty]} / ${findings_ms[full]} |"
 	echo "| pg_contention_report(), median of 30, ms: empty / full | ${report_ms[empty]} / ${report_ms[full]} |"
+	echo "| pg_contention_metrics, median of 30, ms: empty / full | ${metrics_ms[empty]} / ${metrics_ms[full]} |"
+	echo "| one postgres_exporter scrape (its four queries), median of 30, ms: empty / full | ${scrape_ms[empty]} / ${scrape_ms[full]} |"
 	exit 0
 fi
 
@@ -384,6 +394,8 @@ out=$work/results.md
 	echo "| pg_contention_findings, first call in a session (planning): empty / full, ms | | ${findings_first[empty]} / ${findings_first[full]} | | |"
 	echo "| pg_contention_findings, median of the next 30: empty stores / full ($findings_fill), ms | | ${findings_ms[empty]} / ${findings_ms[full]} | | |"
 	echo "| pg_contention_report(), median of 30: empty / full, ms | | ${report_ms[empty]} / ${report_ms[full]} | | |"
+	echo "| pg_contention_metrics, median of 30: empty / full, ms | | ${metrics_ms[empty]} / ${metrics_ms[full]} | | |"
+	echo "| one postgres_exporter scrape (its four queries), median of 30: empty / full, ms | | ${scrape_ms[empty]} / ${scrape_ms[full]} | | |"
 	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"
 } >"$out"
 cat "$out"
