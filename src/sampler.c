@@ -5,16 +5,19 @@
  *		tick (pg_contention.sample_period ms) and keeps, in shared memory, a
  *		wait profile by (database, role, query id, wait event) and a ring of
  *		one-second buckets (pg_contention_history), with the Subtrans SLRU
- *		counters' deltas read once a second.  While old_snapshot_threshold
- *		is on it also asks oldsnapshot.c for that tick's figures.  The SQL
- *		functions that read these stores are in sampler_views.c.
+ *		counters' deltas and the cluster's xmin horizon age read once a
+ *		second.  While old_snapshot_threshold is on it also asks
+ *		oldsnapshot.c for that tick's figures.  The SQL functions that read
+ *		these stores are in sampler_views.c.
  *
  * Owns the sampler state (ShmemInitStruct "pg_contention sampler": status,
  * the profile entries and the history ring) and its LWLock.
  *
  * Locking: the worker is the only writer of the profile and the history.
- * It gathers a tick's samples without any lock, then takes the lock
- * exclusively once to add them; readers take it in shared mode to copy,
+ * Once a second it computes the xmin horizon as vacuum does (ProcArrayLock
+ * shared, one pass, before taking its own lock).  It gathers a tick's
+ * samples without any lock, then takes the lock exclusively once to add
+ * them; readers take it in shared mode to copy,
  * and never wait for the worker to answer anything.  Reset (from any
  * backend) clears the stores under the exclusive lock and bumps
  * reset_generation, so the worker drops its private index of the profile.
@@ -561,8 +564,8 @@ close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
 /*
  * How many XIDs old the cluster's xmin horizon is (compat.h says what it
  * covers), once a second: the same computation as one vacuum's, with
- * ProcArrayLock in shared mode for one pass over the proc array.  -1 when
- * nothing holds it back (no valid horizon).
+ * ProcArrayLock in shared mode for one pass over the proc array.  0 when
+ * nothing holds it back; -1 when it cannot be computed (no normal XID).
  */
 static int64
 read_horizon_xid_age(void)
