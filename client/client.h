@@ -25,10 +25,11 @@
 #define PGC_NEEDS_MAJOR			1
 #define PGC_NEEDS_MINOR			3
 
-/* Exit codes: the monitoring-plugin convention, used by every command. */
-#define EXIT_FINDINGS_OK		0
-#define EXIT_FINDINGS_WARNING	1
-#define EXIT_FINDINGS_CRITICAL	2
+/*
+ * Exit codes, the monitoring-plugin convention: check exits with the worst
+ * finding's severity_rank() (0 ok or info, 1 warning, 2 critical); every
+ * command exits with this one when it could not tell.
+ */
 #define EXIT_UNKNOWN			3	/* connection, usage, server or file error */
 
 /* ---- util.c ---- */
@@ -158,7 +159,6 @@ typedef struct StatementRow
 	double		max_subxacts;
 	double		blks_per_row;	/* NAN unknown */
 	char	   *query;
-	double		last_seen;
 } StatementRow;
 
 typedef struct IndexRow
@@ -172,7 +172,6 @@ typedef struct IndexRow
 	double		max_dead_per_scan;
 	double		dead_ratio;		/* NAN unknown */
 	char	   *query;
-	double		last_seen;
 } IndexRow;
 
 typedef struct EventRow

@@ -259,8 +259,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 
 	buf_printf(&sql,
 			   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
-			   " subtrans_wait_samples, max_subxacts, blks_per_row, query,"
-			   " pg_catalog.date_part('epoch', last_seen)"
+			   " subtrans_wait_samples, max_subxacts, blks_per_row, query"
 			   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most"
 			   " FROM %s.pg_contention_statements AS s"
 			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0) AS s"
@@ -283,15 +282,13 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		r->max_subxacts = number_at(res, i, 6);
 		r->blks_per_row = number_at(res, i, 7);
 		r->query = line_at(res, i, 8);
-		r->last_seen = number_at(res, i, 9);
 	}
 	PQclear(res);
 
 	buf_printf(&sql,
 			   "SELECT coalesce(schemaname || '.' || indexrelname, 'index oid ' || indexrelid),"
 			   " datname, query_id, scans, dead_visits, dead_visits::float8 / nullif(scans, 0),"
-			   " max_dead_visits_per_scan, dead_ratio, query,"
-			   " pg_catalog.date_part('epoch', last_seen)"
+			   " max_dead_visits_per_scan, dead_ratio, query"
 			   " FROM %s.pg_contention_index_scans WHERE dead_visits > 0"
 			   " ORDER BY %s LIMIT %d", x, index_order(scope->sort), limit);
 	if ((res = run(c, &sql, message)) == NULL)
@@ -310,7 +307,6 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		r->max_dead_per_scan = number_at(res, i, 6);
 		r->dead_ratio = number_at(res, i, 7);
 		r->query = line_at(res, i, 8);
-		r->last_seen = number_at(res, i, 9);
 	}
 	PQclear(res);
 
