@@ -8,6 +8,10 @@
 #                                        temporary servers (needs the install)
 #   make regresscheck | isolationcheck | tapcheck   one kind only
 #
+#   make sql                             regenerate the current version's
+#                                        install and update scripts from the
+#                                        SQL sources in src/sql/ (tools/sql.sh)
+#
 # PGC_WERROR=-Werror turns warnings into errors (the test suite does).
 
 EXTENSION = pg_contention
@@ -34,7 +38,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-.PHONY: regresscheck isolationcheck tapcheck
+.PHONY: sql regresscheck isolationcheck tapcheck
+sql:
+	$(srcdir)/tools/sql.sh
+
 regresscheck:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
 isolationcheck:

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLIENT_PROGRAM_VERSION	"1.3"
+#define CLIENT_PROGRAM_VERSION	"1.4"
 
 static void
 usage(void)

@@ -1,4 +1,4 @@
-# Upgrades: version 1.0 (or 1.1, 1.2) installed, then ALTER EXTENSION
+# Upgrades: version 1.0 (or 1.1, 1.2, 1.3) installed, then ALTER EXTENSION
 # pg_contention UPDATE, gives the same objects with the same definitions,
 # settings and privileges as a fresh install of the current version; and
 # the updated extension works.
@@ -16,6 +16,7 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE DATABASE updated');
 $node->safe_psql('postgres', 'CREATE DATABASE from11');
 $node->safe_psql('postgres', 'CREATE DATABASE from12');
+$node->safe_psql('postgres', 'CREATE DATABASE from13');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('updated', "CREATE EXTENSION pg_contention VERSION '1.0'");
 is($node->safe_psql('updated', "SELECT extversion FROM pg_extension WHERE extname = 'pg_contention'"),
@@ -90,6 +91,29 @@ is($node->safe_psql('from12', $describe), $fresh, '1.2 updated equals a fresh in
 like($node->safe_psql('from12',
 		'SELECT horizon_xid_age >= 0 FROM pg_contention_history ORDER BY bucket_start DESC LIMIT 1'),
 	qr/^t$/, 'after the update the history has the horizon age');
+
+# From 1.3, the last hand-written install script, through the first
+# generated update (src/sql/, tools/sql.sh).
+$node->safe_psql('from13', "CREATE EXTENSION pg_contention VERSION '1.3'");
+my ($ret13) = $node->psql('from13', 'SELECT * FROM pg_contention_findings');
+is($ret13, 0, "1.3's pg_contention_findings answers with the new library");
+$node->safe_psql('from13', 'ALTER EXTENSION pg_contention UPDATE');
+is($node->safe_psql('from13', $describe), $fresh, '1.3 updated equals a fresh install');
+
+# Every finding rule is a function of its own, and the findings are their
+# union: each rule answers alone, with the findings' columns.
+my @rules = split /\n/, $node->safe_psql('fresh',
+	"SELECT proname FROM pg_proc WHERE proname LIKE 'pg\\_contention\\_rule\\_%' ORDER BY 1");
+is(scalar(@rules), 6, 'six rule functions');
+for my $rule (@rules)
+{
+	my ($ret, $out, $err) = $node->psql('fresh',
+		"SELECT problem, severity, subject, evidence, advice, details, since FROM $rule()");
+	is($ret, 0, "$rule answers alone");
+	(my $problem = $rule) =~ s/^pg_contention_rule_//;
+	like($node->safe_psql('fresh', 'SELECT pg_get_functiondef(' . "'pg_contention_findings(interval)'::regprocedure)"),
+		qr/\Q$rule(window_length)\E/, "pg_contention_findings reads $problem through its rule");
+}
 
 # The updated extension works: every view answers.
 for my $view (qw(pg_contention_subxact pg_contention_overflow_events pg_contention_statements

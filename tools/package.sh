@@ -116,7 +116,7 @@ install_package() {
 	local f
 	for f in "$("$pg_config" --pkglibdir)/pg_contention.so" \
 		"$("$pg_config" --sharedir)/extension/pg_contention.control" \
-		"$("$pg_config" --sharedir)/extension/pg_contention--1.3.sql" \
+		"$("$pg_config" --sharedir)/extension/pg_contention--1.4.sql" \
 		"$("$pg_config" --bindir)/pg_contention"; do
 		dpkg -S "$f" 2>/dev/null | grep -q "^$package:" || { log "$f is not from $package"; return 1; }
 	done

@@ -2,7 +2,8 @@
 # Run pg_contention's whole test suite (regression, isolation, TAP) on every
 # supported PostgreSQL major version, and end with "N passed, N failed".
 #
-#   tools/test.sh                     PostgreSQL 13, 15, 17 and 18, then
+#   tools/test.sh                     the generated SQL scripts checked against
+#                                     src/sql/, then PostgreSQL 13, 15, 17 and 18, then
 #                                     PostgreSQL 15's own regression and isolation
 #                                     schedules with and without pg_contention, an
 #                                     assertion-enabled 15 with sqlsmith, and the
@@ -39,6 +40,32 @@ total_failed=0
 total_skipped=0
 summary=()
 bad=0
+
+# Checks of the tree itself, before any server: the SQL scripts generated
+# from src/sql/ are current and the released ones unchanged (tools/sql.sh
+# --check); every link of the manual resolves (tools/check-docs.sh).  Each
+# ends with "KEY: PASSED FAILED SKIPPED".
+tree_check() {	# KEY LABEL COMMAND...
+	local key=$1 label=$2 out p f k
+	shift 2
+	out=$(mktemp /tmp/pgc-test.XXXXXX)
+	log "=== $label ==="
+	"$@" 2>&1 | tee "$out" >&2
+	read -r p f k < <(grep -E "^$key: [0-9]+ [0-9]+ [0-9]+\$" "$out" | tail -n 1 | cut -d' ' -f2-)
+	p=${p:-0}
+	f=${f:-0}
+	[ "$p" -eq 0 ] && [ "$f" -eq 0 ] && f=1
+	total_passed=$((total_passed + p))
+	total_failed=$((total_failed + f))
+	if [ "$f" -gt 0 ]; then
+		summary+=("$label: FAILED ($p passed, $f failed)")
+		bad=1
+	else
+		summary+=("$label: PASSED ($p passed)")
+	fi
+	rm -f "$out"
+}
+tree_check sql "The SQL scripts: generated ones current, released ones unchanged" "$here/sql.sh" --check
 
 for v in $versions; do
 	release=$(release_for "$v")

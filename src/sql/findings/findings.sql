@@ -1,0 +1,49 @@
+--
+-- Findings: what is wrong now, who causes it, who pays, what to do.  The
+-- union of the rules (pg_contention_rule_*, one file each), most severe
+-- first.  A rule can be called alone to read or test it.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
+	window_length interval DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+-- Compiling these queries would take longer than running them; planning
+-- them takes longer than running them too, so one plan serves the whole
+-- session (PL/pgSQL keeps it; a SQL function would plan at every call).
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH found AS (
+	SELECT * FROM @extschema@.pg_contention_rule_subxact_overflow(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subtrans_slru_contention(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
+)
+SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
+  FROM found AS f
+ ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
+		  CASE f.problem
+			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
+			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
+			   WHEN 'old_snapshot_threshold_spinlock' THEN 4 ELSE 5 END,
+		  f.since NULLS LAST, f.subject;
+END
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_findings AS
+	SELECT * FROM @extschema@.pg_contention_findings();
+
+GRANT SELECT ON @extschema@.pg_contention_findings TO PUBLIC;

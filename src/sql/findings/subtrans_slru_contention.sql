@@ -1,0 +1,88 @@
+--
+-- Rule subtrans_slru_contention: pg_subtrans lookups or waits past their
+-- thresholds, named after the overflows that drive them (the
+-- subxact_overflow rule's culprits).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subtrans_slru_contention(
+	window_length interval DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+),
+-- Each store once.
+history AS MATERIALIZED (
+	SELECT h.*
+	  FROM @extschema@.pg_contention_history() AS h, params
+	 WHERE h.bucket_start >= params.cutoff
+),
+subtrans AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_subtrans_cost(window_length)
+),
+cost_text AS (
+	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
+		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second
+	  FROM subtrans AS s
+),
+victims AS (
+	SELECT s.victim_calls AS calls, s.victim_first_seen AS first_seen,
+		   s.victim_query_ids AS query_ids, s.victims_text AS text
+	  FROM subtrans AS s
+),
+overflow_culprits AS MATERIALIZED (
+	SELECT o.subject, (o.details ->> 'overflow_events')::bigint AS events,
+		   o.details -> 'query_id' AS query_id, o.details -> 'pids' AS pids
+	  FROM @extschema@.pg_contention_rule_subxact_overflow(window_length) AS o
+	 WHERE o.details ? 'pids'
+),
+slru_findings AS (
+	SELECT 'subtrans_slru_contention'::text AS problem,
+		   CASE WHEN c.level = 'critical' THEN 'critical' ELSE 'warning' END AS severity,
+		   'pg_subtrans, '
+		   || CASE WHEN params.standby AND v.calls > 0
+				   THEN 'driven by the primary''s overflowed transactions seen through this standby''s snapshots'
+				   WHEN (SELECT count(*) FROM overflow_culprits) > 0
+				   THEN 'driven by ' || (SELECT string_agg(o.subject, '; ' ORDER BY o.events DESC)
+										   FROM (SELECT * FROM overflow_culprits ORDER BY events DESC LIMIT 3) AS o)
+				   ELSE 'with no overflowed backend seen in the window' END AS subject,
+		   'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
+		   'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
+		   || CASE WHEN params.version_num >= 170000
+				   THEN '; on PostgreSQL 17 and later raise subtransaction_buffers (now '
+						|| pg_catalog.current_setting('subtransaction_buffers', true) || ', restart needed) to shorten the waits.'
+				   ELSE '; before PostgreSQL 17 the pg_subtrans cache has a fixed 32 buffers.' END AS advice,
+		   jsonb_build_object('subtrans_lookups', c.lookups,
+							  'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
+							  'subtrans_wait_samples', c.wait_samples,
+							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
+							  'active_samples', c.active_samples,
+							  'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
+							  'culprit_query_ids', (SELECT jsonb_agg(o.query_id) FROM overflow_culprits AS o),
+							  'culprit_pids', (SELECT jsonb_agg(p) FROM overflow_culprits AS o,
+													  jsonb_array_elements(o.pids) AS p),
+							  'window_seconds', params.w_s) AS details,
+		   coalesce((SELECT min(h.bucket_start) FROM history AS h
+					  WHERE h.subtrans_slru_samples + h.subtrans_buffer_samples > 0
+						 OR h.subtrans_lookups >= params.lookups_warning),
+					c.first_overflow_second) AS since
+	  FROM cost_text AS c, victims AS v, params
+	 WHERE c.level <> 'info'
+)
+SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
+  FROM slru_findings AS f;
+END
+$$;

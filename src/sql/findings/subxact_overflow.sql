@@ -1,0 +1,192 @@
+--
+-- Rule subxact_overflow: a statement (or a backend overflowed now) took a
+-- 65th subtransaction XID, so every snapshot in the cluster is
+-- suboverflowed; its severity is what that costs (pg_contention_subtrans_cost).
+-- On a standby: the primary's overflow seen through this standby's snapshots.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subxact_overflow(
+	window_length interval DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+),
+events AS MATERIALIZED (
+	SELECT e.*
+	  FROM @extschema@.pg_contention_overflow_events() AS e, params
+	 WHERE e.event_time >= params.cutoff
+),
+live AS MATERIALIZED (
+	SELECT s.* FROM @extschema@.pg_contention_subxact() AS s
+),
+activity AS MATERIALIZED (
+	SELECT a.pid, a.usename, a.state, a.state_change FROM pg_catalog.pg_stat_activity AS a
+),
+recent AS MATERIALIZED (
+	-- Texts are shortened only where a finding shows them: 5,000 texts
+	-- through a regular expression would cost more than everything else.
+	SELECT r.*, d.datname, u.rolname AS usename
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
+	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
+),
+subtrans AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_subtrans_cost(window_length)
+),
+cost_text AS (
+	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
+		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second
+	  FROM subtrans AS s
+),
+victims AS (
+	SELECT s.victim_calls AS calls, s.victim_first_seen AS first_seen,
+		   s.victim_query_ids AS query_ids, s.victims_text AS text
+	  FROM subtrans AS s
+),
+-- The savepoint statement each (database, user) runs most: a driver's
+-- autosave or an ORM's nested transactions show here.
+savepoints AS (
+	SELECT DISTINCT ON (r.dbid, r.userid) r.dbid, r.userid,
+		   @extschema@.pg_contention_shorten(r.query) AS text, r.calls,
+		   CASE WHEN r.query ILIKE '%pgjdbc_autosave%' THEN 'PgJDBC autosave'
+				WHEN r.query ILIKE '%sa\_savepoint\_%' THEN 'SQLAlchemy nested transactions'
+				WHEN r.query ILIKE '%active\_record\_%' THEN 'Rails nested transactions'
+				WHEN r.query ~* '^\s*savepoint\s+"?s[0-9a-f]+_x[0-9]+' THEN 'Django atomic blocks'
+		   END AS driver
+	  FROM recent AS r
+	 WHERE r.indexrelid IS NULL AND r.query ~* '^\s*savepoint\s'
+	 ORDER BY r.dbid, r.userid, r.calls DESC
+),
+-- Who overflowed: per statement that took a 65th subtransaction XID in
+-- the window, and per backend overflowed now that no event of the
+-- window names.
+overflow_statements AS (
+	SELECT e.datid, e.usesysid, e.query_id,
+		   count(*) AS events,
+		   count(DISTINCT e.pid) AS backends,
+		   min(e.event_time) AS first_event,
+		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
+		   jsonb_agg(DISTINCT e.pid) AS pids,
+		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS query,
+		   (pg_catalog.array_agg(e.application_name ORDER BY e.event_time DESC))[1] AS application_name,
+		   max(e.nested_query_id) AS nested_query_id,
+		   max(e.nesting_depth) AS nesting_depth
+	  FROM events AS e
+	 GROUP BY e.datid, e.usesysid, e.query_id
+),
+overflow_culprits AS (
+	SELECT o.datid, o.usesysid, o.query_id,
+		   greatest(o.events, coalesce(rs.overflow_events, 0)) AS events,
+		   o.backends, least(o.first_event, rs.period_start) AS since,
+		   o.pids, o.nested_query_id, o.nesting_depth,
+		   'statement ' || @extschema@.pg_contention_shorten(o.query)
+		   || coalesce(' (query id ' || o.query_id || ')', '')
+		   || CASE WHEN o.backends = 1
+				   THEN ' in pid ' || o.last_pid || ' ('
+						|| concat_ws(', ',
+							  'application ' || nullif(o.application_name, ''),
+							  'user ' || u.rolname,
+							  -- state is NULL for another role's session
+							  CASE WHEN a.pid IS NULL THEN 'session ended'
+								   ELSE a.state || ' for '
+										|| @extschema@.pg_contention_duration(params.now - a.state_change) END)
+						|| ')'
+				   ELSE ' in ' || o.backends || ' backends ('
+						|| concat_ws(', ', 'application ' || nullif(o.application_name, ''),
+									 'user ' || u.rolname) || ')'
+			  END
+		   || coalesce(', savepoints by ' || sp.driver || ' (' || sp.text || ')',
+					   ', savepoints ' || sp.text
+					   || ' run ' || pg_catalog.to_char(sp.calls, 'FM999,999,999,990') || ' times', '')
+		   || CASE WHEN o.nested_query_id IS NOT NULL
+				   THEN ', inside a function (nested statement ' || o.nested_query_id || ')'
+				   ELSE '' END AS subject,
+		   -- The statement store counts every event; the ring keeps the last.
+		   pg_catalog.to_char(greatest(o.events, coalesce(rs.overflow_events, 0)), 'FM999,999,999,990')
+		   || ' overflow event'
+		   || CASE WHEN greatest(o.events, coalesce(rs.overflow_events, 0)) = 1 THEN '' ELSE 's' END AS what
+	  FROM overflow_statements AS o
+	  CROSS JOIN params
+	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = o.usesysid
+	  LEFT JOIN activity AS a ON a.pid = o.last_pid
+	  LEFT JOIN savepoints AS sp ON sp.dbid = o.datid AND sp.userid = o.usesysid
+	  LEFT JOIN recent AS rs
+		ON rs.indexrelid IS NULL AND rs.dbid = o.datid AND rs.userid = o.usesysid
+		   AND rs.query_id = o.query_id AND rs.overflow_events > 0
+	UNION ALL
+	SELECT l.datid, l.usesysid, l.query_id, 0, 1, l.xact_start,
+		   jsonb_build_array(l.pid), NULL, NULL,
+		   'pid ' || l.pid || ' ('
+		   || concat_ws(', ', 'application ' || nullif(l.application_name, ''),
+						'user ' || a.usename,
+						a.state || ' for '
+						|| @extschema@.pg_contention_duration(params.now - a.state_change),
+						'transaction open for '
+						|| @extschema@.pg_contention_duration(params.now - l.xact_start))
+		   || ')' || coalesce(', last statement ' || @extschema@.pg_contention_shorten(l.query), ''),
+		   'overflowed now, its transaction older than the window'
+	  FROM live AS l
+	  CROSS JOIN params
+	  LEFT JOIN activity AS a ON a.pid = l.pid
+	 WHERE l.subxact_overflowed
+	   AND NOT EXISTS (SELECT 1 FROM events AS e WHERE e.pid = l.pid)
+),
+overflow_findings AS (
+	SELECT 'subxact_overflow'::text AS problem,
+		   c.level AS severity,
+		   o.subject,
+		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
+		   || '; cost: ' || c.text || '.' AS evidence,
+		   CASE c.level
+				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
+				ELSE 'K' END
+		   || 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '
+		   || 'avoid an EXCEPTION block (a subtransaction) per row in PL/pgSQL, '
+		   || 'turn off driver autosave (PgJDBC autosave=never) or savepoints per statement'
+		   || CASE WHEN params.version_num >= 170000
+				   THEN '; on PostgreSQL 17 and later a larger subtransaction_buffers shortens the pg_subtrans waits, not the lookups.'
+				   ELSE '.' END AS advice,
+		   jsonb_build_object(
+			   'pids', o.pids, 'query_id', o.query_id, 'database_oid', o.datid::bigint,
+			   'user_oid', o.usesysid::bigint, 'overflow_events', o.events,
+			   'nested_query_id', o.nested_query_id, 'nesting_depth', o.nesting_depth,
+			   'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
+			   'subtrans_lookups', c.lookups, 'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
+			   'subtrans_wait_samples', c.wait_samples, 'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
+			   'active_samples', c.active_samples, 'window_seconds', params.w_s) AS details,
+		   o.since
+	  FROM overflow_culprits AS o, victims AS v, cost_text AS c, params
+	UNION ALL
+	-- A standby has no overflowed backend of its own: the primary's
+	-- overflow reaches it through the snapshots built from its WAL.
+	SELECT 'subxact_overflow', c.level,
+		   'a transaction on the primary (its overflow reaches this standby''s snapshots)',
+		   'In the last ' || params.w_text || ' on this standby: ' || v.text
+		   || '; cost: ' || c.text || '.',
+		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
+		   jsonb_build_object('suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
+							  'subtrans_lookups', c.lookups, 'subtrans_wait_samples', c.wait_samples,
+							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
+							  'window_seconds', params.w_s),
+		   v.first_seen
+	  FROM victims AS v, cost_text AS c, params
+	 WHERE params.standby AND v.calls > 0
+)
+SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
+  FROM overflow_findings AS f;
+END
+$$;

@@ -1,0 +1,56 @@
+--
+-- Index scans that visit dead or invisible entries, per statement and index
+-- (plain scans, and bitmap scans whose heap side can be attributed).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
+	OUT userid oid,
+	OUT dbid oid,
+	OUT query_id bigint,
+	OUT indexrelid oid,
+	OUT scans bigint,
+	OUT entries_read bigint,
+	OUT live_fetched bigint,
+	OUT dead_visits bigint,
+	OUT max_dead_visits_per_scan bigint,
+	OUT index_only_scans bigint,
+	OUT bitmap_scans bigint,
+	OUT other_entries_read bigint,
+	OUT last_seen timestamp with time zone,
+	OUT query text,
+	OUT indexes_untracked bigint,
+	OUT bitmap_lossy_pages bigint
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_index_scans'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
+	SELECT d.datname,
+		   n.nspname AS schemaname,
+		   t.relname,
+		   ic.relname AS indexrelname,
+		   s.dbid,
+		   s.indexrelid,
+		   s.query_id,
+		   sum(s.scans)::bigint AS scans,
+		   sum(s.entries_read)::bigint AS entries_read,
+		   sum(s.live_fetched)::bigint AS live_fetched,
+		   sum(s.dead_visits)::bigint AS dead_visits,
+		   max(s.max_dead_visits_per_scan) AS max_dead_visits_per_scan,
+		   (sum(s.dead_visits) / nullif(sum(s.entries_read), 0))::double precision AS dead_ratio,
+		   sum(s.index_only_scans)::bigint AS index_only_scans,
+		   sum(s.bitmap_scans)::bigint AS bitmap_scans,
+		   sum(s.bitmap_lossy_pages)::bigint AS bitmap_lossy_pages,
+		   sum(s.other_entries_read)::bigint AS other_entries_read,
+		   max(s.last_seen) AS last_seen,
+		   min(s.query) AS query
+	  FROM @extschema@.pg_contention_index_scans() AS s
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
+	  LEFT JOIN pg_catalog.pg_class AS ic
+		ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()
+	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
+	  LEFT JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
+	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
+	 GROUP BY d.datname, n.nspname, t.relname, ic.relname, s.dbid, s.indexrelid, s.query_id;
+
+GRANT SELECT ON @extschema@.pg_contention_index_scans TO PUBLIC;

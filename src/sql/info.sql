@@ -1,0 +1,24 @@
+--
+-- Capacities and fill of the bounded stores, with their eviction and drop
+-- counters, and when they were last saved to and loaded from their file.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
+	OUT stats_reset timestamp with time zone,
+	OUT statements_max integer,
+	OUT statements integer,
+	OUT statement_evictions bigint,
+	OUT events_max integer,
+	OUT events_written bigint,
+	OUT events_dropped bigint,
+	OUT last_saved timestamp with time zone,
+	OUT last_loaded timestamp with time zone,
+	OUT loaded_file_saved_at timestamp with time zone
+)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pg_contention_info'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_info AS
+	SELECT * FROM @extschema@.pg_contention_info();
+
+GRANT SELECT ON @extschema@.pg_contention_info TO PUBLIC;

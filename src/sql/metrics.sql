@@ -1,0 +1,181 @@
+--
+-- Metrics (1.3): every figure a monitoring system polls, one row each,
+-- with bounded labels (the five worst index scans only).  families limits
+-- the work to some of them: subxact, sampler, horizon, index,
+-- old_snapshot, findings (an exporter's queries each read their own).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_metrics(
+	families text[] DEFAULT NULL,
+	OUT metric text,
+	OUT labels jsonb,
+	OUT value double precision,
+	OUT help text,
+	OUT type text
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+AS $$
+#variable_conflict use_column
+BEGIN
+	IF NOT coalesce(families, '{}') <@ ARRAY['subxact', 'sampler', 'horizon', 'index', 'old_snapshot', 'findings']
+		OR array_position(families, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'unknown metric family in %', families
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'The families are subxact, sampler, horizon, index, old_snapshot and findings; NULL reads them all.';
+	END IF;
+
+	IF families IS NULL OR 'subxact' = ANY (families) THEN
+		-- Subtransaction caches now.
+		RETURN QUERY
+		SELECT 'overflowed_backends', '{}'::jsonb, count(*) FILTER (WHERE s.subxact_overflowed)::float8,
+			   'Backends whose subtransaction cache has overflowed (more than 64 subtransactions): every snapshot taken meanwhile is suboverflowed.', 'gauge'
+		  FROM @extschema@.pg_contention_subxact AS s
+		UNION ALL
+		SELECT 'near_overflow_backends', '{}', count(*) FILTER (WHERE NOT s.subxact_overflowed AND s.subxact_count >
+				coalesce(pg_catalog.current_setting('pg_contention.subxact_warn_level', true), '48')::integer)::float8,
+			   'Backends with more subtransactions than pg_contention.subxact_warn_level (48), not yet overflowed.', 'gauge'
+		  FROM @extschema@.pg_contention_subxact AS s;
+	END IF;
+
+	IF families IS NULL OR 'subxact' = ANY (families) THEN
+		-- Counters since the last reset.
+		RETURN QUERY
+		SELECT 'overflow_events_total', '{}'::jsonb, i.events_written::float8,
+			   'Subtransaction-cache overflow events since the last reset.', 'counter'
+		  FROM @extschema@.pg_contention_info AS i
+		UNION ALL
+		SELECT 'statement_evictions_total', '{}', i.statement_evictions::float8,
+			   'Statements evicted from the full statement store since the last reset.', 'counter'
+		  FROM @extschema@.pg_contention_info AS i
+		UNION ALL
+		SELECT 'suboverflowed_calls_total', '{}', coalesce(sum(s.suboverflowed_calls), 0)::float8,
+			   'Executions that ran on a suboverflowed snapshot, summed over the statements kept (an evicted statement takes its count with it).', 'counter'
+		  FROM @extschema@.pg_contention_statements() AS s;
+	END IF;
+
+	IF families IS NULL OR 'sampler' = ANY (families) THEN
+		-- The sampler's last 15 seconds.
+		RETURN QUERY
+		WITH h AS (
+			SELECT * FROM @extschema@.pg_contention_history
+			 WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '16 seconds'
+		)
+		SELECT 'subtrans_lookups_per_second', '{}'::jsonb, coalesce(avg(h.subtrans_lookups), 0)::float8,
+			   'pg_subtrans (Subtrans SLRU) page lookups per second over the last 15 seconds.', 'gauge'
+		  FROM h
+		UNION ALL
+		SELECT 'active_backends', '{}', coalesce(avg(h.avg_active_backends), 0)::float8,
+			   'Active backends (not idle), average over the last 15 seconds.', 'gauge'
+		  FROM h
+		UNION ALL
+		SELECT 'subtrans_wait_share', '{}',
+			   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples)::float8
+						/ nullif(sum(h.avg_active_backends * h.ticks), 0), 0),
+			   'Share of active backends'' samples waiting on SubtransSLRU or SubtransBuffer over the last 15 seconds (0 to 1).', 'gauge'
+		  FROM h
+		UNION ALL
+		SELECT 'max_overflowed_backends', '{}', coalesce(max(h.max_overflowed_backends), 0)::float8,
+			   'Most backends seen overflowed in one sample over the last 15 seconds.', 'gauge'
+		  FROM h;
+	END IF;
+
+	IF families IS NULL OR 'horizon' = ANY (families) THEN
+		-- The xmin horizon: per kind of holder, the oldest; and how many block
+		-- cleanup (root holders past pg_contention.horizon_min_age).
+		RETURN QUERY
+		WITH kinds(kind) AS (
+			VALUES ('backend'), ('prepared transaction'), ('replication slot'), ('standby feedback')
+		), h AS MATERIALIZED (
+			SELECT * FROM @extschema@.pg_contention_horizon
+		)
+		SELECT 'horizon_age_xids', jsonb_build_object('kind', k.kind),
+			   coalesce(max(h.xmin_age), 0)::float8,
+			   'Age in transactions of the oldest xmin held by each kind of holder (0: none holds).', 'gauge'
+		  FROM kinds AS k LEFT JOIN h ON h.kind = k.kind
+		 GROUP BY k.kind
+		UNION ALL
+		SELECT 'horizon_held_seconds', jsonb_build_object('kind', k.kind),
+			   coalesce(max(pg_catalog.date_part('epoch', h.held_for)), 0)::float8,
+			   'How long the longest holder of each kind has held the horizon, in seconds (0: none, or unknown for slots and standby feedback).', 'gauge'
+		  FROM kinds AS k LEFT JOIN h ON h.kind = k.kind
+		 GROUP BY k.kind
+		UNION ALL
+		SELECT 'horizon_blocking_holders', '{}', count(*) FILTER (WHERE h.blocks_cleanup)::float8,
+			   'Root holders of the xmin horizon past pg_contention.horizon_min_age (or horizon_min_xid_age): what keeps vacuum from removing dead rows.', 'gauge'
+		  FROM h
+		UNION ALL
+		SELECT 'cluster_horizon_age_xids', '{}', coalesce((SELECT x.horizon_xid_age FROM @extschema@.pg_contention_history AS x
+														  ORDER BY x.bucket_start DESC LIMIT 1), 0)::float8,
+			   'Age in transactions of the cluster''s xmin horizon as vacuum computes it, at the last second the sampler recorded.', 'gauge';
+	END IF;
+
+	IF families IS NULL OR 'index' = ANY (families) THEN
+		-- The worst index scans by dead entries per execution: the top 5, so
+		-- that the labels stay few.
+		RETURN QUERY
+		WITH worst AS (
+			-- The store's rows, without the view's names for every one of them.
+			SELECT s.indexrelid, s.query_id, sum(s.dead_visits)::float8 / sum(s.scans) AS per_execution
+			  FROM @extschema@.pg_contention_index_scans() AS s
+			 WHERE s.dead_visits > 0 AND s.scans > 0
+			   AND s.dbid = (SELECT d.oid FROM pg_catalog.pg_database AS d
+							  WHERE d.datname = pg_catalog.current_database())
+			 GROUP BY s.indexrelid, s.query_id
+			 ORDER BY 3 DESC
+			 LIMIT 5
+		)
+		SELECT 'index_dead_entries_per_execution',
+			   jsonb_build_object('database', pg_catalog.current_database(),
+								  'index', coalesce(n.nspname || '.' || c.relname, 'oid ' || w.indexrelid),
+								  'query_id', w.query_id::text),
+			   w.per_execution,
+			   'Dead index entries visited per execution, since the last reset: the five worst (index, statement) pairs of this database.', 'gauge'
+		  FROM worst AS w
+		  LEFT JOIN pg_catalog.pg_class AS c ON c.oid = w.indexrelid
+		  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+		 ORDER BY w.per_execution DESC;
+	END IF;
+
+	IF families IS NULL OR 'old_snapshot' = ANY (families) THEN
+		-- old_snapshot_threshold pressure (13 to 16, while it is on).
+		RETURN QUERY
+		SELECT 'old_snapshot_probe_p99_seconds', '{}'::jsonb, coalesce(o.probe_p99_us, 0) / 1e6,
+			   'old_snapshot_threshold: 99th percentile of the time to take its spinlock over the last minute (0 when off).', 'gauge'
+		  FROM @extschema@.pg_contention_old_snapshot AS o
+		UNION ALL
+		SELECT 'old_snapshot_lock_held_ratio', '{}', coalesce(o.lock_held_pct, 0) / 100,
+			   'old_snapshot_threshold: share of reads that found its spinlock held over the last minute (0 to 1; 0 when off).', 'gauge'
+		  FROM @extschema@.pg_contention_old_snapshot AS o;
+	END IF;
+
+	IF families IS NULL OR 'findings' = ANY (families) THEN
+		-- The findings: a fixed set of problems and severities.
+		RETURN QUERY
+		WITH problems(problem) AS (
+			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
+				   ('dead_tuple_index_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+		), severities(severity) AS (
+			VALUES ('info'), ('warning'), ('critical')
+		), f AS MATERIALIZED (
+			SELECT f.problem, f.severity FROM @extschema@.pg_contention_findings() AS f
+		)
+		SELECT 'findings', jsonb_build_object('problem', p.problem, 'severity', s.severity),
+			   (SELECT count(*) FROM f WHERE f.problem = p.problem AND f.severity = s.severity)::float8,
+			   'Current findings (pg_contention_findings) by problem and severity.', 'gauge'
+		  FROM problems AS p CROSS JOIN severities AS s;
+	END IF;
+
+	IF families IS NULL OR 'sampler' = ANY (families) THEN
+		RETURN QUERY
+		SELECT 'sampler_running', '{}'::jsonb, (CASE WHEN s.running THEN 1 ELSE 0 END)::float8,
+			   'Whether the sampler background worker is running (1) or not (0).', 'gauge'
+		  FROM @extschema@.pg_contention_sampler_status AS s;
+	END IF;
+END
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_metrics AS
+	SELECT * FROM @extschema@.pg_contention_metrics(NULL);
+
+GRANT SELECT ON @extschema@.pg_contention_metrics TO PUBLIC;

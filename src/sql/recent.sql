@@ -1,0 +1,30 @@
+--
+-- What pg_contention_findings reads of the statement store: each
+-- statement's (and each of its indexes') figures in the periods of
+-- pg_contention.findings_window that reach into the last window_seconds;
+-- with notable_only, only the rows a finding can use.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
+	window_seconds integer,
+	notable_only boolean DEFAULT false,
+	OUT userid oid,
+	OUT dbid oid,
+	OUT query_id bigint,
+	OUT indexrelid oid,
+	OUT period_start timestamp with time zone,
+	OUT period_end timestamp with time zone,
+	OUT calls bigint,
+	OUT suboverflowed_calls bigint,
+	OUT near_overflow_calls bigint,
+	OUT overflow_events bigint,
+	OUT max_subxacts integer,
+	OUT top_level_calls bigint,
+	OUT shared_blks bigint,
+	OUT scans bigint,
+	OUT entries_read bigint,
+	OUT dead_visits bigint,
+	OUT query text
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_recent'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;

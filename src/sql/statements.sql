@@ -1,0 +1,60 @@
+--
+-- Per-statement counters: calls, rows and buffers, calls on suboverflowed
+-- snapshots and the pg_subtrans waits sampled for them, the subtransaction
+-- cache's high-water mark, calls on a hot standby, overflow events caused.
+-- (After the sampler's functions: the view reads the wait profile.)
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements(
+	OUT userid oid,
+	OUT dbid oid,
+	OUT query_id bigint,
+	OUT calls bigint,
+	OUT suboverflowed_calls bigint,
+	OUT standby_calls bigint,
+	OUT overflow_events bigint,
+	OUT first_seen timestamp with time zone,
+	OUT last_seen timestamp with time zone,
+	OUT query text,
+	OUT rows bigint,
+	OUT shared_blks_hit bigint,
+	OUT shared_blks_read bigint,
+	OUT max_subxacts integer,
+	OUT near_overflow_calls bigint
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_statements'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
+	SELECT s.userid,
+		   r.rolname AS usename,
+		   s.dbid,
+		   d.datname,
+		   s.query_id,
+		   s.calls,
+		   s.rows,
+		   s.shared_blks_hit,
+		   s.shared_blks_read,
+		   ((s.shared_blks_hit + s.shared_blks_read)::double precision
+			/ nullif(s.rows, 0)) AS blks_per_row,
+		   s.suboverflowed_calls,
+		   coalesce(w.subtrans_wait_samples, 0) AS subtrans_wait_samples,
+		   s.max_subxacts,
+		   s.near_overflow_calls,
+		   s.overflow_events,
+		   s.standby_calls,
+		   s.first_seen,
+		   s.last_seen,
+		   s.query
+	  FROM @extschema@.pg_contention_statements() AS s
+	  LEFT JOIN (SELECT p.dbid, p.roleid, p.query_id,
+						sum(p.samples)::bigint AS subtrans_wait_samples
+				   FROM @extschema@.pg_contention_waits() AS p
+				  WHERE p.wait_event_type = 'LWLock'
+					AND p.wait_event IN ('SubtransSLRU', 'SubtransBuffer')
+				  GROUP BY p.dbid, p.roleid, p.query_id) AS w
+		ON w.dbid = s.dbid AND w.roleid = s.userid AND w.query_id = s.query_id
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
+	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = s.userid;
+
+GRANT SELECT ON @extschema@.pg_contention_statements TO PUBLIC;

@@ -1,0 +1,24 @@
+-- A duration as a DBA reads it: "35 s", "14 min", "2 h 5 min".
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_duration(duration interval)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+	SELECT CASE
+		WHEN s < 60 THEN round(s) || ' s'
+		WHEN s < 600 THEN floor(s / 60) || ' min'
+			|| CASE WHEN floor(s) % 60 > 0 THEN ' ' || floor(s) % 60 || ' s' ELSE '' END
+		WHEN s < 3600 THEN round(s / 60) || ' min'
+		WHEN s < 86400 THEN floor(s / 3600) || ' h ' || floor(s / 60) % 60 || ' min'
+		ELSE floor(s / 86400) || ' d ' || floor(s / 3600) % 24 || ' h'
+	END
+	  FROM (SELECT greatest(pg_catalog.date_part('epoch', duration), 0)::numeric AS s) AS d
+$$;
+
+-- A statement's text on one line, cut to 60 characters.
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_shorten(query text)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+	SELECT CASE WHEN pg_catalog.length(t) > 60 THEN pg_catalog.left(t, 57) || '...' ELSE t END
+	  FROM (SELECT pg_catalog.btrim(pg_catalog.regexp_replace(query, '\s+', ' ', 'g')) AS t) AS q
+$$;

@@ -1,0 +1,7 @@
+-- 1.3 -> 1.4: what CREATE OR REPLACE cannot do (drops, renamed or retyped
+-- columns, changed grants) goes here, before every object of 1.4 is
+-- re-created from src/sql/.
+--
+-- 1.4 splits pg_contention_findings into one function per rule
+-- (pg_contention_rule_*) and their shared inputs; every 1.3 object keeps
+-- its signature, so nothing needs dropping.
