@@ -66,6 +66,7 @@ tree_check() {	# KEY LABEL COMMAND...
 	rm -f "$out"
 }
 tree_check sql "The SQL scripts: generated ones current, released ones unchanged" "$here/sql.sh" --check
+tree_check docs "The manual: every link and anchor resolves, the README under 500 lines" "$here/check-docs.sh"
 
 for v in $versions; do
 	release=$(release_for "$v")
