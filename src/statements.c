@@ -44,6 +44,7 @@
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(pg_contention_statements);
 PG_FUNCTION_INFO_V1(pg_contention_index_scans);
@@ -739,28 +740,46 @@ is_savepoint_text(const char *query)
  * SAVEPOINTs, and only indexes whose scans met dead entries.  A busy
  * server's thousands of other statements then cost a copy, not rows.
  */
-Datum
-pg_contention_recent(PG_FUNCTION_ARGS)
+/*
+ * The rows of pg_contention_recent, kept for the rest of the client's
+ * statement: the findings' rules each read the statement store, and one
+ * copy of a full store costs milliseconds (pgstat's stats_fetch_consistency
+ * = cache does the same for the statistics).  Keyed by what changes the
+ * rows; the memory is a child of TopTransactionContext, so the end of the
+ * transaction frees it and its reset callback forgets it.
+ */
+typedef struct RecentCacheKey
 {
-	int32		window_seconds = PG_GETARG_INT32(0);
-	bool		notable_only = PG_GETARG_BOOL(1);
-	TupleDesc	tupdesc;
-	Tuplestorestate *tupstore;
+	TimestampTz statement_start;	/* the client's statement */
+	Oid			userid;			/* the texts' visibility */
+	int32		window_seconds;
+	bool		notable_only;
+	int			natts;
+} RecentCacheKey;
+
+static MemoryContext recent_cxt = NULL;
+static MemoryContextCallback recent_cxt_callback;
+static RecentCacheKey recent_key;
+static List *recent_rows = NIL;	/* HeapTuples, in recent_cxt */
+
+static void
+recent_cache_gone(void *arg)
+{
+	recent_cxt = NULL;
+	recent_rows = NIL;
+}
+
+/* Build the rows of one read of the store into recent_rows. */
+static void
+build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only)
+{
 	char	   *copy;
 	long		n;
 	Size		size = entry_size();
-	TimestampTz cutoff;
+	TimestampTz cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
+	MemoryContext oldcontext;
 
-	pgc_require_loaded();
-	if (window_seconds <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("window must be at least one second: %d seconds", window_seconds),
-				 errhint("Pass a longer interval, or NULL for pg_contention.findings_window.")));
-	cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
 	copy = copy_entries(&n);
-
 	for (long i = 0; i < n; i++)
 	{
 		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
@@ -795,8 +814,9 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 		nulls[13] = nulls[14] = nulls[15] = true;
 		values[16] = CStringGetTextDatum(visible ? e->query :
 										 "<insufficient privilege>");
+		oldcontext = MemoryContextSwitchTo(recent_cxt);
 		if (notable)
-			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 
 		/* The same statement columns, with one index's scan figures. */
 		nulls[3] = nulls[13] = nulls[14] = nulls[15] = false;
@@ -809,10 +829,54 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 			values[13] = Int64GetDatum(sum.index_scans[k]);
 			values[14] = Int64GetDatum(sum.index_entries[k]);
 			values[15] = Int64GetDatum(sum.index_dead[k]);
-			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 		}
+		MemoryContextSwitchTo(oldcontext);
+		pfree(DatumGetPointer(values[16]));
 	}
 	pfree(copy);
+}
+
+Datum
+pg_contention_recent(PG_FUNCTION_ARGS)
+{
+	int32		window_seconds = PG_GETARG_INT32(0);
+	bool		notable_only = PG_GETARG_BOOL(1);
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	RecentCacheKey key;
+	ListCell   *lc;
+
+	pgc_require_loaded();
+	if (window_seconds <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("window must be at least one second: %d seconds", window_seconds),
+				 errhint("Pass a longer interval, or NULL for pg_contention.findings_window.")));
+	tupstore = pgc_materialize(fcinfo, &tupdesc);
+
+	memset(&key, 0, sizeof(key));
+	key.statement_start = GetCurrentStatementStartTimestamp();
+	key.userid = GetUserId();
+	key.window_seconds = window_seconds;
+	key.notable_only = notable_only;
+	key.natts = tupdesc->natts;
+	if (recent_cxt == NULL || memcmp(&key, &recent_key, sizeof(key)) != 0)
+	{
+		if (recent_cxt != NULL)
+			MemoryContextDelete(recent_cxt);	/* its callback forgets it */
+		recent_cxt = AllocSetContextCreate(TopTransactionContext,
+										   "pg_contention recent rows",
+										   ALLOCSET_DEFAULT_SIZES);
+		memset(&recent_key, 0, sizeof(recent_key));	/* until rows are whole */
+		recent_cxt_callback.func = recent_cache_gone;
+		recent_cxt_callback.arg = NULL;
+		MemoryContextRegisterResetCallback(recent_cxt, &recent_cxt_callback);
+		build_recent_rows(tupdesc, window_seconds, notable_only);
+		recent_key = key;		/* only once the rows are whole */
+	}
+	foreach(lc, recent_rows)
+		tuplestore_puttuple(tupstore, (HeapTuple) lfirst(lc));
 	return (Datum) 0;
 }
 
