@@ -69,6 +69,16 @@ SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
 SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
  WHERE attrelid = 'pg_contention_info'::regclass AND attnum > 0 ORDER BY attnum;
 
+
+-- pg_contention_recent keeps one copy of the store for the rest of the
+-- client's statement (the findings' rules each read it), never longer:
+-- the next statement of the same transaction sees what ran in between.
+BEGIN;
+SELECT count(*) AS before FROM pg_contention_recent(300) WHERE query LIKE 'SELECT 4242%';
+SELECT 4242 AS between_reads;
+SELECT count(*) AS after FROM pg_contention_recent(300) WHERE query LIKE 'SELECT 4242%';
+COMMIT;
+
 DROP FUNCTION st_inner();
 DROP TABLE st_rows;
 REVOKE EXECUTE ON FUNCTION pg_contention_reset() FROM regress_pgc_user;
