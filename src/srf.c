@@ -106,8 +106,9 @@ pgc_check_result_shape(TupleDesc tupdesc, const PgcResultShape *shape)
 }
 
 /*
- * A function returning one row: its declared result descriptor, checked
- * against "shape".
+ * The declared result descriptor of a function returning rows, checked
+ * against "shape".  A declaration without columns (a scalar, or a record
+ * called without a column list) is a wrong shape too.
  */
 TupleDesc
 pgc_result_tupdesc(FunctionCallInfo fcinfo, const PgcResultShape *shape)
@@ -115,7 +116,13 @@ pgc_result_tupdesc(FunctionCallInfo fcinfo, const PgcResultShape *shape)
 	TupleDesc	tupdesc;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s() is declared without result columns, this library fills %s",
+						shape->function, released_counts(shape)),
+				 errdetail("Its SQL declaration is none of those of pg_contention 1.0 to %s.",
+						   PGC_VERSION),
+				 errhint("Run ALTER EXTENSION pg_contention UPDATE.")));
 	pgc_check_result_shape(tupdesc, shape);
 	return tupdesc;
 }
