@@ -19,7 +19,11 @@ $node->start;
 
 # One database per released version, each with statements, an overflow
 # event and index scans of its own.
-my $savepoints = join('', map { "SAVEPOINT s$_; INSERT INTO t VALUES ($_);\n" } 1 .. 70);
+sub savepoints
+{
+	my ($table) = @_;
+	return join('', map { "SAVEPOINT s$_; INSERT INTO $table VALUES ($_);\n" } 1 .. 70);
+}
 for my $v (@versions)
 {
 	(my $db = "v$v") =~ s/\.//;
@@ -27,8 +31,8 @@ for my $v (@versions)
 	$node->safe_psql($db, "CREATE EXTENSION pg_contention VERSION '$v'");
 	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'pg_contention'"),
 		$v, "version $v installs");
-	$node->safe_psql($db, 'CREATE TABLE t (id int PRIMARY KEY)');
-	$node->safe_psql($db, "BEGIN;\n${savepoints}COMMIT;");
+	$node->safe_psql($db, 'CREATE TABLE t (id int PRIMARY KEY); CREATE TABLE open (id int)');
+	$node->safe_psql($db, 'BEGIN; ' . savepoints('t') . 'COMMIT;');
 	$node->safe_psql($db,
 		'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT * FROM t WHERE id = 1');
 }
@@ -36,7 +40,7 @@ for my $v (@versions)
 # A transaction left open with subtransactions: a row of
 # pg_contention_subxact and of pg_contention_horizon_holders everywhere.
 my $open = $node->background_psql('v13');
-$open->query_safe("BEGIN; SELECT pg_catalog.txid_current(); $savepoints");
+$open->query_safe('BEGIN; SELECT pg_catalog.txid_current(); ' . savepoints('open'));
 $node->poll_query_until('v13', 'SELECT count(*) > 0 FROM pg_contention_history')
   or die 'the sampler wrote no history';
 
@@ -116,8 +120,13 @@ $node->safe_psql('v13', qq{
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
 	CREATE FUNCTION good_history_13($history_23) RETURNS SETOF record
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
-	CREATE FUNCTION wrong_history(OUT a int) RETURNS SETOF record
+	CREATE TYPE one_column AS (a int);
+	CREATE FUNCTION wrong_history() RETURNS SETOF one_column
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
+	CREATE FUNCTION scalar_history() RETURNS SETOF bigint
+		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
+	CREATE FUNCTION scalar_info() RETURNS bigint
+		AS 'pg_contention', 'pg_contention_info' LANGUAGE C;
 	CREATE FUNCTION wrong_history_type($history_23_int) RETURNS SETOF record
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
 	CREATE FUNCTION wrong_history_24(${history_23}, OUT c24 bigint) RETURNS SETOF record
@@ -151,6 +160,12 @@ is($node->safe_psql('v13', 'SELECT c2 = current_setting($$pg_contention.max_stat
 my @wrong = (
 	[ 'SELECT * FROM wrong_history()',
 	  qr/pg_contention_history\(\) is declared with 1 column, this library fills 22 or 23/,
+	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
+	[ 'SELECT * FROM scalar_history()',
+	  qr/pg_contention_history\(\) is declared without result columns, this library fills 22 or 23/,
+	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
+	[ 'SELECT scalar_info()',
+	  qr/pg_contention_info\(\) is declared without result columns, this library fills 7 or 10/,
 	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
 	[ 'SELECT * FROM wrong_history_type()',
 	  qr/pg_contention_history\(\) declares column 23 as integer, this library fills bigint/,
