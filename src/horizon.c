@@ -37,8 +37,9 @@ static const PgcResultColumn horizon_columns[] = {
 	{"query", TEXTOID, PGC_SQL_V(1, 0)},
 	{"own_xid", XIDOID, PGC_SQL_V(1, 1)},
 };
-static const PgcResultShape horizon_shape =
-PGC_RESULT_SHAPE("pg_contention_horizon_holders", horizon_columns);
+static const PgcResultShape horizon_shape = {
+	"pg_contention_horizon_holders", horizon_columns, lengthof(horizon_columns)
+};
 
 #define HORIZON_COLS lengthof(horizon_columns)
 

@@ -332,8 +332,9 @@ static const PgcResultColumn oldsnap_columns[] = {
 	{"total_lock_held_pct", FLOAT8OID, PGC_SQL_V(1, 0)},
 	{"total_lock_ops_estimate", INT8OID, PGC_SQL_V(1, 0)},
 };
-static const PgcResultShape oldsnap_shape =
-PGC_RESULT_SHAPE("pg_contention_old_snapshot", oldsnap_columns);
+static const PgcResultShape oldsnap_shape = {
+	"pg_contention_old_snapshot", oldsnap_columns, lengthof(oldsnap_columns)
+};
 
 #define OLDSNAP_COLS lengthof(oldsnap_columns)
 

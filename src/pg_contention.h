@@ -386,7 +386,9 @@ extern void pgc_copy_statement_text(char *dest, int destsize,
  * type, and the version whose declaration first has it.  A shape lists the
  * newest declaration's columns in order; each older one declares the
  * columns of its version and before, a prefix.  A new column in a new
- * version is one more line at the end.
+ * version is one more line at the end.  A change that is not an append
+ * (a type changed, a column dropped) needs its own C entry point, as
+ * pg_stat_statements_1_10 and its siblings are.
  */
 typedef struct PgcResultColumn
 {
@@ -401,9 +403,6 @@ typedef struct PgcResultShape
 	const PgcResultColumn *columns;
 	int			ncolumns;
 } PgcResultShape;
-
-#define PGC_RESULT_SHAPE(function, columns) \
-	{(function), (columns), lengthof(columns)}
 
 extern void pgc_check_result_shape(TupleDesc tupdesc,
 								   const PgcResultShape *shape);

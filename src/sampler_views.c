@@ -32,8 +32,9 @@ static const PgcResultColumn waits_columns[] = {
 	{"share", FLOAT8OID, PGC_SQL_V(1, 0)},
 	{"roleid", OIDOID, PGC_SQL_V(1, 0)},
 };
-static const PgcResultShape waits_shape =
-PGC_RESULT_SHAPE("pg_contention_waits", waits_columns);
+static const PgcResultShape waits_shape = {
+	"pg_contention_waits", waits_columns, lengthof(waits_columns)
+};
 
 #define WAITS_COLS lengthof(waits_columns)
 
@@ -113,8 +114,9 @@ static const PgcResultColumn history_columns[] = {
 	{"subtrans_reads", INT8OID, PGC_SQL_V(1, 0)},
 	{"horizon_xid_age", INT8OID, PGC_SQL_V(1, 3)},
 };
-static const PgcResultShape history_shape =
-PGC_RESULT_SHAPE("pg_contention_history", history_columns);
+static const PgcResultShape history_shape = {
+	"pg_contention_history", history_columns, lengthof(history_columns)
+};
 
 #define HISTORY_COLS lengthof(history_columns)
 
@@ -193,8 +195,9 @@ static const PgcResultColumn status_columns[] = {
 	{"history_buckets", INT4OID, PGC_SQL_V(1, 0)},
 	{"memory_bytes", INT8OID, PGC_SQL_V(1, 1)},
 };
-static const PgcResultShape status_shape =
-PGC_RESULT_SHAPE("pg_contention_sampler_status", status_columns);
+static const PgcResultShape status_shape = {
+	"pg_contention_sampler_status", status_columns, lengthof(status_columns)
+};
 
 #define STATUS_COLS lengthof(status_columns)
 

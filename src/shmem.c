@@ -222,8 +222,9 @@ static const PgcResultColumn info_columns[] = {
 	{"last_loaded", TIMESTAMPTZOID, PGC_SQL_V(1, 2)},
 	{"loaded_file_saved_at", TIMESTAMPTZOID, PGC_SQL_V(1, 2)},
 };
-static const PgcResultShape info_shape =
-PGC_RESULT_SHAPE("pg_contention_info", info_columns);
+static const PgcResultShape info_shape = {
+	"pg_contention_info", info_columns, lengthof(info_columns)
+};
 
 #define INFO_COLS lengthof(info_columns)
 

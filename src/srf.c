@@ -58,6 +58,17 @@ released_counts(const PgcResultShape *shape)
 	return buf.data;
 }
 
+/* "1.0 to 1.3", or "1.3": the versions from "since" to this library's. */
+static char *
+versions_from(int since)
+{
+	char	   *first = psprintf("%d.%d", since / 100, since % 100);
+
+	if (strcmp(first, PGC_VERSION) == 0)
+		return first;
+	return psprintf("%s to %s", first, PGC_VERSION);
+}
+
 /*
  * Check that a function's result descriptor, from its SQL declaration, is
  * one of the released declarations of "shape": their column count and
@@ -80,8 +91,8 @@ pgc_check_result_shape(TupleDesc tupdesc, const PgcResultShape *shape)
 							   tupdesc->natts,
 							   shape->function, tupdesc->natts,
 							   released_counts(shape)),
-				 errdetail("Its SQL declaration is none of those of pg_contention 1.0 to %s.",
-						   PGC_VERSION),
+				 errdetail("Its SQL declaration is none of those of pg_contention %s.",
+						   versions_from(shape->columns[0].since)),
 				 tupdesc->natts > shape->ncolumns ?
 				 errhint("Install the pg_contention library of the extension's installed version, and restart the server.") :
 				 errhint("Run ALTER EXTENSION pg_contention UPDATE.")));
@@ -99,8 +110,8 @@ pgc_check_result_shape(TupleDesc tupdesc, const PgcResultShape *shape)
 							attr->attisdropped ? "dropped" :
 							format_type_be(attr->atttypid),
 							format_type_be(column->type)),
-					 errdetail("Column %d is %s in the declarations of pg_contention 1.0 to %s.",
-							   i + 1, column->name, PGC_VERSION),
+					 errdetail("Column %d is %s in the declarations of pg_contention %s.",
+							   i + 1, column->name, versions_from(column->since)),
 					 errhint("Run ALTER EXTENSION pg_contention UPDATE, and call the extension's own functions.")));
 	}
 }
@@ -120,8 +131,8 @@ pgc_result_tupdesc(FunctionCallInfo fcinfo, const PgcResultShape *shape)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s() is declared without result columns, this library fills %s",
 						shape->function, released_counts(shape)),
-				 errdetail("Its SQL declaration is none of those of pg_contention 1.0 to %s.",
-						   PGC_VERSION),
+				 errdetail("Its SQL declaration is none of those of pg_contention %s.",
+						   versions_from(shape->columns[0].since)),
 				 errhint("Run ALTER EXTENSION pg_contention UPDATE.")));
 	pgc_check_result_shape(tupdesc, shape);
 	return tupdesc;

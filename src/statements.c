@@ -615,8 +615,9 @@ static const PgcResultColumn statement_columns[] = {
 	{"max_subxacts", INT4OID, PGC_SQL_V(1, 1)},
 	{"near_overflow_calls", INT8OID, PGC_SQL_V(1, 1)},
 };
-static const PgcResultShape statement_shape =
-PGC_RESULT_SHAPE("pg_contention_statements", statement_columns);
+static const PgcResultShape statement_shape = {
+	"pg_contention_statements", statement_columns, lengthof(statement_columns)
+};
 
 #define STATEMENT_COLS lengthof(statement_columns)
 
@@ -679,8 +680,9 @@ static const PgcResultColumn index_scan_columns[] = {
 	{"indexes_untracked", INT8OID, PGC_SQL_V(1, 0)},
 	{"bitmap_lossy_pages", INT8OID, PGC_SQL_V(1, 1)},
 };
-static const PgcResultShape index_scan_shape =
-PGC_RESULT_SHAPE("pg_contention_index_scans", index_scan_columns);
+static const PgcResultShape index_scan_shape = {
+	"pg_contention_index_scans", index_scan_columns, lengthof(index_scan_columns)
+};
 
 #define INDEX_SCAN_COLS lengthof(index_scan_columns)
 
@@ -757,8 +759,9 @@ static const PgcResultColumn recent_columns[] = {
 	{"dead_visits", INT8OID, PGC_SQL_V(1, 1)},
 	{"query", TEXTOID, PGC_SQL_V(1, 1)},
 };
-static const PgcResultShape recent_shape =
-PGC_RESULT_SHAPE("pg_contention_recent", recent_columns);
+static const PgcResultShape recent_shape = {
+	"pg_contention_recent", recent_columns, lengthof(recent_columns)
+};
 
 #define RECENT_COLS lengthof(recent_columns)
 

@@ -257,8 +257,9 @@ static const PgcResultColumn event_columns[] = {
 	{"nesting_depth", INT4OID, PGC_SQL_V(1, 0)},
 	{"query", TEXTOID, PGC_SQL_V(1, 0)},
 };
-static const PgcResultShape event_shape =
-PGC_RESULT_SHAPE("pg_contention_overflow_events", event_columns);
+static const PgcResultShape event_shape = {
+	"pg_contention_overflow_events", event_columns, lengthof(event_columns)
+};
 
 #define EVENT_COLS lengthof(event_columns)
 
@@ -343,8 +344,9 @@ static const PgcResultColumn subxact_columns[] = {
 	{"query_id", INT8OID, PGC_SQL_V(1, 0)},
 	{"query", TEXTOID, PGC_SQL_V(1, 0)},
 };
-static const PgcResultShape subxact_shape =
-PGC_RESULT_SHAPE("pg_contention_subxact", subxact_columns);
+static const PgcResultShape subxact_shape = {
+	"pg_contention_subxact", subxact_columns, lengthof(subxact_columns)
+};
 
 #define SUBXACT_COLS lengthof(subxact_columns)
 
