@@ -2,8 +2,8 @@
  *
  * activity.c
  *		Helpers shared by the views that describe backends: who may see
- *		what (the pg_stat_activity rules), how backend states and types are
- *		named, and the set-returning-function boilerplate.
+ *		what (the pg_stat_activity rules), and how backend states and types
+ *		are named.
  *
  * Owns no shared state.  pgc_collect_procs() takes ProcArrayLock in shared
  * mode for one pass over the PGPROC array; nothing else here locks.
@@ -13,7 +13,6 @@
 #include "pg_contention.h"
 
 #include "catalog/pg_authid.h"
-#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "parser/scansup.h"
 #include "postmaster/bgworker.h"
@@ -208,40 +207,6 @@ pgc_backend_type_name(const PgBackendStatus *beentry)
 			return name;
 	}
 	return GetBackendTypeDesc(beentry->st_backendType);
-}
-
-/*
- * Set up a materialised set-returning function: check that the caller can
- * take a tuplestore, and create it in the per-query context.  Written out
- * rather than InitMaterializedSRF() because that only exists from PG15.
- */
-Tuplestorestate *
-pgc_materialize(FunctionCallInfo fcinfo, TupleDesc *tupdesc)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext oldcontext;
-	Tuplestorestate *tupstore;
-
-	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("set-valued function called in context that cannot accept a set")));
-	if (!(rsinfo->allowedModes & SFRM_Materialize))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("materialize mode required, but it is not allowed in this context")));
-
-	oldcontext = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	if (get_call_result_type(fcinfo, NULL, tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	*tupdesc = CreateTupleDescCopy(*tupdesc);
-	tupstore = tuplestore_begin_heap(true, false, work_mem);
-	MemoryContextSwitchTo(oldcontext);
-
-	rsinfo->returnMode = SFRM_Materialize;
-	rsinfo->setResult = tupstore;
-	rsinfo->setDesc = *tupdesc;
-	return tupstore;
 }
 
 /*

@@ -16,13 +16,32 @@
 #include "pg_contention.h"
 
 #include "access/transam.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "replication/slot.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(pg_contention_horizon_holders);
 
-#define HORIZON_COLS 11
+/* 1.1 added own_xid. */
+static const PgcResultColumn horizon_columns[] = {
+	{"kind", TEXTOID, PGC_SQL_V(1, 0)},
+	{"holder", TEXTOID, PGC_SQL_V(1, 0)},
+	{"pid", INT4OID, PGC_SQL_V(1, 0)},
+	{"datid", OIDOID, PGC_SQL_V(1, 0)},
+	{"usesysid", OIDOID, PGC_SQL_V(1, 0)},
+	{"xmin", XIDOID, PGC_SQL_V(1, 0)},
+	{"catalog_only", BOOLOID, PGC_SQL_V(1, 0)},
+	{"held_since", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"state", TEXTOID, PGC_SQL_V(1, 0)},
+	{"query", TEXTOID, PGC_SQL_V(1, 0)},
+	{"own_xid", XIDOID, PGC_SQL_V(1, 1)},
+};
+static const PgcResultShape horizon_shape = {
+	"pg_contention_horizon_holders", horizon_columns, lengthof(horizon_columns)
+};
+
+#define HORIZON_COLS lengthof(horizon_columns)
 
 typedef struct SlotCopy
 {
@@ -117,7 +136,7 @@ pg_contention_horizon_holders(PG_FUNCTION_ARGS)
 	int			n;
 
 	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	tupstore = pgc_materialize(fcinfo, &horizon_shape, &tupdesc);
 	backends = pgc_collect_backends(&n);
 
 	for (int i = 0; i < n; i++)

@@ -29,6 +29,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
@@ -303,7 +304,39 @@ put_figures(Datum *values, bool *nulls, int first,
 		nulls[first + 5] = true;
 }
 
-#define OLDSNAP_COLS 26
+static const PgcResultColumn oldsnap_columns[] = {
+	{"setting_minutes", INT4OID, PGC_SQL_V(1, 0)},
+	{"enabled", BOOLOID, PGC_SQL_V(1, 0)},
+	{"applicable", BOOLOID, PGC_SQL_V(1, 0)},
+	{"snapshot_timestamp", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"latest_xmin", XIDOID, PGC_SQL_V(1, 0)},
+	{"next_map_update", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"threshold_timestamp", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"threshold_xid", XIDOID, PGC_SQL_V(1, 0)},
+	{"map_entries_used", INT4OID, PGC_SQL_V(1, 0)},
+	{"window_seconds_covered", INT4OID, PGC_SQL_V(1, 0)},
+	{"probes", INT8OID, PGC_SQL_V(1, 0)},
+	{"probe_p50_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"probe_p99_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"probe_max_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"lock_held_pct", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"lock_ops_per_sec_estimate", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"cpu_share_of_active", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"avg_active_backends", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"oldsnapshot_timemap_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"procarray_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"total_probes", INT8OID, PGC_SQL_V(1, 0)},
+	{"total_probe_p50_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"total_probe_p99_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"total_probe_max_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"total_lock_held_pct", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"total_lock_ops_estimate", INT8OID, PGC_SQL_V(1, 0)},
+};
+static const PgcResultShape oldsnap_shape = {
+	"pg_contention_old_snapshot", oldsnap_columns, lengthof(oldsnap_columns)
+};
+
+#define OLDSNAP_COLS lengthof(oldsnap_columns)
 
 static void
 put_timestamp(Datum *values, bool *nulls, int col, TimestampTz t)
@@ -349,8 +382,7 @@ pg_contention_old_snapshot(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("window_seconds must be between 1 and %d", pgc_history_seconds),
 				 errhint("The history keeps pg_contention.history_seconds seconds.")));
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	tupdesc = pgc_result_tupdesc(fcinfo, &oldsnap_shape);
 
 	sum_window(window_seconds, &window);
 	LWLockAcquire(oldsnap->lock, LW_SHARED);

@@ -375,7 +375,41 @@ extern const char *pgc_backend_type_name(const PgBackendStatus *beentry);
 extern void pgc_copy_statement_text(char *dest, int destsize,
 									const char *source_text,
 									int stmt_location, int stmt_len);
+
+/* ---- srf.c: the SQL functions' result shapes ---- */
+
+/* A released version of the SQL objects, comparable: PGC_SQL_V(1, 3). */
+#define PGC_SQL_V(major, minor) ((major) * 100 + (minor))
+
+/*
+ * One column a function returns: its declared name (for messages), its
+ * type, and the version whose declaration first has it.  A shape lists the
+ * newest declaration's columns in order; each older one declares the
+ * columns of its version and before, a prefix.  A new column in a new
+ * version is one more line at the end.  A change that is not an append
+ * (a type changed, a column dropped) needs its own C entry point, as
+ * pg_stat_statements_1_10 and its siblings are.
+ */
+typedef struct PgcResultColumn
+{
+	const char *name;
+	Oid			type;
+	int			since;			/* PGC_SQL_V() */
+} PgcResultColumn;
+
+typedef struct PgcResultShape
+{
+	const char *function;		/* its SQL name, for messages */
+	const PgcResultColumn *columns;
+	int			ncolumns;
+} PgcResultShape;
+
+extern void pgc_check_result_shape(TupleDesc tupdesc,
+								   const PgcResultShape *shape);
+extern TupleDesc pgc_result_tupdesc(FunctionCallInfo fcinfo,
+									const PgcResultShape *shape);
 extern Tuplestorestate *pgc_materialize(FunctionCallInfo fcinfo,
+										const PgcResultShape *shape,
 										TupleDesc *tupdesc);
 
 #endif							/* PG_CONTENTION_H */

@@ -15,6 +15,7 @@
 #include "pg_contention.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 
@@ -22,7 +23,20 @@ PG_FUNCTION_INFO_V1(pg_contention_waits);
 PG_FUNCTION_INFO_V1(pg_contention_history);
 PG_FUNCTION_INFO_V1(pg_contention_sampler_status);
 
-#define WAITS_COLS 7
+static const PgcResultColumn waits_columns[] = {
+	{"dbid", OIDOID, PGC_SQL_V(1, 0)},
+	{"query_id", INT8OID, PGC_SQL_V(1, 0)},
+	{"wait_event_type", TEXTOID, PGC_SQL_V(1, 0)},
+	{"wait_event", TEXTOID, PGC_SQL_V(1, 0)},
+	{"samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"share", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"roleid", OIDOID, PGC_SQL_V(1, 0)},
+};
+static const PgcResultShape waits_shape = {
+	"pg_contention_waits", waits_columns, lengthof(waits_columns)
+};
+
+#define WAITS_COLS lengthof(waits_columns)
 
 /* pg_contention_waits(): the profile. */
 Datum
@@ -35,7 +49,7 @@ pg_contention_waits(PG_FUNCTION_ARGS)
 	int64		total;
 
 	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	tupstore = pgc_materialize(fcinfo, &waits_shape, &tupdesc);
 	copy = pgc_sampler_copy_profile(&n, &total);
 
 	for (int i = 0; i < n; i++)
@@ -74,7 +88,37 @@ pg_contention_waits(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define HISTORY_COLS 23
+/* 1.3 added horizon_xid_age. */
+static const PgcResultColumn history_columns[] = {
+	{"bucket_start", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"ticks", INT8OID, PGC_SQL_V(1, 0)},
+	{"avg_active_backends", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"idle_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"cpu_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"lwlock_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"lock_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"bufferpin_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"io_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"ipc_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"timeout_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"extension_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"client_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"other_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"subtrans_slru_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"subtrans_buffer_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"oldsnapshot_timemap_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"procarray_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"spindelay_samples", INT8OID, PGC_SQL_V(1, 0)},
+	{"max_overflowed_backends", INT4OID, PGC_SQL_V(1, 0)},
+	{"subtrans_lookups", INT8OID, PGC_SQL_V(1, 0)},
+	{"subtrans_reads", INT8OID, PGC_SQL_V(1, 0)},
+	{"horizon_xid_age", INT8OID, PGC_SQL_V(1, 3)},
+};
+static const PgcResultShape history_shape = {
+	"pg_contention_history", history_columns, lengthof(history_columns)
+};
+
+#define HISTORY_COLS lengthof(history_columns)
 
 /* pg_contention_history(): the completed one-second buckets, oldest first. */
 Datum
@@ -87,7 +131,7 @@ pg_contention_history(PG_FUNCTION_ARGS)
 	bool		named_found[PGC_NUM_NAMED_WAITS];
 
 	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	tupstore = pgc_materialize(fcinfo, &history_shape, &tupdesc);
 	copy = pgc_sampler_copy_history(&n, named_found);
 
 	for (int i = 0; i < n; i++)
@@ -127,7 +171,6 @@ pg_contention_history(PG_FUNCTION_ARGS)
 			values[c++] = Int64GetDatum(b->horizon_xid_age);
 		else
 			nulls[c++] = true;
-		/* The 1.2 definition has no horizon_xid_age: it reads fewer. */
 		Assert(c == HISTORY_COLS);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
@@ -135,7 +178,28 @@ pg_contention_history(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define STATUS_COLS 14
+/* 1.1 added memory_bytes. */
+static const PgcResultColumn status_columns[] = {
+	{"running", BOOLOID, PGC_SQL_V(1, 0)},
+	{"pid", INT4OID, PGC_SQL_V(1, 0)},
+	{"started_at", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"enabled", BOOLOID, PGC_SQL_V(1, 0)},
+	{"period_ms", INT4OID, PGC_SQL_V(1, 0)},
+	{"ticks", INT8OID, PGC_SQL_V(1, 0)},
+	{"last_tick_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"max_tick_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"mean_tick_us", FLOAT8OID, PGC_SQL_V(1, 0)},
+	{"profile_entries", INT4OID, PGC_SQL_V(1, 0)},
+	{"profile_max", INT4OID, PGC_SQL_V(1, 0)},
+	{"profile_evictions", INT8OID, PGC_SQL_V(1, 0)},
+	{"history_buckets", INT4OID, PGC_SQL_V(1, 0)},
+	{"memory_bytes", INT8OID, PGC_SQL_V(1, 1)},
+};
+static const PgcResultShape status_shape = {
+	"pg_contention_sampler_status", status_columns, lengthof(status_columns)
+};
+
+#define STATUS_COLS lengthof(status_columns)
 
 /* pg_contention_sampler_status(): is the worker running, and what it costs. */
 Datum
@@ -147,8 +211,7 @@ pg_contention_sampler_status(PG_FUNCTION_ARGS)
 	PgcSamplerStatus s;
 
 	pgc_require_loaded();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	tupdesc = pgc_result_tupdesc(fcinfo, &status_shape);
 	pgc_sampler_copy_status(&s, NULL);
 
 	values[0] = BoolGetDatum(s.worker_pid != 0);

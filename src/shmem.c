@@ -209,7 +209,24 @@ pg_contention_reset(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-#define INFO_COLS 10
+/* 1.2 added the file's times. */
+static const PgcResultColumn info_columns[] = {
+	{"stats_reset", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"statements_max", INT4OID, PGC_SQL_V(1, 0)},
+	{"statements", INT4OID, PGC_SQL_V(1, 0)},
+	{"statement_evictions", INT8OID, PGC_SQL_V(1, 0)},
+	{"events_max", INT4OID, PGC_SQL_V(1, 0)},
+	{"events_written", INT8OID, PGC_SQL_V(1, 0)},
+	{"events_dropped", INT8OID, PGC_SQL_V(1, 0)},
+	{"last_saved", TIMESTAMPTZOID, PGC_SQL_V(1, 2)},
+	{"last_loaded", TIMESTAMPTZOID, PGC_SQL_V(1, 2)},
+	{"loaded_file_saved_at", TIMESTAMPTZOID, PGC_SQL_V(1, 2)},
+};
+static const PgcResultShape info_shape = {
+	"pg_contention_info", info_columns, lengthof(info_columns)
+};
+
+#define INFO_COLS lengthof(info_columns)
 
 /*
  * pg_contention_info(): capacities, fill and the eviction and drop counters
@@ -230,8 +247,7 @@ pg_contention_info(PG_FUNCTION_ARGS)
 	TimestampTz loaded_saved_at;
 
 	pgc_require_loaded();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	tupdesc = pgc_result_tupdesc(fcinfo, &info_shape);
 
 	pgc_statements_info(&statements, &evictions);
 	pgc_events_info(&written);
@@ -244,7 +260,6 @@ pg_contention_info(PG_FUNCTION_ARGS)
 	values[4] = Int32GetDatum(pgc_max_events);
 	values[5] = Int64GetDatum(written);
 	values[6] = Int64GetDatum(Max(written - pgc_max_events, 0));
-	/* Version 1.1 of the SQL objects declares the first seven columns. */
 	pgc_persist_info(&saved, &loaded, &loaded_saved_at);
 	values[7] = TimestampTzGetDatum(saved);
 	nulls[7] = (saved == 0);
@@ -252,6 +267,5 @@ pg_contention_info(PG_FUNCTION_ARGS)
 	nulls[8] = (loaded == 0);
 	values[9] = TimestampTzGetDatum(loaded_saved_at);
 	nulls[9] = (loaded_saved_at == 0);
-	Assert(tupdesc->natts <= INFO_COLS);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

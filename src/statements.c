@@ -40,6 +40,7 @@
 #include <ctype.h>
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
@@ -597,7 +598,29 @@ put_key_columns(const PgcStatementEntry *e, Datum *values, bool *nulls)
 	return visible;
 }
 
-#define STATEMENT_COLS 15
+/* 1.1 added the columns from rows on. */
+static const PgcResultColumn statement_columns[] = {
+	{"userid", OIDOID, PGC_SQL_V(1, 0)},
+	{"dbid", OIDOID, PGC_SQL_V(1, 0)},
+	{"query_id", INT8OID, PGC_SQL_V(1, 0)},
+	{"calls", INT8OID, PGC_SQL_V(1, 0)},
+	{"suboverflowed_calls", INT8OID, PGC_SQL_V(1, 0)},
+	{"standby_calls", INT8OID, PGC_SQL_V(1, 0)},
+	{"overflow_events", INT8OID, PGC_SQL_V(1, 0)},
+	{"first_seen", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"last_seen", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"query", TEXTOID, PGC_SQL_V(1, 0)},
+	{"rows", INT8OID, PGC_SQL_V(1, 1)},
+	{"shared_blks_hit", INT8OID, PGC_SQL_V(1, 1)},
+	{"shared_blks_read", INT8OID, PGC_SQL_V(1, 1)},
+	{"max_subxacts", INT4OID, PGC_SQL_V(1, 1)},
+	{"near_overflow_calls", INT8OID, PGC_SQL_V(1, 1)},
+};
+static const PgcResultShape statement_shape = {
+	"pg_contention_statements", statement_columns, lengthof(statement_columns)
+};
+
+#define STATEMENT_COLS lengthof(statement_columns)
 
 /* pg_contention_statements(): every entry; tuples built after copying. */
 Datum
@@ -610,7 +633,7 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 	Size		size = entry_size();
 
 	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	tupstore = pgc_materialize(fcinfo, &statement_shape, &tupdesc);
 	copy = copy_entries(&n);
 
 	for (long i = 0; i < n; i++)
@@ -639,7 +662,30 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define INDEX_SCAN_COLS 16
+/* 1.1 added bitmap_lossy_pages. */
+static const PgcResultColumn index_scan_columns[] = {
+	{"userid", OIDOID, PGC_SQL_V(1, 0)},
+	{"dbid", OIDOID, PGC_SQL_V(1, 0)},
+	{"query_id", INT8OID, PGC_SQL_V(1, 0)},
+	{"indexrelid", OIDOID, PGC_SQL_V(1, 0)},
+	{"scans", INT8OID, PGC_SQL_V(1, 0)},
+	{"entries_read", INT8OID, PGC_SQL_V(1, 0)},
+	{"live_fetched", INT8OID, PGC_SQL_V(1, 0)},
+	{"dead_visits", INT8OID, PGC_SQL_V(1, 0)},
+	{"max_dead_visits_per_scan", INT8OID, PGC_SQL_V(1, 0)},
+	{"index_only_scans", INT8OID, PGC_SQL_V(1, 0)},
+	{"bitmap_scans", INT8OID, PGC_SQL_V(1, 0)},
+	{"other_entries_read", INT8OID, PGC_SQL_V(1, 0)},
+	{"last_seen", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"query", TEXTOID, PGC_SQL_V(1, 0)},
+	{"indexes_untracked", INT8OID, PGC_SQL_V(1, 0)},
+	{"bitmap_lossy_pages", INT8OID, PGC_SQL_V(1, 1)},
+};
+static const PgcResultShape index_scan_shape = {
+	"pg_contention_index_scans", index_scan_columns, lengthof(index_scan_columns)
+};
+
+#define INDEX_SCAN_COLS lengthof(index_scan_columns)
 
 /*
  * pg_contention_index_scans(): one row per (statement entry, index).  The
@@ -655,7 +701,7 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 	Size		size = entry_size();
 
 	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	tupstore = pgc_materialize(fcinfo, &index_scan_shape, &tupdesc);
 	copy = copy_entries(&n);
 
 	for (long i = 0; i < n; i++)
@@ -694,7 +740,31 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define RECENT_COLS 17
+/* New in 1.1. */
+static const PgcResultColumn recent_columns[] = {
+	{"userid", OIDOID, PGC_SQL_V(1, 1)},
+	{"dbid", OIDOID, PGC_SQL_V(1, 1)},
+	{"query_id", INT8OID, PGC_SQL_V(1, 1)},
+	{"indexrelid", OIDOID, PGC_SQL_V(1, 1)},
+	{"period_start", TIMESTAMPTZOID, PGC_SQL_V(1, 1)},
+	{"period_end", TIMESTAMPTZOID, PGC_SQL_V(1, 1)},
+	{"calls", INT8OID, PGC_SQL_V(1, 1)},
+	{"suboverflowed_calls", INT8OID, PGC_SQL_V(1, 1)},
+	{"near_overflow_calls", INT8OID, PGC_SQL_V(1, 1)},
+	{"overflow_events", INT8OID, PGC_SQL_V(1, 1)},
+	{"max_subxacts", INT4OID, PGC_SQL_V(1, 1)},
+	{"top_level_calls", INT8OID, PGC_SQL_V(1, 1)},
+	{"shared_blks", INT8OID, PGC_SQL_V(1, 1)},
+	{"scans", INT8OID, PGC_SQL_V(1, 1)},
+	{"entries_read", INT8OID, PGC_SQL_V(1, 1)},
+	{"dead_visits", INT8OID, PGC_SQL_V(1, 1)},
+	{"query", TEXTOID, PGC_SQL_V(1, 1)},
+};
+static const PgcResultShape recent_shape = {
+	"pg_contention_recent", recent_columns, lengthof(recent_columns)
+};
+
+#define RECENT_COLS lengthof(recent_columns)
 
 /* Add period "from" to the sum "into" (whose start is the earliest). */
 static void
@@ -853,7 +923,7 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("window must be at least one second: %d seconds", window_seconds),
 				 errhint("Pass a longer interval, or NULL for pg_contention.findings_window.")));
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	tupstore = pgc_materialize(fcinfo, &recent_shape, &tupdesc);
 
 	memset(&key, 0, sizeof(key));
 	key.statement_start = GetCurrentStatementStartTimestamp();

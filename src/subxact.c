@@ -28,6 +28,7 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "storage/procarray.h"
 #include "storage/shmem.h"
@@ -244,7 +245,23 @@ record_event(int64 current_query_id, bool in_abort)
 							&overflow_event);
 }
 
-#define EVENT_COLS 10
+static const PgcResultColumn event_columns[] = {
+	{"event_time", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"pid", INT4OID, PGC_SQL_V(1, 0)},
+	{"datid", OIDOID, PGC_SQL_V(1, 0)},
+	{"usesysid", OIDOID, PGC_SQL_V(1, 0)},
+	{"application_name", TEXTOID, PGC_SQL_V(1, 0)},
+	{"top_xid", XIDOID, PGC_SQL_V(1, 0)},
+	{"query_id", INT8OID, PGC_SQL_V(1, 0)},
+	{"nested_query_id", INT8OID, PGC_SQL_V(1, 0)},
+	{"nesting_depth", INT4OID, PGC_SQL_V(1, 0)},
+	{"query", TEXTOID, PGC_SQL_V(1, 0)},
+};
+static const PgcResultShape event_shape = {
+	"pg_contention_overflow_events", event_columns, lengthof(event_columns)
+};
+
+#define EVENT_COLS lengthof(event_columns)
 
 /*
  * pg_contention_overflow_events(): the ring, oldest first.  The used slots
@@ -263,7 +280,7 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	int			oldest;
 
 	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	tupstore = pgc_materialize(fcinfo, &event_shape, &tupdesc);
 
 	LWLockAcquire(events->lock, LW_SHARED);
 	written = events->written;
@@ -312,7 +329,26 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define SUBXACT_COLS 13
+static const PgcResultColumn subxact_columns[] = {
+	{"pid", INT4OID, PGC_SQL_V(1, 0)},
+	{"datid", OIDOID, PGC_SQL_V(1, 0)},
+	{"usesysid", OIDOID, PGC_SQL_V(1, 0)},
+	{"application_name", TEXTOID, PGC_SQL_V(1, 0)},
+	{"backend_type", TEXTOID, PGC_SQL_V(1, 0)},
+	{"state", TEXTOID, PGC_SQL_V(1, 0)},
+	{"xact_start", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
+	{"top_xid", XIDOID, PGC_SQL_V(1, 0)},
+	{"backend_xmin", XIDOID, PGC_SQL_V(1, 0)},
+	{"subxact_count", INT4OID, PGC_SQL_V(1, 0)},
+	{"subxact_overflowed", BOOLOID, PGC_SQL_V(1, 0)},
+	{"query_id", INT8OID, PGC_SQL_V(1, 0)},
+	{"query", TEXTOID, PGC_SQL_V(1, 0)},
+};
+static const PgcResultShape subxact_shape = {
+	"pg_contention_subxact", subxact_columns, lengthof(subxact_columns)
+};
+
+#define SUBXACT_COLS lengthof(subxact_columns)
 
 Datum
 pg_contention_subxact(PG_FUNCTION_ARGS)
@@ -323,7 +359,7 @@ pg_contention_subxact(PG_FUNCTION_ARGS)
 	int			n;
 
 	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &tupdesc);
+	tupstore = pgc_materialize(fcinfo, &subxact_shape, &tupdesc);
 	backends = pgc_collect_backends(&n);
 
 	for (int i = 0; i < n; i++)
