@@ -365,7 +365,14 @@ read_file(Size *len, const char **why)
 		*why = "it cannot be opened";
 		return NULL;
 	}
-	data = palloc_extended(st.st_size, MCXT_ALLOC_HUGE);
+	/* Out of memory must not stop the server from starting. */
+	data = palloc_extended(st.st_size, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	if (data == NULL)
+	{
+		CloseTransientFile(fd);
+		*why = "there is not enough memory to read it";
+		return NULL;
+	}
 	/* One read() returns at most about 2 GB on Linux. */
 	while (done < (Size) st.st_size)
 	{

@@ -17,8 +17,9 @@
  * an entry and update its counters under the entry's spinlock; exclusive
  * only to create entries, evict, or reset.  Readers copy entries out
  * under it in shared mode: the views all at once, the save for the file
- * a bounded batch at a time, writing with the lock released.  When the hash is full, the
- * least used 5% (at least 10) are evicted and counted; nothing errors.
+ * a bounded batch at a time, writing with the lock released.  When the
+ * hash is full, the least used 5% (at least 10) are evicted and counted;
+ * nothing errors.
  * An entry's spinlock guards its counters only: the query text is written
  * once, when the entry is created under the exclusive lock, and read only
  * under the LWLock, so readers copy it outside the spinlock.

@@ -12,11 +12,11 @@
  * Locking: the ring is written and read under its lock; writers (at most
  * one event per top-level transaction, so rare) take it exclusively,
  * readers in shared mode only to copy the used slots out (the save for
- * the file, a bounded batch at a time, writing with the lock released).  The live view
- * reads other backends' PGPROCs in one pass under ProcArrayLock held in
- * shared mode, and their backend status through the pgstat snapshot.  The
- * overflow check reads only this backend's own PGPROC, which only this
- * backend writes, so it takes no lock.
+ * the file a bounded batch at a time, writing with the lock released).
+ * The live view reads other backends' PGPROCs in one pass under
+ * ProcArrayLock held in shared mode, and their backend status through the
+ * pgstat snapshot.  The overflow check reads only this backend's own
+ * PGPROC, which only this backend writes, so it takes no lock.
  *
  * An overflow seen when a subtransaction aborts is written to the ring
  * there (a lock and a copy, no allocation), but counted against its
