@@ -16,6 +16,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "port/atomics.h"
+#include "port/pg_crc32c.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/timestamp.h"
@@ -41,17 +42,7 @@ extern int	pgc_findings_window;
 extern bool pgc_save_enabled;
 extern int	pgc_save_interval;
 
-/* ---- shmem.c: the registry of shared stores ---- */
-
-/* Non-NULL once shared memory is attached: the library was preloaded. */
-extern void *pgc_shared;
-extern void pgc_shmem_request(void);
-extern void pgc_shmem_startup(void);
-extern void pgc_require_loaded(void);
-extern TimestampTz pgc_stats_reset_time(void);
-extern void pgc_set_stats_reset_time(TimestampTz when);
-
-/* ---- persist.c: the stores' file ---- */
+/* ---- bytes.c: the file's records, read from memory, streamed out ---- */
 
 /* A bounded reader over a file's bytes; failed is sticky. */
 typedef struct PgcReader
@@ -62,32 +53,111 @@ typedef struct PgcReader
 	bool		failed;
 } PgcReader;
 
+/*
+ * A writer to a file descriptor through a caller's buffer, with a running
+ * CRC-32C of every byte written; error (an errno, 0: none) is sticky.
+ */
+typedef struct PgcWriter
+{
+	int			fd;
+	char	   *buf;
+	Size		bufsize;
+	Size		used;			/* bytes in buf not yet written */
+	uint64		flushed;		/* bytes written to fd */
+	pg_crc32c	crc;			/* not finalised */
+	int			error;
+} PgcWriter;
+
+extern void pgc_reader_init(PgcReader *reader, const char *data, Size len);
+extern bool pgc_read_bytes(PgcReader *reader, void *dest, Size n);
+extern bool pgc_read_text(PgcReader *reader, char *dest, int destsize);
+extern void pgc_writer_init(PgcWriter *writer, int fd, char *buffer,
+							Size bufsize);
+extern void pgc_writer_fail(PgcWriter *writer, int errno_value);
+extern bool pgc_writer_flush(PgcWriter *writer);
+extern void pgc_write_bytes(PgcWriter *writer, const void *data, Size n);
+extern void pgc_write_text(PgcWriter *writer, const char *text);
+extern uint64 pgc_writer_position(const PgcWriter *writer);
+extern pg_crc32c pgc_writer_crc(const PgcWriter *writer);
+
+#define pgc_writer_failed(writer) ((writer)->error != 0)
+
+/*
+ * How much a store copies out of shared memory under its lock at a time
+ * while saving: the lock is released before the copy is written.
+ */
+#define PGC_SAVE_BATCH_BYTES	(64 * 1024)
+
+/* ---- stores.c: the registry of stores ---- */
+
+/*
+ * One store: a block of shared memory, a section of the file, or both.
+ * shmem.c walks the table for sizes, creation and reset, persist.c for
+ * saving and loading, each in table order.
+ */
+typedef struct PgcStore
+{
+	const char *name;			/* plural, in LOG lines: "statements" */
+	/* Shared memory (shmem_size NULL: none). */
+	Size		(*shmem_size) (void);
+	void		(*shmem_init) (LWLock *lock);	/* under AddinShmemInitLock */
+	bool		needs_lock;		/* gets a lock of the tranche, else NULL */
+	void		(*reset) (void);	/* pg_contention_reset(); NULL: none */
+	/* The file (file_id 0: not saved).  Ids never change meaning. */
+	uint32		file_id;
+	uint32		(*record_size) (void);	/* a record's fixed part */
+
+	/*
+	 * Write the section through writer and set *count to the records
+	 * written.  take_locks is false only in the postmaster at exit, which
+	 * has no PGPROC to wait on an LWLock and is alone.  No file I/O under
+	 * an LWLock: copy a batch under it, release, write.  Must not raise an
+	 * ERROR (at exit it would be a FATAL): allocate with
+	 * MCXT_ALLOC_NO_OOM and fail the writer instead.
+	 */
+	void		(*save) (PgcWriter *writer, bool take_locks, uint64 *count);
+
+	/*
+	 * Fill the empty store from the section (count records); *kept is how
+	 * many it kept.  Postmaster only, before any other process exists.
+	 */
+	void		(*load) (PgcReader *reader, uint64 count, uint64 *kept);
+} PgcStore;
+
+extern const PgcStore pgc_stores[];
+extern const int pgc_num_stores;
+
+/* ---- shmem.c: creating, resetting and describing the stores ---- */
+
+/* Non-NULL once shared memory is attached: the library was preloaded. */
+extern void *pgc_shared;
+extern void pgc_shmem_request(void);
+extern void pgc_shmem_startup(void);
+extern void pgc_require_loaded(void);
+extern TimestampTz pgc_stats_reset_time(void);
+extern void pgc_set_stats_reset_time(TimestampTz when);
+
+/* ---- persist.c: the stores' file ---- */
 extern Size pgc_persist_shmem_size(void);
 extern void pgc_persist_shmem_init(LWLock *lock);
 extern void pgc_persist_load(void);
 extern void pgc_persist_save(bool take_locks);
 extern void pgc_persist_info(TimestampTz *last_saved, TimestampTz *last_loaded,
 							 TimestampTz *loaded_saved_at);
-extern bool pgc_read_bytes(PgcReader *reader, void *dest, Size n);
-extern bool pgc_read_text(PgcReader *reader, char *dest, int destsize);
-extern void pgc_write_text(StringInfo buf, const char *text);
 
-/*
- * Each persisted store: the size of its records' fixed part, its section
- * (take_locks false only at postmaster exit), and loading it back into
- * the store just created (postmaster, no other process yet).
- */
+/* Each store's section of the file (see PgcStore), by store file. */
 extern uint32 pgc_events_record_size(void);
-extern void pgc_events_save(StringInfo buf, bool take_locks, uint64 *count);
+extern void pgc_events_save(PgcWriter *writer, bool take_locks, uint64 *count);
 extern void pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept);
 extern uint32 pgc_statements_record_size(void);
-extern void pgc_statements_save(StringInfo buf, bool take_locks, uint64 *count);
+extern void pgc_statements_save(PgcWriter *writer, bool take_locks,
+								uint64 *count);
 extern void pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept);
 extern uint32 pgc_profile_record_size(void);
-extern void pgc_profile_save(StringInfo buf, bool take_locks, uint64 *count);
+extern void pgc_profile_save(PgcWriter *writer, bool take_locks, uint64 *count);
 extern void pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept);
 extern uint32 pgc_history_record_size(void);
-extern void pgc_history_save(StringInfo buf, bool take_locks, uint64 *count);
+extern void pgc_history_save(PgcWriter *writer, bool take_locks, uint64 *count);
 extern void pgc_history_load(PgcReader *reader, uint64 count, uint64 *kept);
 
 /* ---- current_statement.c: the top-level statement this backend runs ---- */

@@ -13,7 +13,9 @@
  * Owns the sampler state (ShmemInitStruct "pg_contention sampler": status,
  * the profile entries and the history ring) and its LWLock.
  *
- * Locking: the worker is the only writer of the profile and the history.
+ * Locking: the worker is the only writer of the profile and the history
+ * (and, with the postmaster at exit, the only process that saves them to
+ * the file, a batch at a time under the lock in shared mode).
  * Once a second it computes the xmin horizon as vacuum does (ProcArrayLock
  * shared, one pass, before taking its own lock).  It gathers a tick's
  * samples without any lock, then takes the lock exclusively once to add
@@ -784,14 +786,13 @@ pgc_sampler_main(Datum main_arg)
 				next_tick = now + (TimestampTz) pgc_sample_period * 1000;
 		}
 
-		/* The stores' file (persist.c), also while sampling is off. */
+		/*
+		 * The stores' file (persist.c), also while sampling is off; it uses
+		 * its own memory context and LOGs its failures.
+		 */
 		if (pgc_save_enabled && pgc_save_interval > 0 && now >= next_save)
 		{
-			MemoryContext old = MemoryContextSwitchTo(tick_context);
-
 			pgc_persist_save(true);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(tick_context);
 			next_save = now + (TimestampTz) pgc_save_interval * USECS_PER_SEC;
 		}
 
@@ -843,21 +844,65 @@ pgc_profile_record_size(void)
 	return (uint32) sizeof(PgcProfileEntry);
 }
 
-/* The section: evictions and samples since reset, then the entries. */
+/*
+ * The section: evictions and samples since reset, then the entries.
+ *
+ * This save and the history's copy a batch of records under the lock in
+ * shared mode and write it after releasing the lock.  Between batches
+ * nothing moves: the worker, the only writer of the profile and the
+ * history, is the process saving (or the postmaster saves at exit,
+ * alone); only a reset can change them, and it bumps reset_generation,
+ * which ends the section with what was copied before it.
+ */
 void
-pgc_profile_save(StringInfo buf, bool take_locks, uint64 *count)
+pgc_profile_save(PgcWriter *writer, bool take_locks, uint64 *count)
 {
+	int			batch_max = PGC_SAVE_BATCH_BYTES / sizeof(PgcProfileEntry);
+	PgcProfileEntry *batch;
+	int64		evictions;
+	int64		samples;
+	int			used;
+	int			next = 0;
+	uint64		generation;
+
+	*count = 0;
+	batch = palloc_extended(batch_max * sizeof(PgcProfileEntry), MCXT_ALLOC_NO_OOM);
+	if (batch == NULL)
+	{
+		pgc_writer_fail(writer, ENOMEM);
+		return;
+	}
 	if (take_locks)
 		LWLockAcquire(sampler->lock, LW_SHARED);
-	appendBinaryStringInfo(buf, (const char *) &sampler->status.profile_evictions,
-						   sizeof(int64));
-	appendBinaryStringInfo(buf, (const char *) &sampler->status.profile_samples,
-						   sizeof(int64));
-	appendBinaryStringInfo(buf, (const char *) profile,
-						   sampler->status.profile_used * sizeof(PgcProfileEntry));
-	*count = sampler->status.profile_used;
+	evictions = sampler->status.profile_evictions;
+	samples = sampler->status.profile_samples;
+	used = sampler->status.profile_used;
+	generation = sampler->reset_generation;
 	if (take_locks)
 		LWLockRelease(sampler->lock);
+	pgc_write_bytes(writer, &evictions, sizeof(evictions));
+	pgc_write_bytes(writer, &samples, sizeof(samples));
+
+	while (next < used && !pgc_writer_failed(writer))
+	{
+		int			n = 0;
+
+		if (take_locks)
+			LWLockAcquire(sampler->lock, LW_SHARED);
+		if (sampler->reset_generation == generation)
+		{
+			n = Min(batch_max, used - next);
+			memcpy(batch, profile + next, n * sizeof(PgcProfileEntry));
+			next += n;
+		}
+		if (take_locks)
+			LWLockRelease(sampler->lock);
+		if (n == 0)
+			break;
+		pgc_write_bytes(writer, batch, n * sizeof(PgcProfileEntry));
+		*count += n;
+	}
+	pfree(batch);
 }
 
 /*
@@ -901,22 +946,48 @@ pgc_history_record_size(void)
 
 /* The section: buckets written since reset, then the ring, oldest first. */
 void
-pgc_history_save(StringInfo buf, bool take_locks, uint64 *count)
+pgc_history_save(PgcWriter *writer, bool take_locks, uint64 *count)
 {
+	int			batch_max = Max(1, (int) (PGC_SAVE_BATCH_BYTES / sizeof(PgcHistoryBucket)));
+	PgcHistoryBucket *batch;
 	int64		written;
-	int64		n;
+	int64		next;
+	uint64		generation;
 
+	*count = 0;
+	batch = palloc_extended(batch_max * sizeof(PgcHistoryBucket), MCXT_ALLOC_NO_OOM);
+	if (batch == NULL)
+	{
+		pgc_writer_fail(writer, ENOMEM);
+		return;
+	}
 	if (take_locks)
 		LWLockAcquire(sampler->lock, LW_SHARED);
 	written = sampler->status.buckets_written;
-	n = Min(written, (int64) pgc_history_seconds);
-	appendBinaryStringInfo(buf, (const char *) &written, sizeof(written));
-	for (int64 i = written - n; i < written; i++)
-		appendBinaryStringInfo(buf, (const char *) &history[i % pgc_history_seconds],
-							   sizeof(PgcHistoryBucket));
+	generation = sampler->reset_generation;
 	if (take_locks)
 		LWLockRelease(sampler->lock);
-	*count = n;
+	pgc_write_bytes(writer, &written, sizeof(written));
+
+	next = written - Min(written, (int64) pgc_history_seconds);
+	while (next < written && !pgc_writer_failed(writer))
+	{
+		int			n = 0;
+
+		/* Only a reset changes the ring meanwhile: see above. */
+		if (take_locks)
+			LWLockAcquire(sampler->lock, LW_SHARED);
+		if (sampler->reset_generation == generation)
+			for (; next < written && n < batch_max; next++, n++)
+				batch[n] = history[next % pgc_history_seconds];
+		if (take_locks)
+			LWLockRelease(sampler->lock);
+		if (n == 0)
+			break;
+		pgc_write_bytes(writer, batch, n * sizeof(PgcHistoryBucket));
+		*count += n;
+	}
+	pfree(batch);
 }
 
 /*

@@ -1,16 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.c
- *		The registry of pg_contention's shared stores: their sizes and
- *		creation at postmaster start, the check that every SQL entry point
- *		makes before using them, and the two functions about all of them,
- *		pg_contention_reset() and pg_contention_info().
+ *		pg_contention's shared memory: the stores' sizes and creation at
+ *		postmaster start (and the file loaded into them then), the check
+ *		that every SQL entry point makes before using them, and the two
+ *		functions about all of them, pg_contention_reset() and
+ *		pg_contention_info().
  *
  * Owns the LWLock tranche "pg_contention" (one lock per store that needs
  * one, handed to the store at creation) and a small header
  * (ShmemInitStruct "pg_contention": when the stores were created and last
  * reset, under its own spinlock).  Each store owns its block, its lock and
- * its reset; this file only calls them, in the order of the table below.
+ * its reset; this file only calls them, walking the registry (stores.c)
+ * in its order.  It calls persist.c once, to load the file into the stores
+ * it has just created; persist.c reads and restores the reset time here,
+ * which the file carries.
  *
  * Size, all from PGC_POSTMASTER settings:
  *   max_events * MAXALIGN(sizeof(event) + max_query_length)
@@ -45,23 +49,6 @@ typedef struct RegistryHeader
 
 void	   *pgc_shared = NULL;
 
-typedef struct PgcStore
-{
-	Size		(*shmem_size) (void);
-	void		(*shmem_init) (LWLock *lock);
-	void		(*reset) (void);	/* NULL: nothing to reset */
-	bool		needs_lock;
-} PgcStore;
-
-static const PgcStore stores[] = {
-	{pgc_query_ids_shmem_size, pgc_query_ids_shmem_init, NULL, false},
-	{pgc_events_shmem_size, pgc_events_shmem_init, pgc_events_reset, true},
-	{pgc_statements_shmem_size, pgc_statements_shmem_init, pgc_statements_reset, true},
-	{pgc_sampler_shmem_size, pgc_sampler_shmem_init, pgc_sampler_reset, true},
-	{pgc_oldsnap_shmem_size, pgc_oldsnap_shmem_init, pgc_oldsnap_reset, true},
-	{pgc_persist_shmem_size, pgc_persist_shmem_init, NULL, false},
-};
-
 #define PGC_TRANCHE_NAME "pg_contention"
 
 static int
@@ -69,8 +56,8 @@ lock_count(void)
 {
 	int			n = 0;
 
-	for (int i = 0; i < lengthof(stores); i++)
-		n += stores[i].needs_lock;
+	for (int i = 0; i < pgc_num_stores; i++)
+		n += pgc_stores[i].needs_lock;
 	return n;
 }
 
@@ -79,8 +66,9 @@ pgc_shmem_size(void)
 {
 	Size		size = MAXALIGN(sizeof(RegistryHeader));
 
-	for (int i = 0; i < lengthof(stores); i++)
-		size = add_size(size, MAXALIGN(stores[i].shmem_size()));
+	for (int i = 0; i < pgc_num_stores; i++)
+		if (pgc_stores[i].shmem_size)
+			size = add_size(size, MAXALIGN(pgc_stores[i].shmem_size()));
 	return size;
 }
 
@@ -134,8 +122,10 @@ pgc_shmem_startup(void)
 		header->stats_reset = header->started_at;
 	}
 	locks = GetNamedLWLockTranche(PGC_TRANCHE_NAME);
-	for (int i = 0; i < lengthof(stores); i++)
-		stores[i].shmem_init(stores[i].needs_lock ? &locks[next_lock++].lock : NULL);
+	for (int i = 0; i < pgc_num_stores; i++)
+		if (pgc_stores[i].shmem_init)
+			pgc_stores[i].shmem_init(pgc_stores[i].needs_lock ?
+									 &locks[next_lock++].lock : NULL);
 	pgc_shared = header;
 
 	/*
@@ -200,9 +190,9 @@ pg_contention_reset(PG_FUNCTION_ARGS)
 	RegistryHeader *header = (RegistryHeader *) pgc_shared;
 
 	pgc_require_loaded();
-	for (int i = 0; i < lengthof(stores); i++)
-		if (stores[i].reset)
-			stores[i].reset();
+	for (int i = 0; i < pgc_num_stores; i++)
+		if (pgc_stores[i].reset)
+			pgc_stores[i].reset();
 	SpinLockAcquire(&header->mutex);
 	header->stats_reset = GetCurrentTimestamp();
 	SpinLockRelease(&header->mutex);

@@ -15,8 +15,11 @@
  *
  * Locking, as in pg_stat_statements: the LWLock in shared mode to find
  * an entry and update its counters under the entry's spinlock; exclusive
- * only to create entries, evict, or reset.  When the hash is full, the
- * least used 5% (at least 10) are evicted and counted; nothing errors.
+ * only to create entries, evict, or reset.  Readers copy entries out
+ * under it in shared mode: the views all at once, the save for the file
+ * a bounded batch at a time, writing with the lock released.  When the
+ * hash is full, the least used 5% (at least 10) are evicted and counted;
+ * nothing errors.
  * An entry's spinlock guards its counters only: the query text is written
  * once, when the entry is created under the exclusive lock, and read only
  * under the LWLock, so readers copy it outside the spinlock.
@@ -965,32 +968,86 @@ pgc_statements_record_size(void)
 	return (uint32) (sizeof(PgcStatementKey) + COUNTERS_SIZE);
 }
 
-/* The section: the eviction count, then every entry. */
+/*
+ * The section: the eviction count, then every entry, a batch at a time.
+ * The hash cannot be walked across lock releases, so one pass under the
+ * lock in shared mode notes the keys (24 bytes an entry, memory only);
+ * then each batch looks its keys up and copies the entries under the
+ * lock, as copy_entries_locked does, and is written after releasing it.
+ * An entry evicted or reset between batches is not found and not saved;
+ * entries created since the first pass wait for the next save.
+ */
 void
-pgc_statements_save(StringInfo buf, bool take_locks, uint64 *count)
+pgc_statements_save(PgcWriter *writer, bool take_locks, uint64 *count)
 {
-	char	   *copy;
-	long		n;
 	Size		size = entry_size();
+	int			batch_max = Max(1, (int) (PGC_SAVE_BATCH_BYTES / size));
+	PgcStatementKey *keys;
+	char	   *batch;
+	long		nkeys = 0;
+	long		next = 0;
 	int64		evictions;
+	HASH_SEQ_STATUS status;
+	PgcStatementEntry *entry;
 
-	copy = copy_entries_locked(&n, take_locks);
+	*count = 0;
+	/* Entries are created only under the exclusive lock: at most this many. */
+	keys = palloc_extended(mul_size(Max(pgc_max_statements, 1), sizeof(PgcStatementKey)),
+						   MCXT_ALLOC_NO_OOM | MCXT_ALLOC_HUGE);
+	batch = palloc_extended(mul_size(batch_max, size), MCXT_ALLOC_NO_OOM);
+	if (keys == NULL || batch == NULL)
+	{
+		pgc_writer_fail(writer, ENOMEM);
+		return;
+	}
+
 	if (take_locks)
 		LWLockAcquire(stmts->lock, LW_SHARED);
 	evictions = stmts->evictions;
+	hash_seq_init(&status, statements);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (nkeys < pgc_max_statements)
+			keys[nkeys++] = entry->key;
 	if (take_locks)
 		LWLockRelease(stmts->lock);
-	appendBinaryStringInfo(buf, (const char *) &evictions, sizeof(evictions));
-	for (long i = 0; i < n; i++)
-	{
-		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+	pgc_write_bytes(writer, &evictions, sizeof(evictions));
 
-		appendBinaryStringInfo(buf, (const char *) &e->key, sizeof(PgcStatementKey));
-		appendBinaryStringInfo(buf, (const char *) e + COUNTERS_OFFSET, COUNTERS_SIZE);
-		pgc_write_text(buf, e->query);
+	while (next < nkeys && !pgc_writer_failed(writer))
+	{
+		int			n = 0;
+
+		if (take_locks)
+			LWLockAcquire(stmts->lock, LW_SHARED);
+		for (; next < nkeys && n < batch_max; next++)
+		{
+			PgcStatementEntry *dest = (PgcStatementEntry *) (batch + n * size);
+
+			entry = hash_search(statements, &keys[next], HASH_FIND, NULL);
+			if (entry == NULL)
+				continue;
+			if (take_locks)
+				SpinLockAcquire(&entry->mutex);
+			memcpy(dest, entry, offsetof(PgcStatementEntry, query));
+			if (take_locks)
+				SpinLockRelease(&entry->mutex);
+			strlcpy(dest->query, entry->query, pgc_max_query_length);
+			n++;
+		}
+		if (take_locks)
+			LWLockRelease(stmts->lock);
+
+		for (int i = 0; i < n; i++)
+		{
+			PgcStatementEntry *e = (PgcStatementEntry *) (batch + i * size);
+
+			pgc_write_bytes(writer, &e->key, sizeof(PgcStatementKey));
+			pgc_write_bytes(writer, (const char *) e + COUNTERS_OFFSET, COUNTERS_SIZE);
+			pgc_write_text(writer, e->query);
+		}
+		*count += n;
 	}
-	*count = n;
-	pfree(copy);
+	pfree(batch);
+	pfree(keys);
 }
 
 typedef struct SavedStatement

@@ -11,11 +11,12 @@
  *
  * Locking: the ring is written and read under its lock; writers (at most
  * one event per top-level transaction, so rare) take it exclusively,
- * readers in shared mode only to copy the used slots out.  The live view
- * reads other backends' PGPROCs in one pass under ProcArrayLock held in
- * shared mode, and their backend status through the pgstat snapshot.  The
- * overflow check reads only this backend's own PGPROC, which only this
- * backend writes, so it takes no lock.
+ * readers in shared mode only to copy the used slots out (the save for
+ * the file a bounded batch at a time, writing with the lock released).
+ * The live view reads other backends' PGPROCs in one pass under
+ * ProcArrayLock held in shared mode, and their backend status through the
+ * pgstat snapshot.  The overflow check reads only this backend's own
+ * PGPROC, which only this backend writes, so it takes no lock.
  *
  * An overflow seen when a subtransaction aborts is written to the ring
  * there (a lock and a copy, no allocation), but counted against its
@@ -57,6 +58,7 @@ typedef struct EventsShared
 {
 	LWLock	   *lock;
 	int64		written;		/* events ever written since reset */
+	uint64		resets;			/* resets since start, for a save's batches */
 } EventsShared;
 
 /* The header, then pgc_max_events slots of event_stride() bytes. */
@@ -124,6 +126,7 @@ pgc_events_reset(void)
 {
 	LWLockAcquire(events->lock, LW_EXCLUSIVE);
 	events->written = 0;
+	events->resets++;
 	LWLockRelease(events->lock);
 }
 
@@ -427,28 +430,71 @@ pgc_events_record_size(void)
 	return (uint32) offsetof(OverflowEvent, query);
 }
 
-/* The section: the count of events ever written, then the ring, oldest first. */
+/*
+ * The section: the count of events ever written, then the ring, oldest
+ * first.  A batch of slots at a time is copied under the lock in shared
+ * mode and written after releasing it.  Between batches writers may add
+ * events (those after the count read first are left for the next save)
+ * and overwrite the oldest slots (those events are skipped); a reset
+ * bumps resets, and the section then ends with what was copied before it.
+ * The slots are written whole under the exclusive lock, so a copy under
+ * the shared lock is a whole event.
+ */
 void
-pgc_events_save(StringInfo buf, bool take_locks, uint64 *count)
+pgc_events_save(PgcWriter *writer, bool take_locks, uint64 *count)
 {
+	Size		stride = event_stride();
+	int			batch_max = Max(1, (int) (PGC_SAVE_BATCH_BYTES / stride));
+	char	   *batch;
 	int64		written;
-	int64		n;
+	uint64		resets;
+	int64		next;
 
+	*count = 0;
+	batch = palloc_extended(batch_max * stride, MCXT_ALLOC_NO_OOM);
+	if (batch == NULL)
+	{
+		pgc_writer_fail(writer, ENOMEM);
+		return;
+	}
 	if (take_locks)
 		LWLockAcquire(events->lock, LW_SHARED);
 	written = events->written;
-	n = Min(written, (int64) pgc_max_events);
-	appendBinaryStringInfo(buf, (const char *) &written, sizeof(written));
-	for (int64 i = written - n; i < written; i++)
-	{
-		OverflowEvent *ev = EVENT_SLOT(event_ring, i % pgc_max_events);
-
-		appendBinaryStringInfo(buf, (const char *) ev, offsetof(OverflowEvent, query));
-		pgc_write_text(buf, ev->query);
-	}
+	resets = events->resets;
 	if (take_locks)
 		LWLockRelease(events->lock);
-	*count = n;
+	pgc_write_bytes(writer, &written, sizeof(written));
+
+	next = written - Min(written, (int64) pgc_max_events);
+	while (next < written && !pgc_writer_failed(writer))
+	{
+		int			n = 0;
+
+		if (take_locks)
+			LWLockAcquire(events->lock, LW_SHARED);
+		if (events->resets != resets)
+		{
+			if (take_locks)
+				LWLockRelease(events->lock);
+			break;
+		}
+		next = Max(next, events->written - (int64) pgc_max_events);
+		for (; next < written && n < batch_max; next++, n++)
+			memcpy(batch + n * stride,
+				   EVENT_SLOT(event_ring, next % pgc_max_events), stride);
+		if (take_locks)
+			LWLockRelease(events->lock);
+
+		for (int i = 0; i < n; i++)
+		{
+			OverflowEvent *ev = (OverflowEvent *) (batch + i * stride);
+
+			pgc_write_bytes(writer, ev, offsetof(OverflowEvent, query));
+			pgc_write_text(writer, ev->query);
+		}
+		*count += n;
+	}
+	pfree(batch);
 }
 
 /*

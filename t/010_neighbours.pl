@@ -70,13 +70,21 @@ cmp_ok($timeout, '>', 0, 'in class Timeout');
 is($extension, '0', 'the neighbours still add nothing');
 $sleeper->quit;
 
-# A busy server: two pgbench clients, the neighbours beside them.
+# A busy server: two pgbench clients, the neighbours beside them.  Each
+# transaction is server work of about a tenth of a second, so the clients
+# are active whatever the machine's speed or load (with pgbench -S, a
+# client starved of CPU left its backend idle in ClientRead most of the
+# time on a busy machine: 0.20 active backends).
 $node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', $node->connstr('postgres') ],
 	'pgbench -i');
+my $script = PostgreSQL::Test::Utils::tempdir() . '/busy.sql';
+open(my $fh, '>', $script) or die "$script: $!";
+print $fh "SELECT count(*) FROM generate_series(1, 1000000);\n";
+close($fh);
 my $out = '';
 local $ENV{PGAPPNAME} = 'pgbench';
 my $bench = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '2', '-T', '5', '-S', $node->connstr('postgres') ],
+	[ 'pgbench', '-n', '-c', '2', '-T', '5', '-f', $script, $node->connstr('postgres') ],
 	'>', \$out, '2>', \$out);
 $node->poll_query_until('postgres',
 	"SELECT count(*) >= 2 FROM pg_stat_activity WHERE application_name = 'pgbench'")
