@@ -22,7 +22,7 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#define PGC_VERSION "1.3"
+#define PGC_VERSION "1.4"
 
 #include "compat.h"
 

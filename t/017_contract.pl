@@ -1,6 +1,6 @@
 # The contract between the SQL declarations and the library: with the
-# current library, every view and row-returning function of every released
-# version (1.0 to 1.3) answers, with rows, before ALTER EXTENSION UPDATE;
+# current library, every view and row-returning function of every version
+# (the released 1.0 to 1.3, and 1.4) answers, with rows, before ALTER EXTENSION UPDATE;
 # a function declared by hand with a shape no version declared (a wrong
 # column count or a wrong type) fails with SQLSTATE 55000 and a message
 # naming both shapes, before any row is built, and the server stays up.
@@ -10,7 +10,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my @versions = ('1.0', '1.1', '1.2', '1.3');
+my @versions = ('1.0', '1.1', '1.2', '1.3', '1.4');
 
 my $node = PostgreSQL::Test::Cluster->new('contract');
 $node->init;
