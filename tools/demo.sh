@@ -259,7 +259,7 @@ sql -c "SELECT count(*) AS findings FROM pg_contention_findings" \
 	-c "SELECT sum(calls) AS statements_measured, sum(rows) AS rows FROM pg_contention_statements"
 
 say "8. The report for a ticket: SELECT pg_contention_report() (its first lines)"
-sql -At -c "SELECT pg_contention_report()" | head -12
+sql -At -c "SELECT pg_contention_report()" | sed -n 1,12p	# reads it all: no "Broken pipe" from psql
 
 say "9. Ending the sessions and stopping the cluster"
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
