@@ -539,13 +539,28 @@ pgc_statements_reset(void)
 }
 
 /*
+ * Copy one entry: its counters under its spinlock (unless take_locks is
+ * false: the postmaster at exit, alone), its text after releasing it (see
+ * the header comment).  The caller holds the LWLock, at least shared.
+ */
+static void
+copy_entry(PgcStatementEntry *dest, PgcStatementEntry *entry, bool take_locks)
+{
+	if (take_locks)
+		SpinLockAcquire(&entry->mutex);
+	memcpy(dest, entry, offsetof(PgcStatementEntry, query));
+	if (take_locks)
+		SpinLockRelease(&entry->mutex);
+	strlcpy(dest->query, entry->query, pgc_max_query_length);
+}
+
+/*
  * Copy every entry out of the hash, under the LWLock in shared mode, into
- * a palloc'd array; *n is the count.  The counters are copied under the
- * entry's spinlock, the text after releasing it (see the header comment).
- * Entries are only added under the exclusive lock, so the count holds.
+ * a palloc'd array; *n is the count.  Entries are only added under the
+ * exclusive lock, so the count holds.
  */
 static char *
-copy_entries_locked(long *n, bool take_locks)
+copy_entries(long *n)
 {
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
@@ -553,33 +568,15 @@ copy_entries_locked(long *n, bool take_locks)
 	char	   *copy;
 	long		i = 0;
 
-	if (take_locks)
-		LWLockAcquire(stmts->lock, LW_SHARED);
+	LWLockAcquire(stmts->lock, LW_SHARED);
 	copy = palloc_extended(mul_size(Max(hash_get_num_entries(statements), 1), size),
 						   MCXT_ALLOC_HUGE);
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		PgcStatementEntry *dest = (PgcStatementEntry *) (copy + i * size);
-
-		if (take_locks)
-			SpinLockAcquire(&entry->mutex);
-		memcpy(dest, entry, offsetof(PgcStatementEntry, query));
-		if (take_locks)
-			SpinLockRelease(&entry->mutex);
-		strlcpy(dest->query, entry->query, pgc_max_query_length);
-		i++;
-	}
-	if (take_locks)
-		LWLockRelease(stmts->lock);
+		copy_entry((PgcStatementEntry *) (copy + i++ * size), entry, true);
+	LWLockRelease(stmts->lock);
 	*n = i;
 	return copy;
-}
-
-static char *
-copy_entries(long *n)
-{
-	return copy_entries_locked(n, true);
 }
 
 /*
@@ -973,7 +970,7 @@ pgc_statements_record_size(void)
  * The hash cannot be walked across lock releases, so one pass under the
  * lock in shared mode notes the keys (24 bytes an entry, memory only);
  * then each batch looks its keys up and copies the entries under the
- * lock, as copy_entries_locked does, and is written after releasing it.
+ * lock, as copy_entries does, and is written after releasing it.
  * An entry evicted or reset between batches is not found and not saved;
  * entries created since the first pass wait for the next save.
  */
@@ -1025,12 +1022,7 @@ pgc_statements_save(PgcWriter *writer, bool take_locks, uint64 *count)
 			entry = hash_search(statements, &keys[next], HASH_FIND, NULL);
 			if (entry == NULL)
 				continue;
-			if (take_locks)
-				SpinLockAcquire(&entry->mutex);
-			memcpy(dest, entry, offsetof(PgcStatementEntry, query));
-			if (take_locks)
-				SpinLockRelease(&entry->mutex);
-			strlcpy(dest->query, entry->query, pgc_max_query_length);
+			copy_entry(dest, entry, take_locks);
 			n++;
 		}
 		if (take_locks)
