@@ -557,10 +557,11 @@ read_next_xid(void)
  * records its parent (AssignTransactionId -> SubTransSetParent ->
  * SimpleLruReadPage, a hit or a read), exactly once; a top-level XID
  * records nothing; on a standby, replay records the parents of the
- * subtransactions an XLOG_XACT_ASSIGNMENT lists (ProcArrayApplyXidAssignment),
- * each of which replay has advanced the next-XID counter past.  So the
- * XIDs assigned in a second bound the parent records written in it, and
- * lookups - XIDs bounds the readers' lookups from below.
+ * subtransactions an XLOG_XACT_ASSIGNMENT lists
+ * (ProcArrayApplyXidAssignment), each of which replay has advanced the
+ * next-XID counter past.  So the XIDs assigned in a second bound the
+ * parent records written in it, and lookups - XIDs bounds the readers'
+ * lookups from below.
  *
  * The counters arrive late: a backend publishes its SLRU counts when it
  * flushes its statistics, at most once a second and only between
