@@ -569,9 +569,10 @@ read_next_xid(void)
  * to 10 s later.  XIDs that found no parent record in their own second are
  * therefore carried, and match the lookups of the next 10 seconds, oldest
  * first; each XID is subtracted at most once, so over any span the
- * readers' figure is at least the lookups less the XIDs assigned.  It can
- * be too low by the top-level XIDs' share (they write no record), and too
- * high by parent records published more than 10 s late.
+ * readers' figure is at least the lookups less the XIDs assigned in it and
+ * in the 10 seconds before it.  It can be too low by the top-level XIDs'
+ * share (they write no record), and too high by parent records published
+ * more than 10 s late.
  */
 static int64
 readers_lookups(int64 lookups, int64 xids)
