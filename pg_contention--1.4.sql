@@ -291,7 +291,9 @@ GRANT SELECT ON @extschema@.pg_contention_waits TO PUBLIC;
 --
 -- The sampler's history: one row per second of the last
 -- pg_contention.history_seconds, active backends by wait class and the
--- contention figures of that second.
+-- contention figures of that second.  1.4 adds the XIDs assigned in the
+-- second and the Subtrans lookups they cannot account for (the readers':
+-- see doc/findings.md, subtrans_slru_contention).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_history(
 	OUT bucket_start timestamp with time zone,
@@ -316,7 +318,9 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_history(
 	OUT max_overflowed_backends integer,
 	OUT subtrans_lookups bigint,
 	OUT subtrans_reads bigint,
-	OUT horizon_xid_age bigint
+	OUT horizon_xid_age bigint,
+	OUT xids_assigned bigint,
+	OUT subtrans_reader_lookups bigint
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_history'
@@ -601,10 +605,19 @@ $$;
 
 --
 -- What the overflow costs, for the two rules that judge it
--- (subxact_overflow, subtrans_slru_contention): the pg_subtrans lookups
--- and SubtransSLRU/SubtransBuffer wait samples of the window's history
--- seconds, their level, and the executions that ran on suboverflowed
+-- (subxact_overflow, subtrans_slru_contention): the readers' pg_subtrans
+-- lookups (the Subtrans SLRU accesses less those the XIDs assigned can
+-- account for as their parent records: pg_contention_history's
+-- subtrans_reader_lookups) and the SubtransSLRU/SubtransBuffer wait samples
+-- of the window's history seconds; whether an overflow was seen in the
+-- window; their level; and the executions that ran on suboverflowed
 -- snapshots (the victims), each with the sentence the evidence uses.
+--
+-- The level: critical at subtrans_wait_critical, warning at
+-- subtrans_wait_warning or, with an overflow seen (an overflowed backend
+-- in the history, an overflow event, an execution on a suboverflowed
+-- snapshot), at subtrans_lookups_warning readers' lookups per second; else
+-- info.  Without an overflow, lookups alone are never more than info.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	window_length interval DEFAULT NULL,
@@ -620,7 +633,11 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	OUT victim_calls numeric,
 	OUT victim_first_seen timestamp with time zone,
 	OUT victim_query_ids jsonb,
-	OUT victims_text text
+	OUT victims_text text,
+	OUT slru_accesses numeric,
+	OUT xids_assigned numeric,
+	OUT overflow_seen boolean,
+	OUT lookups_past_warning boolean
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -633,26 +650,15 @@ WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
 cost AS (
-	SELECT coalesce(sum(h.subtrans_lookups), 0) AS lookups,
-		   count(*) FILTER (WHERE h.subtrans_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
+	SELECT coalesce(sum(h.subtrans_reader_lookups), 0) AS lookups,
+		   coalesce(sum(h.subtrans_lookups), 0) AS slru_accesses,
+		   coalesce(sum(h.xids_assigned), 0) AS xids_assigned,
+		   count(*) FILTER (WHERE h.subtrans_reader_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
 		   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
 	  FROM params, @extschema@.pg_contention_history() AS h
 	 WHERE h.bucket_start >= params.cutoff
-),
-cost_judged AS (
-	SELECT c.*,
-		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
-		   CASE WHEN c.active_samples >= 100
-				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
-		   CASE WHEN c.active_samples >= 100
-					 AND 100.0 * c.wait_samples / c.active_samples >= params.wait_critical THEN 'critical'
-				WHEN (c.active_samples >= 100
-					  AND 100.0 * c.wait_samples / c.active_samples >= params.wait_warning)
-					 OR c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning THEN 'warning'
-				ELSE 'info' END AS level
-	  FROM cost AS c, params
 ),
 victims AS (
 	SELECT coalesce(sum(r.suboverflowed_calls), 0) AS calls,
@@ -668,22 +674,55 @@ victims AS (
 					 || ' ran on suboverflowed snapshots' END AS text
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
 	 WHERE r.indexrelid IS NULL
+),
+-- An overflow in the window: a backend seen overflowed, an overflow
+-- event, or an execution on a suboverflowed snapshot (on a standby, the
+-- primary's overflow shows only there).
+overflow AS (
+	SELECT c.first_overflow_second IS NOT NULL
+		   OR v.calls > 0
+		   OR EXISTS (SELECT 1 FROM @extschema@.pg_contention_overflow_events() AS e
+					   WHERE e.event_time >= params.cutoff) AS seen
+	  FROM cost AS c, victims AS v, params
+),
+cost_judged AS (
+	SELECT c.*, o.seen AS overflow_seen,
+		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
+		   CASE WHEN c.active_samples >= 100
+				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
+		   coalesce(c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning, false)
+			   AS lookups_past_warning,
+		   CASE WHEN c.active_samples >= 100
+					 AND 100.0 * c.wait_samples / c.active_samples >= params.wait_critical THEN 'critical'
+				WHEN (c.active_samples >= 100
+					  AND 100.0 * c.wait_samples / c.active_samples >= params.wait_warning)
+					 OR (o.seen AND c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning)
+					THEN 'warning'
+				ELSE 'info' END AS level
+	  FROM cost AS c, overflow AS o, params
 )
 SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 	   c.active_samples, c.lookup_rate, c.wait_pct, c.level,
-	   pg_catalog.to_char(c.lookups, 'FM999,999,999,999,990') || ' pg_subtrans lookups'
+	   pg_catalog.to_char(c.lookups, 'FM999,999,999,999,990') || ' pg_subtrans lookups by readers'
 	   || CASE WHEN c.busy_seconds > 0
 			   THEN ' (' || pg_catalog.to_char(c.lookup_rate, 'FM999,999,999,990') || '/s over '
 					|| c.busy_seconds || ' s)' ELSE '' END
+	   || CASE WHEN c.slru_accesses > c.lookups
+			   THEN ', beside ' || pg_catalog.to_char(c.slru_accesses - c.lookups, 'FM999,999,999,999,990')
+					|| ' Subtrans accesses counted as parent records of the '
+					|| pg_catalog.to_char(c.xids_assigned, 'FM999,999,999,999,990') || ' XIDs assigned,'
+			   ELSE '' END
 	   || ' and ' || pg_catalog.to_char(c.wait_samples, 'FM999,999,999,990')
 	   || ' SubtransSLRU/SubtransBuffer wait samples'
 	   || CASE WHEN c.wait_pct IS NOT NULL
 			   THEN ' (' || pg_catalog.to_char(c.wait_pct, 'FM990.0') || '% of active time)'
 			   ELSE ' (too little activity for a share)' END,
-	   v.calls, v.first_seen, v.query_ids, v.text
+	   v.calls, v.first_seen, v.query_ids, v.text,
+	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning
   INTO lookups, busy_seconds, first_overflow_second, wait_samples, active_samples,
 	   lookup_rate, wait_pct, level, cost_text,
-	   victim_calls, victim_first_seen, victim_query_ids, victims_text
+	   victim_calls, victim_first_seen, victim_query_ids, victims_text,
+	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning
   FROM cost_judged AS c, victims AS v;
 END
 $$;
@@ -812,7 +851,8 @@ subtrans AS MATERIALIZED (
 ),
 cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
-		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second
+		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
+		   s.slru_accesses, s.xids_assigned
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -929,6 +969,7 @@ overflow_findings AS (
 			   'nested_query_id', o.nested_query_id, 'nesting_depth', o.nesting_depth,
 			   'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
 			   'subtrans_lookups', c.lookups, 'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
+			   'subtrans_slru_accesses', c.slru_accesses, 'xids_assigned', c.xids_assigned,
 			   'subtrans_wait_samples', c.wait_samples, 'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 			   'active_samples', c.active_samples, 'window_seconds', params.w_s) AS details,
 		   o.since
@@ -942,7 +983,8 @@ overflow_findings AS (
 		   || '; cost: ' || c.text || '.',
 		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
 		   jsonb_build_object('suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
-							  'subtrans_lookups', c.lookups, 'subtrans_wait_samples', c.wait_samples,
+							  'subtrans_lookups', c.lookups, 'subtrans_slru_accesses', c.slru_accesses,
+							  'xids_assigned', c.xids_assigned, 'subtrans_wait_samples', c.wait_samples,
 							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 							  'window_seconds', params.w_s),
 		   v.first_seen
@@ -957,9 +999,12 @@ $$;
 -- ---- src/sql/findings/subtrans_slru_contention.sql ----
 
 --
--- Rule subtrans_slru_contention: pg_subtrans lookups or waits past their
--- thresholds, named after the overflows that drive them (the
--- subxact_overflow rule's culprits).
+-- Rule subtrans_slru_contention: pg_subtrans waits past their thresholds,
+-- or readers' lookups past theirs, named after the overflows that drive
+-- them (the subxact_overflow rule's culprits).  Above info only with an
+-- overflow in the window or with the waits (pg_contention_subtrans_cost
+-- judges); readers' lookups past the bar without an overflow are info.  The
+-- advice points at subxact_overflow only when that rule has a finding.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subtrans_slru_contention(
 	window_length interval DEFAULT NULL,
@@ -993,7 +1038,8 @@ subtrans AS MATERIALIZED (
 ),
 cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
-		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second
+		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
+		   s.slru_accesses, s.xids_assigned, s.overflow_seen, s.lookups_past_warning
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -1001,30 +1047,44 @@ victims AS (
 		   s.victim_query_ids AS query_ids, s.victims_text AS text
 	  FROM subtrans AS s
 ),
+overflow_findings AS MATERIALIZED (
+	SELECT o.subject, o.details
+	  FROM @extschema@.pg_contention_rule_subxact_overflow(window_length) AS o
+),
 overflow_culprits AS MATERIALIZED (
 	SELECT o.subject, (o.details ->> 'overflow_events')::bigint AS events,
 		   o.details -> 'query_id' AS query_id, o.details -> 'pids' AS pids
-	  FROM @extschema@.pg_contention_rule_subxact_overflow(window_length) AS o
+	  FROM overflow_findings AS o
 	 WHERE o.details ? 'pids'
 ),
 slru_findings AS (
 	SELECT 'subtrans_slru_contention'::text AS problem,
-		   CASE WHEN c.level = 'critical' THEN 'critical' ELSE 'warning' END AS severity,
+		   c.level AS severity,
 		   'pg_subtrans, '
 		   || CASE WHEN params.standby AND v.calls > 0
 				   THEN 'driven by the primary''s overflowed transactions seen through this standby''s snapshots'
 				   WHEN (SELECT count(*) FROM overflow_culprits) > 0
 				   THEN 'driven by ' || (SELECT string_agg(o.subject, '; ' ORDER BY o.events DESC)
 										   FROM (SELECT * FROM overflow_culprits ORDER BY events DESC LIMIT 3) AS o)
-				   ELSE 'with no overflowed backend seen in the window' END AS subject,
+				   WHEN c.overflow_seen
+				   THEN 'driven by an overflow in the window whose backend is no longer known'
+				   ELSE 'with no subtransaction overflow seen in the window' END AS subject,
 		   'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
-		   'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
+		   CASE WHEN (SELECT count(*) FROM overflow_findings) > 0
+				THEN 'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
+				WHEN c.overflow_seen
+				THEN 'Remove the overflow: a transaction took more than 64 subtransactions in the window (its event is older than the window or was overwritten); keep transactions under 64 subtransactions, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
+				ELSE 'No subtransaction overflow was seen in the window, so snapshots did not cause this: look for waits on row locks held by subtransactions (XactLockTableWait reads pg_subtrans) and for what waits on SubtransSLRU/SubtransBuffer in pg_contention_waits'
+		   END
 		   || CASE WHEN params.version_num >= 170000
 				   THEN '; on PostgreSQL 17 and later raise subtransaction_buffers (now '
 						|| pg_catalog.current_setting('subtransaction_buffers', true) || ', restart needed) to shorten the waits.'
 				   ELSE '; before PostgreSQL 17 the pg_subtrans cache has a fixed 32 buffers.' END AS advice,
 		   jsonb_build_object('subtrans_lookups', c.lookups,
 							  'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
+							  'subtrans_slru_accesses', c.slru_accesses,
+							  'xids_assigned', c.xids_assigned,
+							  'overflow_seen', c.overflow_seen,
 							  'subtrans_wait_samples', c.wait_samples,
 							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 							  'active_samples', c.active_samples,
@@ -1035,10 +1095,10 @@ slru_findings AS (
 							  'window_seconds', params.w_s) AS details,
 		   coalesce((SELECT min(h.bucket_start) FROM history AS h
 					  WHERE h.subtrans_slru_samples + h.subtrans_buffer_samples > 0
-						 OR h.subtrans_lookups >= params.lookups_warning),
+						 OR h.subtrans_reader_lookups >= params.lookups_warning),
 					c.first_overflow_second) AS since
 	  FROM cost_text AS c, victims AS v, params
-	 WHERE c.level <> 'info'
+	 WHERE c.level <> 'info' OR c.lookups_past_warning
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM slru_findings AS f;
@@ -1525,21 +1585,22 @@ BEGIN
 							 'xmin age', 'held for', 'blocks', 'state')
 		|| E'\n' || coalesce(section, '(none)') || E'\n';
 
-	SELECT pg_catalog.string_agg(pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s',
+	SELECT pg_catalog.string_agg(pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s %10s',
 				pg_catalog.to_char(h.bucket_start, 'HH24:MI:SS'),
 				pg_catalog.round(h.avg_active_backends::numeric, 1), h.cpu_samples, h.lwlock_samples,
 				h.lock_samples, h.io_samples, h.ipc_samples,
 				h.subtrans_slru_samples + h.subtrans_buffer_samples,
-				h.max_overflowed_backends, coalesce(h.subtrans_lookups::text, '-'),
+				h.max_overflowed_backends, coalesce(h.subtrans_reader_lookups::text, '-'),
+				coalesce(h.xids_assigned::text, '-'),
 				coalesce(h.horizon_xid_age::text, '-')),
 				E'\n' ORDER BY h.bucket_start)
 	  INTO section
 	  FROM (SELECT * FROM @extschema@.pg_contention_history
 			 ORDER BY bucket_start DESC LIMIT 60) AS h;
 	report := report || E'\n== The last 60 seconds (samples per second)\n'
-		|| pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s', 'second', 'active',
+		|| pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s %10s', 'second', 'active',
 							 'cpu', 'lwlock', 'lock', 'io', 'ipc', 'subtrans', 'ovfl', 'lookups',
-							 'xmin age')
+							 'xids', 'xmin age')
 		|| E'\n' || coalesce(section, '(no history: is the sampler running?)') || E'\n';
 	RETURN report;
 END
@@ -1611,7 +1672,11 @@ BEGIN
 			 WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '16 seconds'
 		)
 		SELECT 'subtrans_lookups_per_second', '{}'::jsonb, coalesce(avg(h.subtrans_lookups), 0)::float8,
-			   'pg_subtrans (Subtrans SLRU) page lookups per second over the last 15 seconds.', 'gauge'
+			   'pg_subtrans (Subtrans SLRU) page accesses per second over the last 15 seconds, the parent records new subtransactions write included (subtrans_reader_lookups_per_second leaves them out).', 'gauge'
+		  FROM h
+		UNION ALL
+		SELECT 'subtrans_reader_lookups_per_second', '{}', coalesce(avg(h.subtrans_reader_lookups), 0)::float8,
+			   'pg_subtrans lookups per second by readers (suboverflowed snapshots, waits on subtransactions) over the last 15 seconds: the Subtrans accesses less one parent record per XID assigned.', 'gauge'
 		  FROM h
 		UNION ALL
 		SELECT 'active_backends', '{}', coalesce(avg(h.avg_active_backends), 0)::float8,

@@ -75,6 +75,7 @@ typedef struct Conn
 	bool		in_recovery;
 	double		server_started; /* pg_postmaster_start_time(), epoch */
 	int			near_level;		/* pg_contention.subxact_warn_level */
+	int			ext_version;	/* the extension's, major * 100 + minor */
 } Conn;
 
 /* Why a connection is not usable; each has one message and exit 3. */
@@ -144,7 +145,9 @@ typedef struct Second
 	double		by_class[NUM_CLASSES];	/* average backends per class */
 	double		subtrans_waits; /* samples of SubtransSLRU + SubtransBuffer */
 	double		overflowed;		/* most overflowed backends in one tick */
-	double		lookups;		/* pg_subtrans lookups; NAN unknown */
+	double		lookups;		/* readers' pg_subtrans lookups (the extension
+								 * at 1.3: all Subtrans accesses); NAN
+								 * unknown */
 	double		horizon_age;	/* XIDs; NAN unknown */
 } Second;
 

@@ -137,6 +137,7 @@ conn_open(Conn *c, char **message)
 		PQclear(res);
 		return CONN_OLD_EXTENSION;
 	}
+	c->ext_version = major * 100 + minor;
 	PQclear(res);
 
 	/* The views raise 55000 when the library was not preloaded. */

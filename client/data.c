@@ -225,15 +225,19 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	}
 	PQclear(res);
 
-	/* The seconds, oldest first; per-class averages are samples / ticks. */
+	/*
+	 * The seconds, oldest first; per-class averages are samples / ticks.
+	 * The readers' lookups since 1.4; before, all Subtrans accesses.
+	 */
 	buf_printf(&sql,
 			   "SELECT pg_catalog.date_part('epoch', bucket_start), avg_active_backends,"
 			   " greatest(ticks, 1), cpu_samples, lwlock_samples, lock_samples, io_samples,"
 			   " ipc_samples, bufferpin_samples, timeout_samples, extension_samples,"
 			   " client_samples, other_samples,"
 			   " coalesce(subtrans_slru_samples, 0) + coalesce(subtrans_buffer_samples, 0),"
-			   " max_overflowed_backends, subtrans_lookups, horizon_xid_age"
-			   " FROM %s.pg_contention_history", x);
+			   " max_overflowed_backends, %s, horizon_xid_age"
+			   " FROM %s.pg_contention_history",
+			   c->ext_version >= 104 ? "subtrans_reader_lookups" : "subtrans_lookups", x);
 	if (scope->history_seconds > 0)
 		buf_printf(&sql, " WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '%d seconds'",
 				   scope->history_seconds + 1);

@@ -5,8 +5,9 @@
  *		--text prints the server's pg_contention_report(); --html writes one
  *		self-contained page (no script, font, image or network reference):
  *		the findings, charts of the whole history as inline SVG (active
- *		backends by wait class, pg_subtrans lookups per second, overflowed
- *		backends, the xmin horizon's age), and the evidence tables.
+ *		backends by wait class, readers' pg_subtrans lookups per second,
+ *		overflowed backends, the xmin horizon's age), and the evidence
+ *		tables.
  *
  *-------------------------------------------------------------------------
  */
@@ -161,7 +162,8 @@ html_charts(Buf *b, const Snapshot *s)
 	one.color = "#c62828";
 	one.values = s->nseconds ? &sec[0].lookups : NULL;
 	one.stride = stride;
-	chart_svg(b, "lookups", "pg_subtrans lookups per second", "Subtrans SLRU pages read or hit",
+	chart_svg(b, "lookups", "pg_subtrans lookups per second by readers",
+			  "Subtrans pages read or hit, less parent records",
 			  epochs, stride, s->nseconds, &one, 1, false);
 
 	one.name = "overflowed";

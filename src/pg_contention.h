@@ -358,6 +358,12 @@ typedef struct PgcHistoryBucket
 	int64		subtrans_lookups;	/* delta of blks_hit + blks_read */
 	int64		subtrans_reads; /* delta of blks_read */
 	int64		horizon_xid_age;	/* at the bucket's end; -1 unknown */
+	bool		xids_known;		/* the next-XID counter was read at both ends */
+	int64		xids_assigned;	/* the next-XID counter's advance */
+	int64		subtrans_reader_lookups;	/* subtrans_lookups less the parent
+											 * records XIDs can account for
+											 * (sampler.c); known when both
+											 * slru_known and xids_known */
 } PgcHistoryBucket;
 
 /* One profile entry: samples of a (database, role, query id, wait event). */

@@ -5,10 +5,12 @@
  *		tick (pg_contention.sample_period ms) and keeps, in shared memory, a
  *		wait profile by (database, role, query id, wait event) and a ring of
  *		one-second buckets (pg_contention_history), with the Subtrans SLRU
- *		counters' deltas and the cluster's xmin horizon age read once a
- *		second.  While old_snapshot_threshold is on it also asks
- *		oldsnapshot.c for that tick's figures.  The SQL functions that read
- *		these stores are in sampler_views.c.
+ *		counters' deltas, the next-XID counter's advance (which bounds the
+ *		pg_subtrans parent records written, see readers_lookups()) and the
+ *		cluster's xmin horizon age read once a second.  While
+ *		old_snapshot_threshold is on it also asks oldsnapshot.c for that
+ *		tick's figures.  The SQL functions that read these stores are in
+ *		sampler_views.c.
  *
  * Owns the sampler state (ShmemInitStruct "pg_contention sampler": status,
  * the profile entries and the history ring) and its LWLock.
@@ -17,7 +19,8 @@
  * (and, with the postmaster at exit, the only process that saves them to
  * the file, a batch at a time under the lock in shared mode).
  * Once a second it computes the xmin horizon as vacuum does (ProcArrayLock
- * shared, one pass, before taking its own lock).  It gathers a tick's
+ * shared, one pass) and reads the next-XID counter (XidGenLock shared),
+ * both before taking its own lock.  It gathers a tick's
  * samples without any lock, then takes the lock exclusively once to add
  * them; readers take it in shared mode to copy,
  * and never wait for the worker to answer anything.  Reset (from any
@@ -196,6 +199,15 @@ static TickSample *tick_samples = NULL;
 static PendingSamples *pending = NULL;	/* one per PGPROC */
 static int64 last_subtrans_lookups = -1;
 static int64 last_subtrans_reads = -1;
+static uint64 last_next_xid = 0;	/* 0: not read yet */
+
+/*
+ * XIDs whose pg_subtrans parent records may still reach the Subtrans
+ * counters, by the second they were assigned in, oldest first: see
+ * readers_lookups().
+ */
+#define XID_CARRY_SECONDS 11
+static int64 xid_carry[XID_CARRY_SECONDS];
 
 typedef struct ProfileIndexEntry
 {
@@ -523,13 +535,70 @@ read_subtrans_counters(int64 *lookups, int64 *reads)
 }
 
 /*
- * Close the current bucket: add the SLRU deltas, store it in the ring, and
- * start the next at "second".  Caller holds the lock exclusively; the
- * counters were read before taking it.
+ * The next-XID counter, as a 64-bit number (0 is never a valid one: the
+ * first normal XID is 3).  ReadNextFullTransactionId() is the same in
+ * every supported version; on a hot standby the startup process advances
+ * the counter past every XID that replay sees.
+ */
+static uint64
+read_next_xid(void)
+{
+	return U64FromFullTransactionId(ReadNextFullTransactionId());
+}
+
+/*
+ * The Subtrans lookups of a second that the XIDs assigned cannot account
+ * for: the readers' lookups.
+ *
+ * Subtrans hits and reads count two things.  Readers: snapshots that are
+ * suboverflowed (XidInMVCCSnapshot), TransactionIdIsInProgress past an
+ * overflowed cache, XactLockTableWait on a subtransaction's XID, all via
+ * SubTransGetParent.  Writers: every subtransaction that gets an XID
+ * records its parent (AssignTransactionId -> SubTransSetParent ->
+ * SimpleLruReadPage, a hit or a read), exactly once; a top-level XID
+ * records nothing; on a standby, replay records the parents of the
+ * subtransactions an XLOG_XACT_ASSIGNMENT lists
+ * (ProcArrayApplyXidAssignment), each of which replay has advanced the
+ * next-XID counter past.  So the XIDs assigned in a second bound the
+ * parent records written in it, and lookups - XIDs bounds the readers'
+ * lookups from below.
+ *
+ * The counters arrive late: a backend publishes its SLRU counts when it
+ * flushes its statistics, at most once a second and only between
+ * transactions (PG15+; the collector's 500 ms before), and an idle one up
+ * to 10 s later.  XIDs that found no parent record in their own second are
+ * therefore carried, and match the lookups of the next 10 seconds, oldest
+ * first; each XID is subtracted at most once, so over any span the
+ * readers' figure is at least the lookups less the XIDs assigned in it and
+ * in the 10 seconds before it.  It can be too low by the top-level XIDs'
+ * share (they write no record), and too high by parent records published
+ * more than 10 s late.
+ */
+static int64
+readers_lookups(int64 lookups, int64 xids)
+{
+	int64		left = lookups;
+
+	memmove(xid_carry, xid_carry + 1, (XID_CARRY_SECONDS - 1) * sizeof(int64));
+	xid_carry[XID_CARRY_SECONDS - 1] = xids;
+	for (int i = 0; i < XID_CARRY_SECONDS && left > 0; i++)
+	{
+		int64		matched = Min(left, xid_carry[i]);
+
+		xid_carry[i] -= matched;
+		left -= matched;
+	}
+	return left;
+}
+
+/*
+ * Close the current bucket: add the SLRU and next-XID deltas, store it in
+ * the ring, and start the next at "second".  Caller holds the lock
+ * exclusively; the counters were read before taking it.
  */
 static void
 close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
-			 int64 lock_ops, int64 horizon_xid_age)
+			 uint64 next_xid, int64 lock_ops, int64 horizon_xid_age)
 {
 	PgcHistoryBucket *cur = &sampler->current;
 
@@ -550,6 +619,15 @@ close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
 			cur->subtrans_reads = Max(reads - last_subtrans_reads, 0);
 			cur->slru_known = true;
 		}
+		if (last_next_xid != 0 && next_xid >= last_next_xid)
+		{
+			cur->xids_assigned = (int64) (next_xid - last_next_xid);
+			cur->xids_known = true;
+			/* Unknown lookups match nothing: the next delta covers them. */
+			cur->subtrans_reader_lookups =
+				readers_lookups(cur->slru_known ? cur->subtrans_lookups : 0,
+								cur->xids_assigned);
+		}
 		cur->horizon_xid_age = horizon_xid_age;
 		history[sampler->status.buckets_written % pgc_history_seconds] = *cur;
 		sampler->status.buckets_written++;
@@ -559,6 +637,7 @@ close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
 		last_subtrans_lookups = lookups;
 		last_subtrans_reads = reads;
 	}
+	last_next_xid = next_xid;
 	memset(cur, 0, sizeof(PgcHistoryBucket));
 	cur->bucket_start = second;
 }
@@ -596,6 +675,7 @@ sampler_tick(TimestampTz now)
 				reads = 0,
 				lock_ops = 0,
 				horizon_xid_age = -1;
+	uint64		next_xid = 0;
 	int			n,
 				idle,
 				overflowed,
@@ -607,6 +687,7 @@ sampler_tick(TimestampTz now)
 	if (new_second)
 	{
 		slru_ok = read_subtrans_counters(&lookups, &reads);
+		next_xid = read_next_xid();
 		horizon_xid_age = read_horizon_xid_age();
 		if (oldsnap_on)
 			lock_ops = pgc_oldsnap_read_operations();
@@ -633,7 +714,8 @@ sampler_tick(TimestampTz now)
 			pending[i].n = 0;	/* reset: drop what was held too */
 	}
 	if (new_second)
-		close_bucket(second, slru_ok, lookups, reads, lock_ops, horizon_xid_age);
+		close_bucket(second, slru_ok, lookups, reads, next_xid, lock_ops,
+					 horizon_xid_age);
 	if (oldsnap_on)
 		pgc_oldsnap_add(&cur->oldsnap, &probe);
 

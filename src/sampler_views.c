@@ -88,7 +88,7 @@ pg_contention_waits(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* 1.3 added horizon_xid_age. */
+/* 1.3 added horizon_xid_age; 1.4 xids_assigned and subtrans_reader_lookups. */
 static const PgcResultColumn history_columns[] = {
 	{"bucket_start", TIMESTAMPTZOID, PGC_SQL_V(1, 0)},
 	{"ticks", INT8OID, PGC_SQL_V(1, 0)},
@@ -113,6 +113,8 @@ static const PgcResultColumn history_columns[] = {
 	{"subtrans_lookups", INT8OID, PGC_SQL_V(1, 0)},
 	{"subtrans_reads", INT8OID, PGC_SQL_V(1, 0)},
 	{"horizon_xid_age", INT8OID, PGC_SQL_V(1, 3)},
+	{"xids_assigned", INT8OID, PGC_SQL_V(1, 4)},
+	{"subtrans_reader_lookups", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape history_shape = {
 	"pg_contention_history", history_columns, lengthof(history_columns)
@@ -169,6 +171,14 @@ pg_contention_history(PG_FUNCTION_ARGS)
 		}
 		if (b->horizon_xid_age >= 0)
 			values[c++] = Int64GetDatum(b->horizon_xid_age);
+		else
+			nulls[c++] = true;
+		if (b->xids_known)
+			values[c++] = Int64GetDatum(b->xids_assigned);
+		else
+			nulls[c++] = true;
+		if (b->xids_known && b->slru_known)
+			values[c++] = Int64GetDatum(b->subtrans_reader_lookups);
 		else
 			nulls[c++] = true;
 		Assert(c == HISTORY_COLS);

@@ -97,8 +97,21 @@ like($node->safe_psql('from12',
 $node->safe_psql('from13', "CREATE EXTENSION pg_contention VERSION '1.3'");
 my ($ret13) = $node->psql('from13', 'SELECT * FROM pg_contention_findings');
 is($ret13, 0, "1.3's pg_contention_findings answers with the new library");
+is($node->safe_psql('from13',
+		"SELECT count(*) FROM information_schema.columns WHERE table_name = 'pg_contention_history'"),
+	'23', "1.3's pg_contention_history has 23 columns");
+($ret13) = $node->psql('from13', 'SELECT * FROM pg_contention_history');
+is($ret13, 0, "1.3's pg_contention_history answers with the new library");
 $node->safe_psql('from13', 'ALTER EXTENSION pg_contention UPDATE');
 is($node->safe_psql('from13', $describe), $fresh, '1.3 updated equals a fresh install');
+is($node->safe_psql('from13',
+		"SELECT string_agg(column_name, ',' ORDER BY ordinal_position) FROM information_schema.columns
+		  WHERE table_name = 'pg_contention_history' AND ordinal_position > 23"),
+	'xids_assigned,subtrans_reader_lookups', "1.4's history: the XIDs assigned and the readers' lookups, appended");
+ok($node->poll_query_until('from13',
+		'SELECT count(*) > 0 FROM pg_contention_history
+		  WHERE xids_assigned >= 0 AND subtrans_reader_lookups BETWEEN 0 AND subtrans_lookups'),
+	'after the update the history has the XIDs assigned and the readers\' lookups (at most the raw figure)');
 
 # Every finding rule is a function of its own, and the findings are their
 # union: each rule answers alone, with the findings' columns.

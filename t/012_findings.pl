@@ -149,8 +149,18 @@ like(finding('subxact_overflow', 'subject'),
 	qr/^statement UPDATE contend SET val = val \+ 1 .* in 4 backends \(application [^,]+, user \w+\), savepoints SAVEPOINT a run /,
 	'the subject names the statement that took the 65th XID, the backends and the savepoint pattern');
 like(finding('subxact_overflow', 'evidence'),
-	qr/^In the last 5 min: 60 overflow events; [0-9,]+ executions of \d+ statements ran on suboverflowed snapshots; cost: [0-9,]+ pg_subtrans lookups \([0-9,]+\/s over \d+ s\)/,
-	'the evidence counts the events, the suboverflowed executions and the lookups');
+	qr/^In the last 5 min: 60 overflow events; [0-9,]+ executions of \d+ statements ran on suboverflowed snapshots; cost: [0-9,]+ pg_subtrans lookups by readers \([0-9,]+\/s over \d+ s\)/,
+	'the evidence counts the events, the suboverflowed executions and the readers\' lookups');
+# The lookups that judge the cost are the readers': the Subtrans accesses
+# less the parent records that the XIDs assigned (91 per transaction) can
+# account for.  Here the suboverflowed snapshots' lookups dwarf those.
+my ($readers, $accesses, $xids, $rate) = split /\|/, finding('subxact_overflow',
+	"details ->> 'subtrans_lookups', details ->> 'subtrans_slru_accesses', details ->> 'xids_assigned', "
+	  . "details ->> 'subtrans_lookups_per_second'");
+cmp_ok($xids, '>', 0, "details: the XIDs assigned ($xids)");
+ok($readers > 0 && $readers <= $accesses,
+	"details: the readers' lookups ($readers) are some of the Subtrans accesses ($accesses)");
+cmp_ok($rate, '>=', 1000, "details: the readers' lookups per second ($rate) reach the lowered bar");
 is(finding('subxact_overflow', "jsonb_array_length(details -> 'pids') || ' ' || (details ->> 'overflow_events')"),
 	'4 60', 'details: the four backends and the 60 events');
 ok($node->safe_psql('postgres',
@@ -160,6 +170,8 @@ ok($node->safe_psql('postgres',
 like(finding('subtrans_slru_contention', 'severity || \' \' || subject', $low),
 	qr/^(warning|critical) pg_subtrans, driven by statement UPDATE contend/,
 	'subtrans_slru_contention, linked to the overflowing statement');
+like(finding('subtrans_slru_contention', 'advice', $low), qr/^Remove the overflow \(see subxact_overflow\)/,
+	'its advice points at the subxact_overflow finding, which exists');
 unlike(findings(), qr/subxact_near_overflow/, 'no near-overflow noise where the same transactions overflowed');
 my $raised = finding('subxact_overflow', 'severity',
 	'SET pg_contention.subtrans_lookups_warning = 2147483647; SET pg_contention.subtrans_wait_warning = 100; SET pg_contention.subtrans_wait_critical = 100;');

@@ -148,9 +148,9 @@ unless (%served_names)
 my @unknown = grep { !$served_names{$_} } map { /(pg_contention_\w+)/g } @exprs;
 is_deeply(\@unknown, [], 'every metric the dashboard queries is one the exporter serves');
 ok((grep { /pg_contention_findings_count/ } @exprs)
-	  && (grep { /pg_contention_subtrans_lookups_per_second/ } @exprs)
+	  && (grep { /pg_contention_subtrans_reader_lookups_per_second/ } @exprs)
 	  && (grep { /pg_contention_horizon_age_xids/ } @exprs),
-	'the dashboard shows the findings, the pg_subtrans lookups and the horizon');
+	'the dashboard shows the findings, the readers\' pg_subtrans lookups and the horizon');
 
 # ---- pgwatch: each definition runs and gives epoch_ns and its columns.
 my $pgwatch = slurp_file("$examples/pgwatch/pg_contention.yaml");

@@ -109,6 +109,8 @@ sub columns
 my $history_types = { 1 => 'timestamptz', 3 => 'float8', 20 => 'integer' };
 my $history_22 = columns($history_types, 22);
 my $history_23 = columns($history_types, 23);
+my $history_24 = columns($history_types, 24);
+my $history_25 = columns($history_types, 25);
 (my $history_23_int = $history_23) =~ s/OUT c23 bigint/OUT c23 integer/;
 my $info_types = { 1 => 'timestamptz', 2 => 'integer', 3 => 'integer', 5 => 'integer',
 	8 => 'timestamptz', 9 => 'timestamptz', 10 => 'timestamptz' };
@@ -120,6 +122,8 @@ $node->safe_psql('v13', qq{
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
 	CREATE FUNCTION good_history_13($history_23) RETURNS SETOF record
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
+	CREATE FUNCTION good_history_14($history_25) RETURNS SETOF record
+		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
 	CREATE TYPE one_column AS (a int);
 	CREATE FUNCTION wrong_history() RETURNS SETOF one_column
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
@@ -129,7 +133,9 @@ $node->safe_psql('v13', qq{
 		AS 'pg_contention', 'pg_contention_info' LANGUAGE C;
 	CREATE FUNCTION wrong_history_type($history_23_int) RETURNS SETOF record
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
-	CREATE FUNCTION wrong_history_24(${history_23}, OUT c24 bigint) RETURNS SETOF record
+	CREATE FUNCTION wrong_history_24($history_24) RETURNS SETOF record
+		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
+	CREATE FUNCTION wrong_history_26(${history_25}, OUT c26 bigint) RETURNS SETOF record
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
 	CREATE FUNCTION any_history() RETURNS SETOF record
 		AS 'pg_contention', 'pg_contention_history' LANGUAGE C;
@@ -154,15 +160,17 @@ cmp_ok($node->safe_psql('v13', 'SELECT count(*) FROM good_history_12()'), '>', 0
 	'a hand-made declaration of the 1.2 history (22 columns) is filled');
 cmp_ok($node->safe_psql('v13', 'SELECT count(*) FROM good_history_13()'), '>', 0,
 	'a hand-made declaration of the 1.3 history (23 columns) is filled');
+ok($node->poll_query_until('v13', 'SELECT count(*) > 0 FROM good_history_14() WHERE c24 IS NOT NULL AND c25 IS NOT NULL'),
+	'a hand-made declaration of the 1.4 history (25 columns) is filled, the XIDs and the readers\' lookups too');
 is($node->safe_psql('v13', 'SELECT c2 = current_setting($$pg_contention.max_statements$$)::int FROM good_info_11()'),
 	't', 'a hand-made declaration of the 1.1 info (7 columns) is filled');
 
 my @wrong = (
 	[ 'SELECT * FROM wrong_history()',
-	  qr/pg_contention_history\(\) is declared with 1 column, this library fills 22 or 23/,
+	  qr/pg_contention_history\(\) is declared with 1 column, this library fills 22, 23 or 25/,
 	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
 	[ 'SELECT * FROM scalar_history()',
-	  qr/pg_contention_history\(\) is declared without result columns, this library fills 22 or 23/,
+	  qr/pg_contention_history\(\) is declared without result columns, this library fills 22, 23 or 25/,
 	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
 	[ 'SELECT scalar_info()',
 	  qr/pg_contention_info\(\) is declared without result columns, this library fills 7 or 10/,
@@ -171,10 +179,13 @@ my @wrong = (
 	  qr/pg_contention_history\(\) declares column 23 as integer, this library fills bigint/,
 	  qr/DETAIL:  Column 23 is horizon_xid_age in the declarations of pg_contention 1\.3(?: to 1\.\d+)?\./ ],
 	[ 'SELECT * FROM wrong_history_24()',
-	  qr/pg_contention_history\(\) is declared with 24 columns, this library fills 22 or 23/,
+	  qr/pg_contention_history\(\) is declared with 24 columns, this library fills 22, 23 or 25/,
+	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
+	[ 'SELECT * FROM wrong_history_26()',
+	  qr/pg_contention_history\(\) is declared with 26 columns, this library fills 22, 23 or 25/,
 	  qr/HINT:  Install the pg_contention library of the extension's installed version/ ],
 	[ 'SELECT * FROM any_history() AS h(bucket_start timestamptz, ticks bigint)',
-	  qr/pg_contention_history\(\) is declared with 2 columns, this library fills 22 or 23/,
+	  qr/pg_contention_history\(\) is declared with 2 columns, this library fills 22, 23 or 25/,
 	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
 	[ 'SELECT * FROM wrong_info()',
 	  qr/pg_contention_info\(\) is declared with 8 columns, this library fills 7 or 10/,

@@ -134,8 +134,9 @@ say "3. Case 1: four clients, 30 savepoints per transaction, 15 seconds"
 start_case
 tps30=$("${pgbench_cmd[@]}" -n -M prepared -c 4 -j 2 -T 15 -f "$work/savepoints30.sql" postgres 2>&1 | tps)
 settle
-lookups30=$(sql -At -c "SELECT coalesce(sum(subtrans_lookups), 0) FROM pg_contention_history")
-echo "throughput: $tps30 transactions/s ($((tps30 * 60)) SELECT and UPDATE statements/s); pg_subtrans lookups: $lookups30"
+lookups30=$(sql -At -c "SELECT coalesce(sum(subtrans_reader_lookups), 0) FROM pg_contention_history")
+accesses30=$(sql -At -c "SELECT coalesce(sum(subtrans_lookups), 0) FROM pg_contention_history")
+echo "throughput: $tps30 transactions/s ($((tps30 * 60)) SELECT and UPDATE statements/s); pg_subtrans lookups by readers: $lookups30 (Subtrans accesses, the savepoints' parent records included: $accesses30)"
 findings
 echo "(no finding: 30 subtransactions fit in each backend's cache of 64)"
 
@@ -143,9 +144,10 @@ say "4. Case 1: the same clients, 90 savepoints per transaction, 15 seconds"
 start_case
 tps90=$("${pgbench_cmd[@]}" -n -M prepared -c 4 -j 2 -T 15 -f "$work/savepoints90.sql" postgres 2>&1 | tps)
 settle
-lookups90=$(sql -At -c "SELECT coalesce(sum(subtrans_lookups), 0) FROM pg_contention_history")
-echo "throughput: $tps90 transactions/s ($((tps90 * 180)) SELECT and UPDATE statements/s); pg_subtrans lookups: $lookups90"
-echo "(30 savepoints: $((tps30 * 60)) statements/s and $lookups30 lookups)"
+lookups90=$(sql -At -c "SELECT coalesce(sum(subtrans_reader_lookups), 0) FROM pg_contention_history")
+accesses90=$(sql -At -c "SELECT coalesce(sum(subtrans_lookups), 0) FROM pg_contention_history")
+echo "throughput: $tps90 transactions/s ($((tps90 * 180)) SELECT and UPDATE statements/s); pg_subtrans lookups by readers: $lookups90 (Subtrans accesses: $accesses90)"
+echo "(30 savepoints: $((tps30 * 60)) statements/s and $lookups30 lookups by readers)"
 findings
 echo
 echo "What backs them: the overflow events, who ran on suboverflowed snapshots, the cost per second"
@@ -157,10 +159,11 @@ sql -c "SELECT count(*) AS overflow_events_kept, count(DISTINCT pid) AS backends
 	     WHERE suboverflowed_calls > 0 OR overflow_events > 0
 	     ORDER BY suboverflowed_calls DESC" \
 	-c "SELECT count(*) AS seconds, max(max_overflowed_backends) AS overflowed_backends,
-	           sum(subtrans_lookups) AS subtrans_lookups,
+	           sum(subtrans_reader_lookups) AS subtrans_reader_lookups,
+	           sum(subtrans_lookups) AS subtrans_accesses, sum(xids_assigned) AS xids_assigned,
 	           sum(subtrans_slru_samples + subtrans_buffer_samples) AS subtrans_wait_samples,
 	           round(avg(avg_active_backends)::numeric, 2) AS avg_active_backends
-	      FROM pg_contention_history WHERE max_overflowed_backends > 0 OR subtrans_lookups > 0"
+	      FROM pg_contention_history WHERE max_overflowed_backends > 0 OR subtrans_reader_lookups > 0"
 
 say "5. Case 2: 100,000 dead versions of one customer's orders behind an open transaction"
 start_case

@@ -1,7 +1,9 @@
 --
 -- The sampler's history: one row per second of the last
 -- pg_contention.history_seconds, active backends by wait class and the
--- contention figures of that second.
+-- contention figures of that second.  1.4 adds the XIDs assigned in the
+-- second and the Subtrans lookups they cannot account for (the readers':
+-- see doc/findings.md, subtrans_slru_contention).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_history(
 	OUT bucket_start timestamp with time zone,
@@ -26,7 +28,9 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_history(
 	OUT max_overflowed_backends integer,
 	OUT subtrans_lookups bigint,
 	OUT subtrans_reads bigint,
-	OUT horizon_xid_age bigint
+	OUT horizon_xid_age bigint,
+	OUT xids_assigned bigint,
+	OUT subtrans_reader_lookups bigint
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_history'

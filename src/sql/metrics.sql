@@ -62,7 +62,11 @@ BEGIN
 			 WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '16 seconds'
 		)
 		SELECT 'subtrans_lookups_per_second', '{}'::jsonb, coalesce(avg(h.subtrans_lookups), 0)::float8,
-			   'pg_subtrans (Subtrans SLRU) page lookups per second over the last 15 seconds.', 'gauge'
+			   'pg_subtrans (Subtrans SLRU) page accesses per second over the last 15 seconds, the parent records new subtransactions write included (subtrans_reader_lookups_per_second leaves them out).', 'gauge'
+		  FROM h
+		UNION ALL
+		SELECT 'subtrans_reader_lookups_per_second', '{}', coalesce(avg(h.subtrans_reader_lookups), 0)::float8,
+			   'pg_subtrans lookups per second by readers (suboverflowed snapshots, waits on subtransactions) over the last 15 seconds: the Subtrans accesses less one parent record per XID assigned.', 'gauge'
 		  FROM h
 		UNION ALL
 		SELECT 'active_backends', '{}', coalesce(avg(h.avg_active_backends), 0)::float8,

@@ -70,21 +70,22 @@ BEGIN
 							 'xmin age', 'held for', 'blocks', 'state')
 		|| E'\n' || coalesce(section, '(none)') || E'\n';
 
-	SELECT pg_catalog.string_agg(pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s',
+	SELECT pg_catalog.string_agg(pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s %10s',
 				pg_catalog.to_char(h.bucket_start, 'HH24:MI:SS'),
 				pg_catalog.round(h.avg_active_backends::numeric, 1), h.cpu_samples, h.lwlock_samples,
 				h.lock_samples, h.io_samples, h.ipc_samples,
 				h.subtrans_slru_samples + h.subtrans_buffer_samples,
-				h.max_overflowed_backends, coalesce(h.subtrans_lookups::text, '-'),
+				h.max_overflowed_backends, coalesce(h.subtrans_reader_lookups::text, '-'),
+				coalesce(h.xids_assigned::text, '-'),
 				coalesce(h.horizon_xid_age::text, '-')),
 				E'\n' ORDER BY h.bucket_start)
 	  INTO section
 	  FROM (SELECT * FROM @extschema@.pg_contention_history
 			 ORDER BY bucket_start DESC LIMIT 60) AS h;
 	report := report || E'\n== The last 60 seconds (samples per second)\n'
-		|| pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s', 'second', 'active',
+		|| pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s %10s', 'second', 'active',
 							 'cpu', 'lwlock', 'lock', 'io', 'ipc', 'subtrans', 'ovfl', 'lookups',
-							 'xmin age')
+							 'xids', 'xmin age')
 		|| E'\n' || coalesce(section, '(no history: is the sampler running?)') || E'\n';
 	RETURN report;
 END

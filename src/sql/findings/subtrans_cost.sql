@@ -1,9 +1,18 @@
 --
 -- What the overflow costs, for the two rules that judge it
--- (subxact_overflow, subtrans_slru_contention): the pg_subtrans lookups
--- and SubtransSLRU/SubtransBuffer wait samples of the window's history
--- seconds, their level, and the executions that ran on suboverflowed
+-- (subxact_overflow, subtrans_slru_contention): the readers' pg_subtrans
+-- lookups (the Subtrans SLRU accesses less those the XIDs assigned can
+-- account for as their parent records: pg_contention_history's
+-- subtrans_reader_lookups) and the SubtransSLRU/SubtransBuffer wait samples
+-- of the window's history seconds; whether an overflow was seen in the
+-- window; their level; and the executions that ran on suboverflowed
 -- snapshots (the victims), each with the sentence the evidence uses.
+--
+-- The level: critical at subtrans_wait_critical, warning at
+-- subtrans_wait_warning or, with an overflow seen (an overflowed backend
+-- in the history, an overflow event, an execution on a suboverflowed
+-- snapshot), at subtrans_lookups_warning readers' lookups per second; else
+-- info.  Without an overflow, lookups alone are never more than info.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	window_length interval DEFAULT NULL,
@@ -19,7 +28,11 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	OUT victim_calls numeric,
 	OUT victim_first_seen timestamp with time zone,
 	OUT victim_query_ids jsonb,
-	OUT victims_text text
+	OUT victims_text text,
+	OUT slru_accesses numeric,
+	OUT xids_assigned numeric,
+	OUT overflow_seen boolean,
+	OUT lookups_past_warning boolean
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -32,26 +45,15 @@ WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
 cost AS (
-	SELECT coalesce(sum(h.subtrans_lookups), 0) AS lookups,
-		   count(*) FILTER (WHERE h.subtrans_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
+	SELECT coalesce(sum(h.subtrans_reader_lookups), 0) AS lookups,
+		   coalesce(sum(h.subtrans_lookups), 0) AS slru_accesses,
+		   coalesce(sum(h.xids_assigned), 0) AS xids_assigned,
+		   count(*) FILTER (WHERE h.subtrans_reader_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
 		   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
 	  FROM params, @extschema@.pg_contention_history() AS h
 	 WHERE h.bucket_start >= params.cutoff
-),
-cost_judged AS (
-	SELECT c.*,
-		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
-		   CASE WHEN c.active_samples >= 100
-				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
-		   CASE WHEN c.active_samples >= 100
-					 AND 100.0 * c.wait_samples / c.active_samples >= params.wait_critical THEN 'critical'
-				WHEN (c.active_samples >= 100
-					  AND 100.0 * c.wait_samples / c.active_samples >= params.wait_warning)
-					 OR c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning THEN 'warning'
-				ELSE 'info' END AS level
-	  FROM cost AS c, params
 ),
 victims AS (
 	SELECT coalesce(sum(r.suboverflowed_calls), 0) AS calls,
@@ -67,22 +69,55 @@ victims AS (
 					 || ' ran on suboverflowed snapshots' END AS text
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
 	 WHERE r.indexrelid IS NULL
+),
+-- An overflow in the window: a backend seen overflowed, an overflow
+-- event, or an execution on a suboverflowed snapshot (on a standby, the
+-- primary's overflow shows only there).
+overflow AS (
+	SELECT c.first_overflow_second IS NOT NULL
+		   OR v.calls > 0
+		   OR EXISTS (SELECT 1 FROM @extschema@.pg_contention_overflow_events() AS e
+					   WHERE e.event_time >= params.cutoff) AS seen
+	  FROM cost AS c, victims AS v, params
+),
+cost_judged AS (
+	SELECT c.*, o.seen AS overflow_seen,
+		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
+		   CASE WHEN c.active_samples >= 100
+				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
+		   coalesce(c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning, false)
+			   AS lookups_past_warning,
+		   CASE WHEN c.active_samples >= 100
+					 AND 100.0 * c.wait_samples / c.active_samples >= params.wait_critical THEN 'critical'
+				WHEN (c.active_samples >= 100
+					  AND 100.0 * c.wait_samples / c.active_samples >= params.wait_warning)
+					 OR (o.seen AND c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning)
+					THEN 'warning'
+				ELSE 'info' END AS level
+	  FROM cost AS c, overflow AS o, params
 )
 SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 	   c.active_samples, c.lookup_rate, c.wait_pct, c.level,
-	   pg_catalog.to_char(c.lookups, 'FM999,999,999,999,990') || ' pg_subtrans lookups'
+	   pg_catalog.to_char(c.lookups, 'FM999,999,999,999,990') || ' pg_subtrans lookups by readers'
 	   || CASE WHEN c.busy_seconds > 0
 			   THEN ' (' || pg_catalog.to_char(c.lookup_rate, 'FM999,999,999,990') || '/s over '
 					|| c.busy_seconds || ' s)' ELSE '' END
+	   || CASE WHEN c.slru_accesses > c.lookups
+			   THEN ', beside ' || pg_catalog.to_char(c.slru_accesses - c.lookups, 'FM999,999,999,999,990')
+					|| ' Subtrans accesses counted as parent records of the '
+					|| pg_catalog.to_char(c.xids_assigned, 'FM999,999,999,999,990') || ' XIDs assigned,'
+			   ELSE '' END
 	   || ' and ' || pg_catalog.to_char(c.wait_samples, 'FM999,999,999,990')
 	   || ' SubtransSLRU/SubtransBuffer wait samples'
 	   || CASE WHEN c.wait_pct IS NOT NULL
 			   THEN ' (' || pg_catalog.to_char(c.wait_pct, 'FM990.0') || '% of active time)'
 			   ELSE ' (too little activity for a share)' END,
-	   v.calls, v.first_seen, v.query_ids, v.text
+	   v.calls, v.first_seen, v.query_ids, v.text,
+	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning
   INTO lookups, busy_seconds, first_overflow_second, wait_samples, active_samples,
 	   lookup_rate, wait_pct, level, cost_text,
-	   victim_calls, victim_first_seen, victim_query_ids, victims_text
+	   victim_calls, victim_first_seen, victim_query_ids, victims_text,
+	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning
   FROM cost_judged AS c, victims AS v;
 END
 $$;

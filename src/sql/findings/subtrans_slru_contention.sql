@@ -1,7 +1,10 @@
 --
--- Rule subtrans_slru_contention: pg_subtrans lookups or waits past their
--- thresholds, named after the overflows that drive them (the
--- subxact_overflow rule's culprits).
+-- Rule subtrans_slru_contention: pg_subtrans waits past their thresholds,
+-- or readers' lookups past theirs, named after the overflows that drive
+-- them (the subxact_overflow rule's culprits).  Above info only with an
+-- overflow in the window or with the waits (pg_contention_subtrans_cost
+-- judges); readers' lookups past the bar without an overflow are info.  The
+-- advice points at subxact_overflow only when that rule has a finding.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subtrans_slru_contention(
 	window_length interval DEFAULT NULL,
@@ -35,7 +38,8 @@ subtrans AS MATERIALIZED (
 ),
 cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
-		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second
+		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
+		   s.slru_accesses, s.xids_assigned, s.overflow_seen, s.lookups_past_warning
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -43,30 +47,44 @@ victims AS (
 		   s.victim_query_ids AS query_ids, s.victims_text AS text
 	  FROM subtrans AS s
 ),
+overflow_findings AS MATERIALIZED (
+	SELECT o.subject, o.details
+	  FROM @extschema@.pg_contention_rule_subxact_overflow(window_length) AS o
+),
 overflow_culprits AS MATERIALIZED (
 	SELECT o.subject, (o.details ->> 'overflow_events')::bigint AS events,
 		   o.details -> 'query_id' AS query_id, o.details -> 'pids' AS pids
-	  FROM @extschema@.pg_contention_rule_subxact_overflow(window_length) AS o
+	  FROM overflow_findings AS o
 	 WHERE o.details ? 'pids'
 ),
 slru_findings AS (
 	SELECT 'subtrans_slru_contention'::text AS problem,
-		   CASE WHEN c.level = 'critical' THEN 'critical' ELSE 'warning' END AS severity,
+		   c.level AS severity,
 		   'pg_subtrans, '
 		   || CASE WHEN params.standby AND v.calls > 0
 				   THEN 'driven by the primary''s overflowed transactions seen through this standby''s snapshots'
 				   WHEN (SELECT count(*) FROM overflow_culprits) > 0
 				   THEN 'driven by ' || (SELECT string_agg(o.subject, '; ' ORDER BY o.events DESC)
 										   FROM (SELECT * FROM overflow_culprits ORDER BY events DESC LIMIT 3) AS o)
-				   ELSE 'with no overflowed backend seen in the window' END AS subject,
+				   WHEN c.overflow_seen
+				   THEN 'driven by an overflow in the window whose backend is no longer known'
+				   ELSE 'with no subtransaction overflow seen in the window' END AS subject,
 		   'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
-		   'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
+		   CASE WHEN (SELECT count(*) FROM overflow_findings) > 0
+				THEN 'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
+				WHEN c.overflow_seen
+				THEN 'Remove the overflow: a transaction took more than 64 subtransactions in the window (its event is older than the window or was overwritten); keep transactions under 64 subtransactions, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
+				ELSE 'No subtransaction overflow was seen in the window, so snapshots did not cause this: look for waits on row locks held by subtransactions (XactLockTableWait reads pg_subtrans) and for what waits on SubtransSLRU/SubtransBuffer in pg_contention_waits'
+		   END
 		   || CASE WHEN params.version_num >= 170000
 				   THEN '; on PostgreSQL 17 and later raise subtransaction_buffers (now '
 						|| pg_catalog.current_setting('subtransaction_buffers', true) || ', restart needed) to shorten the waits.'
 				   ELSE '; before PostgreSQL 17 the pg_subtrans cache has a fixed 32 buffers.' END AS advice,
 		   jsonb_build_object('subtrans_lookups', c.lookups,
 							  'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
+							  'subtrans_slru_accesses', c.slru_accesses,
+							  'xids_assigned', c.xids_assigned,
+							  'overflow_seen', c.overflow_seen,
 							  'subtrans_wait_samples', c.wait_samples,
 							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 							  'active_samples', c.active_samples,
@@ -77,10 +95,10 @@ slru_findings AS (
 							  'window_seconds', params.w_s) AS details,
 		   coalesce((SELECT min(h.bucket_start) FROM history AS h
 					  WHERE h.subtrans_slru_samples + h.subtrans_buffer_samples > 0
-						 OR h.subtrans_lookups >= params.lookups_warning),
+						 OR h.subtrans_reader_lookups >= params.lookups_warning),
 					c.first_overflow_second) AS since
 	  FROM cost_text AS c, victims AS v, params
-	 WHERE c.level <> 'info'
+	 WHERE c.level <> 'info' OR c.lookups_past_warning
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM slru_findings AS f;

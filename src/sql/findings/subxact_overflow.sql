@@ -49,7 +49,8 @@ subtrans AS MATERIALIZED (
 ),
 cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
-		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second
+		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
+		   s.slru_accesses, s.xids_assigned
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -166,6 +167,7 @@ overflow_findings AS (
 			   'nested_query_id', o.nested_query_id, 'nesting_depth', o.nesting_depth,
 			   'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
 			   'subtrans_lookups', c.lookups, 'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
+			   'subtrans_slru_accesses', c.slru_accesses, 'xids_assigned', c.xids_assigned,
 			   'subtrans_wait_samples', c.wait_samples, 'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 			   'active_samples', c.active_samples, 'window_seconds', params.w_s) AS details,
 		   o.since
@@ -179,7 +181,8 @@ overflow_findings AS (
 		   || '; cost: ' || c.text || '.',
 		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
 		   jsonb_build_object('suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
-							  'subtrans_lookups', c.lookups, 'subtrans_wait_samples', c.wait_samples,
+							  'subtrans_lookups', c.lookups, 'subtrans_slru_accesses', c.slru_accesses,
+							  'xids_assigned', c.xids_assigned, 'subtrans_wait_samples', c.wait_samples,
 							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 							  'window_seconds', params.w_s),
 		   v.first_seen

@@ -3,5 +3,12 @@
 -- re-created from src/sql/.
 --
 -- 1.4 splits pg_contention_findings into one function per rule
--- (pg_contention_rule_*) and their shared inputs; every 1.3 object keeps
--- its signature, so nothing needs dropping.
+-- (pg_contention_rule_*) and their shared inputs.
+--
+-- pg_contention_history gains two columns (xids_assigned,
+-- subtrans_reader_lookups): a function's result type cannot be replaced,
+-- so it and its view are dropped here and history.sql creates both again
+-- (with the view's grant).  Nothing else depends on them: the functions
+-- that read the history are PL/pgSQL.
+DROP VIEW @extschema@.pg_contention_history;
+DROP FUNCTION @extschema@.pg_contention_history();
