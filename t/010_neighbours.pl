@@ -31,11 +31,13 @@ autovacuum = off
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
 
-is($node->safe_psql('postgres',
+# Right after the start a neighbour can still be starting or doing its
+# first work (seen once on 18): wait until both are in their sleep.
+ok($node->poll_query_until('postgres',
 	"SELECT string_agg(wait_event_type, ',' ORDER BY backend_type)
 	   FROM pg_stat_activity
-	  WHERE backend_type IN ('pg_wait_sampling collector', 'pg_cron launcher')"),
-	'Extension,Extension', 'both neighbours sleep in Extension waits');
+	  WHERE backend_type IN ('pg_wait_sampling collector', 'pg_cron launcher')",
+	'Extension,Extension'), 'both neighbours sleep in Extension waits');
 
 # Figures over whole seconds that started after this moment.
 sub seconds_since
