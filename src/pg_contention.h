@@ -201,6 +201,28 @@ pgc_statement_end(const char *source_text)
 extern int	pgc_query_id_slots(void);
 extern void pgc_read_published(int procno, PgcPublishedStatement *out);
 
+/* ---- normalize.c: statement texts with constants replaced, and one
+ * execution's constants ---- */
+
+/* Room for one execution's constants ("$1 = '42', $2 = 7"), with its NUL. */
+#define PGC_LITERALS_LEN 128
+
+/*
+ * Write into out (outsize bytes, always terminated) the text of
+ * source_text[location, location + len) with each constant replaced by $n,
+ * as pg_stat_statements shows statements.  len < 0: to the end.
+ */
+extern void pgc_normalize_query(const char *source_text, int location, int len,
+								char *out, int outsize);
+
+/*
+ * Write into out (PGC_LITERALS_LEN bytes) the constants one execution ran
+ * with: its bind parameters, or the literals of its text, numbered as the
+ * normalised text numbers them.  Empty when there are none.  May call
+ * output functions: never under a spinlock or an LWLock.
+ */
+extern void pgc_execution_literals(QueryDesc *queryDesc, char *out);
+
 /* ---- hooks.c ---- */
 extern void pgc_hooks_install(void);
 
