@@ -54,8 +54,10 @@ SELECT h.*,
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
 				|| ' (' || h.state
 				|| CASE WHEN h.catalog_only THEN ', by its catalog_xmin: catalog rows only'
-						WHEN h.datname IS NULL THEN ', by the hot_standby_feedback of its standby'
-							|| coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
+						WHEN h.datname IS NULL THEN ', '
+							|| concat_ws(', ', 'the xmin its standby sends through hot_standby_feedback',
+										 'application ' || nullif(h.application_name, ''),
+										 'client ' || pg_catalog.host(h.client_addr))
 						ELSE '' END || ')'
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
 				|| coalesce(' (database ' || h.datname || ', owner ' || h.usename || ')', '')
