@@ -1432,7 +1432,8 @@ horizon_findings AS (
 		   h.subject,
 		   -- A logical slot holds by its catalog_xmin: call it that.
 		   'Its ' || CASE WHEN h.catalog_only THEN 'catalog_xmin' ELSE 'xmin' END || ' is '
-		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old'
+		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990')
+		   || CASE WHEN h.xmin_age = 1 THEN ' transaction old' ELSE ' transactions old' END
 		   || coalesce(CASE WHEN h.kind = 'replication slot' THEN ', inactive for ' ELSE ', held for ' END
 					   || @extschema@.pg_contention_duration(h.held_for), '')
 		   || CASE WHEN h.catalog_only THEN '; it holds back the removal of dead catalog rows only'

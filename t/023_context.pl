@@ -61,13 +61,13 @@ my $slot_finding = $node->safe_psql('postgres',
 	  WHERE problem = 'xmin_horizon_held' AND details ->> 'holder' = 'early'");
 note("slot: $slot_finding");
 like($slot_finding,
-	qr/^replication slot early \(inactive, by its catalog_xmin: catalog rows only\) \| Its catalog_xmin is [0-9,]+ transactions old/,
+	qr/^replication slot early \(inactive, by its catalog_xmin: catalog rows only\) \| Its catalog_xmin is [0-9,]+ transactions? old/,
 	'the logical slot\'s finding says catalog_xmin');
 unlike($slot_finding, qr/\bxmin is\b/, 'and never "its xmin"');
 like($node->safe_psql('postgres',
 	"$all SELECT evidence FROM pg_contention_findings
 	  WHERE problem = 'xmin_horizon_held' AND details ->> 'holder' = '$writer_pid'"),
-	qr/^Its xmin is [0-9,]+ transactions old, held for /,
+	qr/^Its xmin is [0-9,]+ transactions? old, held for /,
 	'a backend\'s finding says xmin');
 
 $writer->query_safe('COMMIT');
