@@ -118,6 +118,17 @@ like($on_primary,
 	qr/^hot_standby_feedback of a standby \(application \Q$app\E, (client [^,]+, )?walsender pid \d+\) \| Its xmin is [0-9,]+ transactions old; queries on that standby hold it through hot_standby_feedback .*; the tables of database postgres hold [0-9,]+ dead tuples\. \| A query on the standby \(application \Q$app\E\) holds it/,
 	'primary: the finding names the standby whose queries hold the horizon through its feedback');
 
+# Without feedback the standby's query holds nothing on the primary.
+$standby->append_conf('postgresql.conf', "hot_standby_feedback = off\n");
+$standby->reload;
+ok($standby->poll_query_until('postgres', "SELECT current_setting('hot_standby_feedback') = 'off'"),
+	'hot_standby_feedback is off on the standby');
+like($standby->safe_psql('postgres',
+	"$all SELECT evidence FROM pg_contention_findings
+	  WHERE problem = 'xmin_horizon_held' AND details ->> 'holder' = '$report_pid'"),
+	qr/; this is a standby with hot_standby_feedback off: it does not hold back the primary's horizon/,
+	'standby without feedback: the finding says the primary\'s horizon is not held');
+
 $report->query_safe('COMMIT');
 $report->quit;
 done_testing();
