@@ -103,7 +103,7 @@ my $on_standby = $standby->safe_psql('postgres',
 	"$all SELECT evidence || ' | ' || coalesce(details ->> 'dead_tuples', 'null') FROM pg_contention_findings
 	  WHERE problem = 'xmin_horizon_held' AND details ->> 'holder' = '$report_pid'");
 like($on_standby,
-	qr/^Its xmin is [0-9,]+ transactions old, held for .*; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary, which cannot remove the row versions deleted or updated by the [0-9,]+ transactions since \(on the primary: n_dead_tup in pg_stat_user_tables, and backend_xmin of this standby's walsender in pg_stat_replication/,
+	qr/^Its xmin is [0-9,]+ transactions? old, held for .*; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary, which cannot remove the row versions deleted or updated by the [0-9,]+ transactions since \(on the primary: n_dead_tup in pg_stat_user_tables, and backend_xmin of this standby's walsender in pg_stat_replication/,
 	'standby: the finding says the feedback holds the primary\'s horizon and where to see what the primary keeps');
 note("standby: $on_standby");
 unlike($on_standby, qr/tables of database \w+ hold/, 'standby: its own dead tuple count is not quoted');
@@ -115,7 +115,7 @@ my $on_primary = $primary->safe_psql('postgres',
 	  WHERE problem = 'xmin_horizon_held' AND details ->> 'kind' = 'standby feedback'");
 note("primary: $on_primary");
 like($on_primary,
-	qr/^hot_standby_feedback of a standby \(application \Q$app\E, (client [^,]+, )?walsender pid \d+\) \| Its xmin is [0-9,]+ transactions old; queries on that standby hold it through hot_standby_feedback .*; the tables of database postgres hold [0-9,]+ dead tuples\. \| A query on the standby \(application \Q$app\E\) holds it/,
+	qr/^hot_standby_feedback of a standby \(application \Q$app\E, (client [^,]+, )?walsender pid \d+\) \| Its xmin is [0-9,]+ transactions? old; queries on that standby hold it through hot_standby_feedback .*; the tables of database postgres hold [0-9,]+ dead tuples\. \| A query on the standby \(application \Q$app\E\) holds it/,
 	'primary: the finding names the standby whose queries hold the horizon through its feedback');
 
 # Without feedback the standby's query holds nothing on the primary.
