@@ -220,9 +220,22 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 		  -- The holder whose own running XID is this one's xmin: an XID is
 		  -- one transaction's, so at most one.  A join, not a subquery per
 		  -- row: the planner's estimate for that crossed jit_above_cost.
+		  -- Only an older holder is followed.  A snapshot (or a slot) taken
+		  -- while no transaction ran has for xmin the next XID, which the
+		  -- next writer gets: a transaction that began after this holder
+		  -- has its xid equal to this xmin without being the reason for it.
+		  -- So a holder whose start is known follows only a leader that
+		  -- began no later (a prepared transaction's start is unknown: its
+		  -- PREPARE time stands for it, erring on "holds by itself"); and an
+		  -- inactive slot follows nobody: its xmin stays when the
+		  -- transaction ends.  Holders whose start is unknown (standby
+		  -- feedback, active slots) move with the oldest transaction
+		  -- running, so they may follow it.
 		  LEFT JOIN holders AS leader
 			ON leader.own_xid = holders.xmin
 		   AND (leader.kind, leader.holder) IS DISTINCT FROM (holders.kind, holders.holder)
+		   AND coalesce(leader.held_since <= holders.held_since, true)
+		   AND NOT (holders.kind = 'replication slot' AND holders.state = 'inactive')
 	)
 	SELECT j.kind,
 		   j.holder,
@@ -780,22 +793,67 @@ SELECT h.*,
 							 'user ' || h.usename, 'database ' || h.datname,
 							 coalesce(h.state, 'transaction') || coalesce(' for ' || @extschema@.pg_contention_duration(h.held_for), ''))
 				|| ')' || coalesce(', last statement ' || @extschema@.pg_contention_shorten(h.query), '')
+			-- A logical slot holds by its catalog_xmin (catalog rows only);
+			-- a physical slot's xmin is its standby's hot_standby_feedback.
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
-				|| ' (' || h.state || CASE WHEN h.catalog_only THEN ', catalog rows only' ELSE '' END || ')'
+				|| ' (' || h.state
+				|| CASE WHEN h.catalog_only THEN ', by its catalog_xmin: catalog rows only'
+						WHEN h.datname IS NULL THEN ', '
+							|| concat_ws(', ', 'the xmin its standby sends through hot_standby_feedback',
+										 'application ' || nullif(h.application_name, ''),
+										 'client ' || pg_catalog.host(h.client_addr))
+						ELSE '' END || ')'
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
 				|| coalesce(' (database ' || h.datname || ', owner ' || h.usename || ')', '')
-			WHEN 'standby feedback' THEN 'standby feedback through walsender pid ' || h.pid
-				|| coalesce(' (' || nullif(h.application_name, '') || ')', '')
+			-- The queries on that standby hold it: say which standby.
+			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
+				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
+							 'client ' || pg_catalog.host(h.client_addr),
+							 'walsender pid ' || h.pid)
+				|| ')'
 			ELSE h.kind || ' ' || h.holder END AS subject,
 	   CASE h.kind
 			WHEN 'backend' THEN 'pid ' || h.pid || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
+				|| CASE WHEN h.catalog_only THEN ' (catalog_xmin)' ELSE '' END
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
-			WHEN 'standby feedback' THEN 'standby feedback (walsender pid ' || h.pid || ')'
+			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
+				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''), 'walsender pid ' || h.pid) || ')'
 			ELSE h.kind || ' ' || h.holder END AS label
   FROM holders AS h, params
  WHERE h.follows IS NULL;
 END
+$$;
+
+-- ---- src/sql/findings/pid_label.sql ----
+
+--
+-- Pids recorded before the server's last start belong to a previous server
+-- run: the same number may now be another process.  The stores outlive
+-- restarts (pg_stat/pg_contention.stat), so a rule that names a pid from
+-- them says so: "before the restart at 14:02:11" when everything it saw
+-- (first_seen to last_seen) predates the start, "partly before the restart
+-- at ..." when some of it does, NULL otherwise.  The start is the later of
+-- the postmaster's and the stores' load (a crash restart keeps the
+-- postmaster and loads the stores again; with nothing loaded, nothing in
+-- the stores is older than this run).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_before_restart(
+	first_seen timestamp with time zone,
+	last_seen timestamp with time zone DEFAULT NULL
+)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+	SELECT CASE WHEN coalesce(last_seen, first_seen) < s.started THEN 'before the restart at ' || s.at
+				WHEN first_seen < s.started THEN 'partly before the restart at ' || s.at
+		   END
+	  FROM (SELECT r.started,
+				   pg_catalog.to_char(r.started,
+									  CASE WHEN r.started > pg_catalog.now() - interval '1 day'
+										   THEN 'HH24:MI:SS' ELSE 'YYYY-MM-DD HH24:MI:SS' END) AS at
+			  FROM (SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded) AS started
+					  FROM @extschema@.pg_contention_info() AS i) AS r) AS s
 $$;
 
 -- ---- src/sql/findings/subxact_overflow.sql ----
@@ -882,6 +940,7 @@ overflow_statements AS (
 		   count(*) AS events,
 		   count(DISTINCT e.pid) AS backends,
 		   min(e.event_time) AS first_event,
+		   max(e.event_time) AS last_event,
 		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
 		   jsonb_agg(DISTINCT e.pid) AS pids,
 		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS query,
@@ -903,14 +962,17 @@ overflow_culprits AS (
 						|| concat_ws(', ',
 							  'application ' || nullif(o.application_name, ''),
 							  'user ' || u.rolname,
-							  -- state is NULL for another role's session
-							  CASE WHEN a.pid IS NULL THEN 'session ended'
-								   ELSE a.state || ' for '
-										|| @extschema@.pg_contention_duration(params.now - a.state_change) END)
+							  -- state is NULL for another role's session; a pid of
+							  -- a previous server run may be another process now
+							  coalesce(@extschema@.pg_contention_before_restart(o.first_event, o.last_event),
+									   CASE WHEN a.pid IS NULL THEN 'session ended'
+											ELSE a.state || ' for '
+												 || @extschema@.pg_contention_duration(params.now - a.state_change) END))
 						|| ')'
 				   ELSE ' in ' || o.backends || ' backends ('
 						|| concat_ws(', ', 'application ' || nullif(o.application_name, ''),
-									 'user ' || u.rolname) || ')'
+									 'user ' || u.rolname,
+									 @extschema@.pg_contention_before_restart(o.first_event, o.last_event)) || ')'
 			  END
 		   || coalesce(', savepoints by ' || sp.driver || ' (' || sp.text || ')',
 					   ', savepoints ' || sp.text
@@ -1338,7 +1400,8 @@ dead_here AS MATERIALIZED (
 	  FROM pg_catalog.pg_stat_user_tables AS t
 ),
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback
+	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r
 ),
 index_findings AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
@@ -1350,10 +1413,29 @@ horizon_findings AS (
 								 WHERE f.severity = 'critical' AND f.details -> 'holder' ->> 'holder' = h.holder)
 				THEN 'critical' ELSE 'warning' END AS severity,
 		   h.subject,
-		   'Its xmin is ' || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old'
-		   || coalesce(', held for ' || @extschema@.pg_contention_duration(h.held_for), '')
+		   -- A logical slot holds by its catalog_xmin: call it that.
+		   'Its ' || CASE WHEN h.catalog_only THEN 'catalog_xmin' ELSE 'xmin' END || ' is '
+		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990')
+		   || CASE WHEN h.xmin_age = 1 THEN ' transaction old' ELSE ' transactions old' END
+		   || coalesce(CASE WHEN h.kind = 'replication slot' THEN ', inactive for ' ELSE ', held for ' END
+					   || @extschema@.pg_contention_duration(h.held_for), '')
 		   || CASE WHEN h.catalog_only THEN '; it holds back the removal of dead catalog rows only'
-				   ELSE '; the tables of database ' || pg_catalog.current_database() || ' hold '
+				   -- A standby vacuums nothing and its n_dead_tup are its own
+				   -- (near zero): what its horizon keeps is on the primary.
+				   WHEN params.standby AND h.feedback
+				   THEN '; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary,'
+						|| ' which cannot remove the row versions deleted or updated by the '
+						|| pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions since'
+						|| ' (on the primary: n_dead_tup in pg_stat_user_tables, and backend_xmin of this standby''s'
+						|| ' walsender in pg_stat_replication; this standby''s own dead tuple counts do not show it)'
+				   WHEN params.standby
+				   THEN '; this is a standby with hot_standby_feedback off: it does not hold back the primary''s horizon,'
+						|| ' replay of the primary''s cleanup waits for it or cancels it (max_standby_streaming_delay)'
+				   ELSE CASE WHEN h.kind = 'standby feedback' OR (h.kind = 'replication slot' AND h.datname IS NULL)
+							 THEN '; queries on that standby hold it through hot_standby_feedback'
+								  || ' (pg_contention_horizon on the standby names them)'
+							 ELSE '' END
+						|| '; the tables of database ' || pg_catalog.current_database() || ' hold '
 						|| pg_catalog.to_char((SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t), 'FM999,999,999,990')
 						|| ' dead tuples' END
 		   || CASE WHEN (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder) > 0
@@ -1367,21 +1449,31 @@ horizon_findings AS (
 						 THEN 'End the transaction: have the application commit, or SELECT pg_terminate_backend(' || h.pid
 							  || '); idle_in_transaction_session_timeout keeps it from recurring.'
 						 ELSE 'If the statement can go, SELECT pg_cancel_backend(' || h.pid
-							  || ') (pg_terminate_backend ends the session); long reports belong on a standby or under statement_timeout.' END
+							  || ') (pg_terminate_backend ends the session); long reports belong '
+							  || CASE WHEN params.standby THEN 'under statement_timeout' ELSE 'on a standby or under statement_timeout' END
+							  || '.' END
 				WHEN 'replication slot' THEN
+					CASE WHEN h.datname IS NULL AND NOT h.catalog_only AND h.state = 'active'
+						 THEN 'A query on the standby of slot ' || h.holder
+							  || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
+							  || ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it. '
+						 ELSE '' END ||
 					'If nothing consumes slot ' || h.holder || ' any more, drop it: SELECT pg_drop_replication_slot('
 					|| pg_catalog.quote_literal(h.holder) || '); otherwise get its consumer running again.'
 				WHEN 'prepared transaction' THEN
 					'Finish it: COMMIT PREPARED ' || pg_catalog.quote_literal(h.holder) || ' or ROLLBACK PREPARED '
 					|| pg_catalog.quote_literal(h.holder) || ' (whoever prepared it should decide which).'
 				WHEN 'standby feedback' THEN
-					'A query on the standby holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it; with hot_standby_feedback = off such queries get cancelled instead.'
+					'A query on the standby' || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
+					|| ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it; with hot_standby_feedback = off such queries get cancelled instead.'
 				ELSE 'End it.' END AS advice,
 		   jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'database', h.datname,
 							  'xmin', h.xmin::text, 'xmin_age', h.xmin_age,
 							  'held_seconds', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric),
 							  'catalog_only', h.catalog_only,
-							  'dead_tuples', (SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t),
+							  -- a standby's own counts say nothing of what it holds
+							  'dead_tuples', CASE WHEN NOT params.standby
+												  THEN (SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t) END,
 							  'index_findings', (SELECT coalesce(jsonb_agg(f.details -> 'indexrelid'), '[]')
 												   FROM index_findings AS f
 												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,

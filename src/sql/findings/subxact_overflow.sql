@@ -80,6 +80,7 @@ overflow_statements AS (
 		   count(*) AS events,
 		   count(DISTINCT e.pid) AS backends,
 		   min(e.event_time) AS first_event,
+		   max(e.event_time) AS last_event,
 		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
 		   jsonb_agg(DISTINCT e.pid) AS pids,
 		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS query,
@@ -101,14 +102,17 @@ overflow_culprits AS (
 						|| concat_ws(', ',
 							  'application ' || nullif(o.application_name, ''),
 							  'user ' || u.rolname,
-							  -- state is NULL for another role's session
-							  CASE WHEN a.pid IS NULL THEN 'session ended'
-								   ELSE a.state || ' for '
-										|| @extschema@.pg_contention_duration(params.now - a.state_change) END)
+							  -- state is NULL for another role's session; a pid of
+							  -- a previous server run may be another process now
+							  coalesce(@extschema@.pg_contention_before_restart(o.first_event, o.last_event),
+									   CASE WHEN a.pid IS NULL THEN 'session ended'
+											ELSE a.state || ' for '
+												 || @extschema@.pg_contention_duration(params.now - a.state_change) END))
 						|| ')'
 				   ELSE ' in ' || o.backends || ' backends ('
 						|| concat_ws(', ', 'application ' || nullif(o.application_name, ''),
-									 'user ' || u.rolname) || ')'
+									 'user ' || u.rolname,
+									 @extschema@.pg_contention_before_restart(o.first_event, o.last_event)) || ')'
 			  END
 		   || coalesce(', savepoints by ' || sp.driver || ' (' || sp.text || ')',
 					   ', savepoints ' || sp.text
