@@ -11,11 +11,15 @@
  * the server's own scanner (parser/scanner.h, with the settings
  * pg_stat_statements uses to find its constants' lengths), and each
  * literal token is replaced: numbers (with a unary minus), strings ('',
- * E'', U&'', dollar-quoted), bit and hex strings.  As in
+ * E'', U&'', dollar-quoted), bit and hex strings; not the code of a DO
+ * block or a function's body (AS '...'), which are the statement.  As in
  * pg_stat_statements, they are numbered in order after the highest $n
- * already in the text.  A literal the server's jumble would not call a
- * constant (a type modifier such as varchar(20), an ORDER BY position) is
- * replaced too: the scanner cannot tell.
+ * already in the text.  Integers the server's jumble does not take as
+ * constants are kept: a type's modifier (numeric(10,2), varchar(20)) and
+ * an ORDER BY or GROUP BY column position.  The scanner sees tokens, not
+ * the grammar, so this is judged from the tokens around them; where it
+ * cannot tell (a window's ORDER BY 1, a user type's modifier) it may
+ * differ from pg_stat_statements.
  *
  * The texts scanned were parsed by the server, so they scan; but a text
  * cut at max_query_length (a deferred overflow count) or scanned with
@@ -200,6 +204,9 @@ scan_statement(PgcScan *scan, int stop_after)
 		bool		prev_type = false;	/* a type that takes a modifier */
 		bool		prev_order_group = false;
 		bool		position_next = false;	/* ORDER BY 1: a column position */
+		bool		prev_as = false;
+		bool		is_do = false;	/* a DO block: its code is the text */
+		bool		first = true;
 
 		/* As pg_stat_statements' fill_in_constant_lengths sets it up. */
 		yyscanner = scanner_init(copy, &yyextra, &ScanKeywords,
@@ -238,7 +245,12 @@ scan_statement(PgcScan *scan, int stop_after)
 				literal = typmod_depth < 0 &&
 					!(position_next && strspn(t, "0123456789") == toklen);
 			else if (token_is_string(t))
-				literal = !prev_uescape;	/* UESCAPE '!' is syntax */
+				literal = !prev_uescape && !prev_as;	/* UESCAPE '!', AS 'body' */
+			if (first)
+				is_do = pg_strcasecmp(t, "do") == 0;
+			first = false;
+			if (is_do)
+				literal = false;
 			else if (t[0] == '$' && isdigit((unsigned char) t[1]))
 				scan->max_param = Max(scan->max_param, yylval.ival);
 
@@ -283,6 +295,7 @@ scan_statement(PgcScan *scan, int stop_after)
 			minus_at = (tok == '-' && !prev_operand) ? yylloc : -1;
 			prev_operand = token_is_operand(tok, t);
 			prev_uescape = pg_strcasecmp(t, "uescape") == 0;
+			prev_as = pg_strcasecmp(t, "as") == 0;
 			scanned_to = yylloc + toklen;
 
 			/* What is shown cannot reach further (each $n is 2 bytes or more). */

@@ -84,10 +84,13 @@ overflow_query_ids AS (
 	  FROM events AS e
 	 GROUP BY e.datid, e.usesysid, e.query_id
 ),
--- The statement store's text is normalised; an event's is what ran.
+-- The statement store's text is normalised; an event's is what ran.  A
+-- text masked from this role groups nothing beyond its user.
 overflow_keyed AS (
 	SELECT o.datid, o.usesysid, o.query_id,
 		   coalesce(t.query, o.last_text, '') AS stmt_text,
+		   CASE WHEN coalesce(t.query, o.last_text) = '<insufficient privilege>'
+				THEN o.usesysid END AS masked_user,
 		   -- The statement store counts every event; the ring keeps the last.
 		   greatest(o.ring_events, coalesce(rs.overflow_events, 0)) AS events,
 		   least(o.first_event, rs.period_start) AS since
@@ -101,7 +104,7 @@ overflow_keyed AS (
 		   AND rs.query_id = o.query_id AND rs.overflow_events > 0
 ),
 overflow_sums AS (
-	SELECT k.datid, k.stmt_text,
+	SELECT k.datid, k.stmt_text, k.masked_user,
 		   sum(k.events) AS events, min(k.since) AS since,
 		   (pg_catalog.array_agg(k.query_id ORDER BY k.events DESC))[1] AS query_id,
 		   (pg_catalog.array_agg(k.usesysid ORDER BY k.events DESC))[1] AS usesysid,
@@ -109,10 +112,10 @@ overflow_sums AS (
 		   pg_catalog.string_agg(DISTINCT k.query_id::text, ', ') AS query_ids_text,
 		   count(DISTINCT k.query_id) AS n_query_ids
 	  FROM overflow_keyed AS k
-	 GROUP BY k.datid, k.stmt_text
+	 GROUP BY k.datid, k.stmt_text, k.masked_user
 ),
 overflow_who AS (
-	SELECT k.datid, k.stmt_text,
+	SELECT k.datid, k.stmt_text, k.masked_user,
 		   count(DISTINCT e.pid) AS backends,
 		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
 		   jsonb_agg(DISTINCT e.pid) AS pids,
@@ -123,14 +126,16 @@ overflow_who AS (
 	  JOIN events AS e
 		ON e.datid = k.datid AND e.usesysid = k.usesysid
 		   AND e.query_id IS NOT DISTINCT FROM k.query_id
-	 GROUP BY k.datid, k.stmt_text
+	 GROUP BY k.datid, k.stmt_text, k.masked_user
 ),
 overflow_statements AS (
 	SELECT s.datid, s.stmt_text AS query, s.events, s.since, s.query_id, s.usesysid,
 		   s.query_ids, s.query_ids_text, s.n_query_ids,
 		   w.backends, w.last_pid, w.pids, w.application_name, w.nested_query_id, w.nesting_depth
 	  FROM overflow_sums AS s
-	  JOIN overflow_who AS w ON w.datid = s.datid AND w.stmt_text = s.stmt_text
+	  JOIN overflow_who AS w
+		ON w.datid = s.datid AND w.stmt_text = s.stmt_text
+		   AND w.masked_user IS NOT DISTINCT FROM s.masked_user
 ),
 overflow_culprits AS (
 	SELECT o.datid, o.usesysid, o.query_id, o.query_ids,
