@@ -12,7 +12,8 @@ SELECT pg_contention_reset();
 -- Numbers, negative numbers, a binary minus, strings of every kind, casts.
 SELECT 42 AS nz_int, -7 AS nz_neg, - 7.5 AS nz_neg_space, 3 - 2 AS nz_minus, 1.5e3, .5;
 SELECT 'abc' AS nz_str, E'it\'s' AS nz_escape, $$dollar 'quoted'$$ AS nz_dollar,
-	   $tag$with $$ inside$tag$ AS nz_tag, x'1f' AS nz_hex, b'101' AS nz_bit, U&'d\0061t' AS nz_uni;
+	   $tag$with $$ inside$tag$ AS nz_tag, x'1f' AS nz_hex, b'101' AS nz_bit, U&'d\0061t' AS nz_uni,
+	   N'national' AS nz_national, U&'d!0061t' UESCAPE '!' AS nz_uescape;
 SELECT a FROM nz_t WHERE a = -1 AND b = 'x'::text AND c > 2.5::numeric(10, 2) AND b <> '-1';
 -- IN lists, BETWEEN, LIMIT and OFFSET; ORDER BY and GROUP BY positions and
 -- type modifiers are not constants (pg_stat_statements keeps them too).

@@ -205,6 +205,7 @@ scan_statement(PgcScan *scan, int stop_after)
 		bool		prev_order_group = false;
 		bool		position_next = false;	/* ORDER BY 1: a column position */
 		bool		prev_as = false;
+		int			national_at = -1;	/* N'...': the N just before */
 		bool		is_do = false;	/* a DO block: its code is the text */
 		bool		first = true;
 
@@ -260,6 +261,8 @@ scan_statement(PgcScan *scan, int stop_after)
 
 				if (minus_at >= 0 && token_is_number(t))
 					start = minus_at;
+				else if (national_at >= 0 && national_at + 1 == yylloc)
+					start = national_at;
 				if (scan->nliterals == allocated)
 				{
 					MemoryContextSwitchTo(caller);
@@ -293,6 +296,7 @@ scan_statement(PgcScan *scan, int stop_after)
 			prev_type = token_is_type_with_modifier(t);
 
 			minus_at = (tok == '-' && !prev_operand) ? yylloc : -1;
+			national_at = (toklen == 1 && (t[0] == 'n' || t[0] == 'N')) ? yylloc : -1;
 			prev_operand = token_is_operand(tok, t);
 			prev_uescape = pg_strcasecmp(t, "uescape") == 0;
 			prev_as = pg_strcasecmp(t, "as") == 0;
