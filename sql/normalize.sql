@@ -28,8 +28,12 @@ PREPARE nz_prep(text, integer) AS SELECT a FROM nz_t WHERE a = $2::integer + 1 A
 EXECUTE nz_prep('one', 1);
 DEALLOCATE nz_prep;
 
--- A query string of several statements: each its own slice.
+-- A query string of several statements: each its own slice.  (Their
+-- results are not shown: psql shows all of them from 15 on, the last one
+-- before.)
+\o /dev/null
 SELECT count(*) AS nz_multi_first FROM nz_t WHERE a = 1 \; SELECT b AS nz_multi_second FROM nz_t WHERE b = 'two' \; SELECT max(c) AS nz_multi_third FROM nz_t WHERE c > -3;
+\o
 
 -- Utility statements.
 BEGIN;
