@@ -946,6 +946,7 @@ overflow_sums AS (
 ),
 overflow_who AS (
 	SELECT k.datid, k.stmt_text, k.masked_user,
+		   min(e.event_time) AS first_event, max(e.event_time) AS last_event,
 		   count(DISTINCT e.pid) AS backends,
 		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
 		   jsonb_agg(DISTINCT e.pid) AS pids,
@@ -961,6 +962,7 @@ overflow_who AS (
 overflow_statements AS (
 	SELECT s.datid, s.stmt_text AS query, s.events, s.since, s.query_id, s.usesysid,
 		   s.query_ids, s.query_ids_text, s.n_query_ids,
+		   w.first_event, w.last_event,
 		   w.backends, w.last_pid, w.pids, w.application_name, w.nested_query_id, w.nesting_depth
 	  FROM overflow_sums AS s
 	  JOIN overflow_who AS w
