@@ -119,7 +119,7 @@ typedef struct PgcStatementEntry
 	PgcIndexCounters indexes[PGC_INDEX_SLOTS];
 	PgcPeriod	current;		/* this period of findings_window */
 	PgcPeriod	previous;		/* the one before */
-	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen */
+	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen, normalised */
 } PgcStatementEntry;
 
 #define USAGE_DECAY_FACTOR	0.99
@@ -269,8 +269,7 @@ evict_least_used(void)
  * after eviction (it then counts nothing rather than fail the statement).
  */
 static PgcStatementEntry *
-enter_statement(const PgcStatementKey *key, const char *source_text,
-				int stmt_location, int stmt_len, TimestampTz now)
+enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 {
 	PgcStatementEntry *entry;
 	bool		found;
@@ -299,8 +298,7 @@ enter_statement(const PgcStatementKey *key, const char *source_text,
 		SpinLockRelease(&entry->mutex);
 
 		/* Only readers under the LWLock read the text: we hold it. */
-		pgc_copy_statement_text(entry->query, pgc_max_query_length,
-								source_text, stmt_location, stmt_len);
+		strlcpy(entry->query, text, pgc_max_query_length);
 	}
 	return entry;
 }
@@ -442,10 +440,20 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 	entry = hash_search(statements, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
+		/*
+		 * A new statement (rare): its text normalised once, here, with no
+		 * lock held (normalize.c scans it and may catch the scanner's
+		 * error).
+		 */
+		char	   *text;
+
 		LWLockRelease(stmts->lock);
+		text = palloc(pgc_max_query_length);
+		pgc_normalize_query(source_text, stmt_location, stmt_len, text,
+							pgc_max_query_length);
 		LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
-		entry = enter_statement(&key, source_text, stmt_location, stmt_len,
-								now);
+		entry = enter_statement(&key, text, now);
+		pfree(text);
 		if (entry == NULL)
 		{
 			LWLockRelease(stmts->lock);
