@@ -327,6 +327,7 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 	}
 
 	/* One delta per baseline, in order; InvalidOid where not measured. */
+	exec->max_dead = 0;
 	for (int i = 0; i < f->n; i++)
 	{
 		IndexBaseline *base = &f->nodes[i];
@@ -353,6 +354,9 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 			d->heap_measured = true;
 			d->lossy_pages = PGC_BITMAP_LOSSY_PAGES(base->bitmap_heap);
 		}
+		/* The dead entries statements.c will count (measured deltas only). */
+		if (d->kind == PGC_SCAN_INDEX || d->heap_measured)
+			exec->max_dead = Max(exec->max_dead, d->returned - d->fetched);
 	}
 	exec->ndeltas = f->n;
 
