@@ -54,6 +54,17 @@ sub start_over
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 }
 
+# pgbench with a script: each run's file gets a name of its own.
+my $runs = 0;
+sub bench
+{
+	my ($options, $processed, $name, $script) = @_;
+	my ($file, $text) = %$script;
+	$runs++;
+	$node->pgbench($options, 0, [qr{processed: \Q$processed\E}], [qr{^$}], $name,
+		{ "$file$runs" => $text });
+}
+
 sub check
 {
 	my ($out, $err) = ('', '');
@@ -84,15 +95,15 @@ my %update = ('update' => "UPDATE items SET v = v + 1 WHERE k = 42;\n");
 # ---- (a) 20 bad executions among 10,000 clean ones.
 my ($report, $report_pid) = start_report();
 # 3,000 updates of key 42, each a new index entry (v is indexed: not HOT).
-$node->pgbench('-n -M prepared -t 3000', 0, [qr{processed: 3000/3000}], [qr{^$}], 'update key 42 3,000 times', \%update);
+bench('-n -M prepared -t 3000', '3000/3000', 'update key 42 3,000 times', \%update);
 start_over();
-$node->pgbench('-n -M prepared -c 2 -j 2 -t 5000', 0, [qr{processed: 10000/10000}], [qr{^$}], '10,000 lookups of clean keys', \%clean);
-$node->pgbench('-n -M prepared -t 20', 0, [qr{processed: 20/20}], [qr{^$}], '20 lookups of key 42', \%bad);
+bench('-n -M prepared -c 2 -j 2 -t 5000', '10000/10000', '10,000 lookups of clean keys', \%clean);
+bench('-n -M prepared -t 20', '20/20', '20 lookups of key 42', \%bad);
 
 is($node->safe_psql('postgres', q{
 	SELECT bad_scans || ' ' || scans || ' ' || worst_dead_visits || ' ' || worst_entries_read || ' ' || (worst_rows = 1)
 	  FROM pg_contention_recent(300) WHERE indexrelid = 'items_k'::regclass}),
-	'20 10020 3000 3001 t', 'pg_contention_recent: 20 bad executions, the worst with its entries and row');
+	'20 10020 3000 3001 true', 'pg_contention_recent: 20 bad executions, the worst with its entries and row');
 is(finding('dead_tuple_index_scan', 'count(*)'), '1', 'the bad executions make a finding although the average is 6');
 is(finding('dead_tuple_index_scan', 'severity'), 'warning', 'a warning');
 like(finding('dead_tuple_index_scan', 'subject'),
@@ -120,13 +131,13 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_contention_index_scans
 # ---- (b) The fix: the report ends, the key is looked up twice.
 $report->query_safe('COMMIT');
 $report->quit;
-$node->pgbench('-n -M prepared -t 1', 0, [qr{processed: 1/1}], [qr{^$}], 'a lookup of key 42 after the fix', \%bad);
+bench('-n -M prepared -t 1', '1/1', 'a lookup of key 42 after the fix', \%bad);
 is(finding('dead_tuple_index_scan', 'severity'), 'warning',
 	'the first lookup after the fix still visited them: still a warning');
 like(finding('dead_tuple_index_scan', 'evidence'),
 	qr/; nothing holds the xmin horizon back: vacuum has not removed them yet \(public\.items: [0-9,]+ dead tuples, last vacuumed [^)]+\), and the most recent execution, at \d\d:\d\d:\d\d, still visited 3,000\.$/,
 	'it says vacuum has not removed them yet');
-$node->pgbench('-n -M prepared -t 1', 0, [qr{processed: 1/1}], [qr{^$}], 'another lookup of key 42', \%bad);
+bench('-n -M prepared -t 1', '1/1', 'another lookup of key 42', \%bad);
 is(finding('dead_tuple_index_scan', 'severity'), 'info', 'the next lookup skipped them: info');
 like(finding('dead_tuple_index_scan', 'evidence'),
 	qr/^resolved at \d\d:\d\d:\d\d: nothing that was holding the xmin horizon at the last bad execution holds it now, and the executions since \d\d:\d\d:\d\d visited fewer than 1,000 dead entries \(the most recent, at \d\d:\d\d:\d\d, \d+\); 21 of 10,022 executions /,
@@ -137,10 +148,10 @@ is($rc, 0, 'check exits 0 once resolved');
 
 # The same incident again, fixed by VACUUM instead.
 ($report, $report_pid) = start_report();
-$node->pgbench('-n -M prepared -t 3000', 0, [qr{processed: 3000/3000}], [qr{^$}], 'update key 42 3,000 times again', \%update);
+bench('-n -M prepared -t 3000', '3000/3000', 'update key 42 3,000 times again', \%update);
 start_over();
-$node->pgbench('-n -M prepared -t 200', 0, [qr{processed: 200/200}], [qr{^$}], 'lookups of clean keys', \%clean);
-$node->pgbench('-n -M prepared -t 5', 0, [qr{processed: 5/5}], [qr{^$}], 'lookups of key 42', \%bad);
+bench('-n -M prepared -t 200', '200/200', 'lookups of clean keys', \%clean);
+bench('-n -M prepared -t 5', '5/5', 'lookups of key 42', \%bad);
 is(finding('dead_tuple_index_scan', 'severity'), 'warning', 'again: a warning');
 $report->query_safe('COMMIT');
 $report->quit;
@@ -162,11 +173,11 @@ my $hot_lookup = "SELECT v FROM hot WHERE k = :key;\n";
 my %hot_key = ('hot_key' => "\\set key 1\n$hot_lookup");
 my %neighbours = ('neighbours' => "\\set key random(2, 10000)\n$hot_lookup");
 ($report, $report_pid) = start_report();
-$node->pgbench('-n -M prepared -t 10000', 0, [qr{processed: 10000/10000}], [qr{^$}], 'update one row 10,000 times', \%hot_update);
+bench('-n -M prepared -t 10000', '10000/10000', 'update one row 10,000 times', \%hot_update);
 start_over();
-$node->pgbench('-n -M prepared -t 500', 0, [qr{processed: 500/500}], [qr{^$}], 'lookups of its neighbours', \%neighbours);
+bench('-n -M prepared -t 500', '500/500', 'lookups of its neighbours', \%neighbours);
 is(finding('hot_chain_scan', 'count(*)'), '0', 'its neighbours: no hot_chain_scan finding');
-$node->pgbench('-n -M prepared -t 3', 0, [qr{processed: 3/3}], [qr{^$}], 'lookups of the hot row', \%hot_key);
+bench('-n -M prepared -t 3', '3/3', 'lookups of the hot row', \%hot_key);
 ok($node->safe_psql('postgres', q{
 	SELECT worst_buffers >= 100 AND worst_rows = 1 AND worst_dead_visits < 1000
 	  FROM pg_contention_recent(300) WHERE indexrelid = 'hot_pkey'::regclass}) eq 't',
@@ -194,9 +205,9 @@ is(finding('hot_chain_scan', 'count(*)'), '0', 'holder gone: no hot_chain_scan f
 
 # The same workload without a holder: pruning keeps the chains short.
 start_over();
-$node->pgbench('-n -M prepared -t 2000', 0, [qr{processed: 2000/2000}], [qr{^$}], 'updates without a holder', \%hot_update);
-$node->pgbench('-n -M prepared -t 3', 0, [qr{processed: 3/3}], [qr{^$}], 'lookups of the hot row', \%hot_key);
-$node->pgbench('-n -M prepared -t 3', 0, [qr{processed: 3/3}], [qr{^$}], 'lookups of the hot row', \%hot_key);
+bench('-n -M prepared -t 2000', '2000/2000', 'updates without a holder', \%hot_update);
+bench('-n -M prepared -t 3', '3/3', 'lookups of the hot row', \%hot_key);
+bench('-n -M prepared -t 3', '3/3', 'lookups of the hot row', \%hot_key);
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_findings WHERE severity <> 'info'"), '0',
 	'no holder: no finding above info');
