@@ -157,10 +157,10 @@ typedef struct PgcStatementEntry
 #define EVICT_MIN			10
 
 static StatementsShared *stmts = NULL;
+static HTAB *statements = NULL;
 
 static void put_literals(const char *literals, bool visible, Datum *values,
 						 bool *nulls, int col);
-static HTAB *statements = NULL;
 
 /* This backend's cache of entry locations, see the header comment. */
 #define LOCAL_CACHE_SIZE	64
