@@ -304,6 +304,7 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 {
 	ExecutorFrame *f = NULL;
 	int			k;
+	int64		max_dead = 0;
 
 	for (k = nrunning - 1; k >= 0; k--)
 	{
@@ -327,7 +328,6 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 	}
 
 	/* One delta per baseline, in order; InvalidOid where not measured. */
-	exec->max_dead = 0;
 	for (int i = 0; i < f->n; i++)
 	{
 		IndexBaseline *base = &f->nodes[i];
@@ -356,8 +356,9 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 		}
 		/* The dead entries statements.c will count (measured deltas only). */
 		if (d->kind == PGC_SCAN_INDEX || d->heap_measured)
-			exec->max_dead = Max(exec->max_dead, d->returned - d->fetched);
+			max_dead = Max(max_dead, d->returned - d->fetched);
 	}
+	exec->max_dead = max_dead;
 	exec->ndeltas = f->n;
 
 	if (unlikely(nrunning > 1))

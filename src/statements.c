@@ -339,12 +339,13 @@ enter_statement(const PgcStatementKey *key, const char *source_text,
 }
 
 /*
- * One measured execution of an index in a period: is it the worst, and is
- * it bad?  A few compares; caller holds the entry's mutex.
+ * One measured execution of an index in a period that met dead entries:
+ * is it the worst, and is it bad?  Out of line: a healthy execution meets
+ * none (note_execution).  Caller holds the entry's mutex.
  */
-static inline void
-note_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
-			   int64 entries, TimestampTz now)
+static pg_noinline void
+note_dead_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
+					int64 entries, TimestampTz now)
 {
 	if (dead > ps->worst_dead || ps->worst_at == 0)
 	{
@@ -358,15 +359,40 @@ note_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
 	}
 	ps->last_dead = dead;
 	ps->last_at = now;
-	if (unlikely(dead >= pgc_dead_visits_warning))
+	if (dead >= pgc_dead_visits_warning)
 	{
 		ps->bad_scans++;
 		ps->bad_dead += dead;
 		ps->last_bad_at = now;
 		ps->clean_since = 0;
 	}
-	else if (unlikely(ps->clean_since == 0))
+	else if (ps->clean_since == 0)
 		ps->clean_since = now;
+}
+
+/*
+ * One measured execution of an index in a period.  Without dead entries
+ * (the common case) it is never bad, and the worst only if it is the
+ * period's first: two stores and a compare.
+ */
+static inline void
+note_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
+			   int64 entries, TimestampTz now)
+{
+	if (unlikely(dead != 0))
+	{
+		note_dead_execution(ps, exec, dead, entries, now);
+		return;
+	}
+	ps->last_dead = 0;
+	ps->last_at = now;
+	/* The first clean one after a bad one, or the period's first. */
+	if (unlikely(ps->clean_since == 0))
+	{
+		ps->clean_since = now;
+		if (ps->worst_at == 0)
+			note_dead_execution(ps, exec, 0, entries, now);
+	}
 }
 
 /* Add one execution's index deltas to an entry; caller holds its mutex. */
