@@ -1370,7 +1370,7 @@ index_findings AS (
 		   || pg_catalog.to_char(x.worst_at, 'HH24:MI:SS') || ' reading '
 		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' entries'
 		   || coalesce(' and ' || pg_catalog.to_char(x.worst_buffers, 'FM999,999,999,990') || ' buffers', '')
-		   || coalesce(' (the worst execution ran with ' || nullif(x.worst_literals, '') || ')', '')
+		   || coalesce(' (the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>') || ')', '')
 		   || CASE WHEN x.avg_fires THEN ''
 				   ELSE '; the average is ' || pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990')
 						|| ' over ' || pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' measured execution'
@@ -1403,7 +1403,7 @@ index_findings AS (
 							  'bad_executions', x.bad_scans,
 							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
 														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
-														  'literals', nullif(x.worst_literals, '')),
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
 							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
 							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
 							  'state', x.state, 'last_vacuum', x.last_vacuum,
@@ -1501,7 +1501,7 @@ hot_findings AS (
 		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' index entries, '
 		   || pg_catalog.to_char(x.worst_dead_visits, 'FM999,999,999,990') || ' of them to no visible version'
 		   || coalesce('; ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990') || ' buffers per execution on average', '')
-		   || coalesce('; the worst execution ran with ' || nullif(x.worst_literals, ''), '')
+		   || coalesce('; the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>'), '')
 		   || '); ' || pg_catalog.to_char(x.n_tup_hot_upd, 'FM999,999,999,990') || ' of '
 		   || pg_catalog.to_char(x.n_tup_upd, 'FM999,999,999,990') || ' updates of ' || x.table_name || ' were HOT ('
 		   || pg_catalog.to_char(100.0 * x.n_tup_hot_upd / x.n_tup_upd, 'FM990') || '%): each entry leads to a chain of versions'
@@ -1517,7 +1517,7 @@ hot_findings AS (
 							  'buffers_per_row', pg_catalog.round(x.blks_per_row::numeric, 1),
 							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
 														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
-														  'literals', nullif(x.worst_literals, '')),
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
 							  'period_start', x.period_start, 'period_end', x.period_end,
 							  'holder', jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid,
 														   'xmin', h.xmin::text, 'xmin_age', h.xmin_age)) AS details,

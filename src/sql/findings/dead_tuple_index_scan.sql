@@ -138,7 +138,7 @@ index_findings AS (
 		   || pg_catalog.to_char(x.worst_at, 'HH24:MI:SS') || ' reading '
 		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' entries'
 		   || coalesce(' and ' || pg_catalog.to_char(x.worst_buffers, 'FM999,999,999,990') || ' buffers', '')
-		   || coalesce(' (the worst execution ran with ' || nullif(x.worst_literals, '') || ')', '')
+		   || coalesce(' (the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>') || ')', '')
 		   || CASE WHEN x.avg_fires THEN ''
 				   ELSE '; the average is ' || pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990')
 						|| ' over ' || pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' measured execution'
@@ -171,7 +171,7 @@ index_findings AS (
 							  'bad_executions', x.bad_scans,
 							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
 														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
-														  'literals', nullif(x.worst_literals, '')),
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
 							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
 							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
 							  'state', x.state, 'last_vacuum', x.last_vacuum,
