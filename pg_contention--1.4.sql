@@ -135,7 +135,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT last_seen timestamp with time zone,
 	OUT query text,
 	OUT indexes_untracked bigint,
-	OUT bitmap_lossy_pages bigint
+	OUT bitmap_lossy_pages bigint,
+	OUT worst_literals text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_scans'
@@ -160,7 +161,8 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 		   sum(s.bitmap_lossy_pages)::bigint AS bitmap_lossy_pages,
 		   sum(s.other_entries_read)::bigint AS other_entries_read,
 		   max(s.last_seen) AS last_seen,
-		   min(s.query) AS query
+		   min(s.query) AS query,
+		   max(s.worst_literals) AS worst_literals
 	  FROM @extschema@.pg_contention_index_scans() AS s
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_class AS ic
@@ -502,7 +504,10 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_reset() FROM PUBLIC;
 -- What pg_contention_findings reads of the statement store: each
 -- statement's (and each of its indexes') figures in the periods of
 -- pg_contention.findings_window that reach into the last window_seconds;
--- with notable_only, only the rows a finding can use.
+-- with notable_only, only the rows a finding can use.  Per index also the
+-- worst execution, the most recent one, and the bad ones (at least
+-- pg_contention.dead_visits_warning dead entries); per statement the
+-- constants its worst execution ran with.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
@@ -523,7 +528,19 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	OUT scans bigint,
 	OUT entries_read bigint,
 	OUT dead_visits bigint,
-	OUT query text
+	OUT query text,
+	OUT worst_dead_visits bigint,
+	OUT worst_entries_read bigint,
+	OUT worst_buffers bigint,
+	OUT worst_rows bigint,
+	OUT worst_at timestamp with time zone,
+	OUT last_dead_visits bigint,
+	OUT last_at timestamp with time zone,
+	OUT bad_scans bigint,
+	OUT bad_dead_visits bigint,
+	OUT last_bad_at timestamp with time zone,
+	OUT clean_since timestamp with time zone,
+	OUT worst_literals text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_recent'
@@ -583,7 +600,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 	OUT probe_warning double precision,
 	OUT probe_critical double precision,
 	OUT held_warning double precision,
-	OUT held_critical double precision
+	OUT held_critical double precision,
+	OUT hot_chain_buffers double precision
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
@@ -611,6 +629,7 @@ BEGIN
 	probe_critical := pg_catalog.current_setting('pg_contention.old_snapshot_probe_critical', true)::float8;
 	held_warning := pg_catalog.current_setting('pg_contention.old_snapshot_held_warning', true)::float8;
 	held_critical := pg_catalog.current_setting('pg_contention.old_snapshot_held_critical', true)::float8;
+	hot_chain_buffers := pg_catalog.current_setting('pg_contention.hot_chain_buffers_warning', true)::float8;
 END
 $$;
 
@@ -1313,8 +1332,10 @@ $$;
 
 --
 -- Rule dead_tuple_index_scan: a statement's index scans visit many dead
--- entries per execution; names the oldest root horizon holder that keeps
--- them, or says vacuum has not removed them.
+-- entries per execution, on average or in its worst executions; names the
+-- oldest root horizon holder that keeps them, says vacuum has not removed
+-- them, or, once the cause is gone, says when and how it was resolved
+-- (severity info).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_dead_tuple_index_scan(
 	window_length interval DEFAULT NULL,
@@ -1358,6 +1379,11 @@ index_rows AS (
 		   r.dead_visits::float8 / r.scans AS dead_per_scan,
 		   r.dead_visits::float8 / nullif(r.entries_read, 0) AS dead_ratio,
 		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call,
+		   r.worst_dead_visits::float8 / nullif(r.worst_entries_read, 0) AS worst_ratio,
+		   r.bad_dead_visits::float8 / nullif(r.bad_scans, 0) AS bad_per_scan,
+		   -- The last execution that met the threshold (the worst, if the
+		   -- threshold was raised since).
+		   coalesce(r.last_bad_at, r.worst_at) AS last_bad,
 		   CASE WHEN r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 				THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) END AS index_name,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
@@ -1369,64 +1395,248 @@ index_rows AS (
 	  LEFT JOIN dead_here AS t ON t.relid = i.indrelid
 	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
 ),
+judged AS (
+	SELECT x.*, h.*,
+		   -- The average fires as before 1.4; the worst executions fire
+		   -- alone when the clean ones average them away.
+		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
+		   CASE WHEN h.h_subject IS NOT NULL THEN 'held'
+				-- Vacuum ran after the last bad execution: they are gone.
+				WHEN x.last_vacuum >= x.last_bad THEN 'vacuumed'
+				-- The executions since the last bad one are clean: a plain
+				-- scan marked the entries dead (a primary does once nothing
+				-- holds the horizon), or the key is not looked up again.
+				WHEN x.clean_since > x.last_bad THEN 'clean'
+				ELSE 'unvacuumed' END AS state
+	  FROM index_rows AS x
+	  CROSS JOIN params
+	  -- The oldest root holder that holds this table's cleanup: a slot or
+	  -- standby feedback holds every database, a transaction its own.  It
+	  -- must have been holding at the last bad execution: one that began
+	  -- after it cannot be what kept those entries (a slot's or standby's
+	  -- age is unknown: past the thresholds, it is taken to be).
+	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
+								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
+								r.subject AS h_subject, r.label AS h_label
+						   FROM root_holders AS r
+						  WHERE NOT r.catalog_only
+							AND (r.kind IN ('replication slot', 'standby feedback')
+								 OR r.datname IS NOT DISTINCT FROM x.datname)
+							AND (params.now - r.held_for <= x.last_bad
+								 OR (r.held_for IS NULL AND r.blocks_cleanup))
+						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
+		OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)
+),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
-		   CASE WHEN x.dead_per_scan >= params.dead_critical THEN 'critical' ELSE 'warning' END AS severity,
+		   CASE WHEN x.state IN ('vacuumed', 'clean') THEN 'info'
+				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
+				ELSE 'warning' END AS severity,
 		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
-		   pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' execution'
-		   || CASE WHEN x.scans = 1 THEN '' ELSE 's' END || ' from '
-		   || pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
-		   || pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
-		   || pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990') || ' dead index entries each ('
-		   || pg_catalog.to_char(100 * x.dead_ratio, 'FM990.0') || '% of the entries read)'
-		   || coalesce(' and used ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990')
-					   || ' buffers per execution', '')
-		   || '; ' || CASE WHEN h.subject IS NOT NULL
-						   THEN 'vacuum cannot remove them while ' || h.label || ' holds the xmin horizon ('
-								|| pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old).'
-						   ELSE 'nothing holds the xmin horizon back: vacuum has not removed them yet'
-								|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
-											|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
-											|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
-											|| ')', '') || '.' END AS evidence,
-		   CASE WHEN h.subject IS NOT NULL
-				THEN 'End what holds the horizon ('
-					 || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END || '), then VACUUM '
+		   CASE x.state
+				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
+					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
+					 || ', after the last bad execution, and nothing that was holding the xmin horizon then holds it now; '
+				WHEN 'clean' THEN 'resolved at ' || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS')
+					 || ': nothing that was holding the xmin horizon at the last bad execution holds it now, and the executions since '
+					 || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS') || ' visited fewer than '
+					 || pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990') || ' dead entries (the most recent, at '
+					 || pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', '
+					 || pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990') || '); '
+				ELSE '' END
+		   || CASE WHEN x.avg_fires
+				   THEN pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' execution'
+						|| CASE WHEN x.scans = 1 THEN '' ELSE 's' END || ' from '
+						|| pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+						|| pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
+						|| pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990') || ' dead index entries each ('
+						|| pg_catalog.to_char(100 * x.dead_ratio, 'FM990.0') || '% of the entries read)'
+						|| coalesce(' and used ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990')
+									|| ' buffers per execution', '')
+						|| '; ' || pg_catalog.to_char(x.bad_scans, 'FM999,999,999,990') || ' of '
+						|| pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions visited at least '
+						|| pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990') || ', the worst '
+				   ELSE pg_catalog.to_char(x.bad_scans, 'FM999,999,999,990') || ' of '
+						|| pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions from '
+						|| pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+						|| pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
+						|| coalesce(pg_catalog.to_char(x.bad_per_scan, 'FM999,999,999,990'), 'at least '
+									|| pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990'))
+						|| ' dead index entries each, the worst ' END
+		   || pg_catalog.to_char(x.worst_dead_visits, 'FM999,999,999,990') || ' at '
+		   || pg_catalog.to_char(x.worst_at, 'HH24:MI:SS') || ' reading '
+		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' entries'
+		   || coalesce(' and ' || pg_catalog.to_char(x.worst_buffers, 'FM999,999,999,990') || ' buffers', '')
+		   || coalesce(' (the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>') || ')', '')
+		   || CASE WHEN x.avg_fires THEN ''
+				   ELSE '; the average is ' || pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990')
+						|| ' over ' || pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' measured execution'
+						|| CASE WHEN x.scans = 1 THEN '' ELSE 's' END END
+		   || CASE x.state
+				   WHEN 'held' THEN '; vacuum cannot remove them while ' || x.h_label || ' holds the xmin horizon ('
+						|| pg_catalog.to_char(x.h_xmin_age, 'FM999,999,999,990') || ' transactions old).'
+				   WHEN 'unvacuumed' THEN '; nothing holds the xmin horizon back: vacuum has not removed them yet'
+						|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
+									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
+									|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
+									|| ')', '') || ', and the most recent execution, at '
+						|| pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', still visited '
+						|| pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990') || '.'
+				   ELSE '.' END AS evidence,
+		   CASE x.state
+				WHEN 'held' THEN 'End what holds the horizon ('
+					 || CASE WHEN x.h_blocks THEN 'see xmin_horizon_held' ELSE x.h_label END || '), then VACUUM '
 					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
 					 || '; the entries stay dead until vacuum removes them.'
-				ELSE 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
-					 || ' now; if this recurs, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).' END AS advice,
+				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
+					 || ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
+				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
-							  'query_id', x.query_id, 'executions', x.scans,
+							  'query_id', x.query_id, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
 							  'dead_per_execution', pg_catalog.round(x.dead_per_scan::numeric, 1),
 							  'dead_ratio', pg_catalog.round(x.dead_ratio::numeric, 4),
 							  'buffers_per_execution', pg_catalog.round(x.blks_per_call::numeric, 1),
+							  'bad_executions', x.bad_scans,
+							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
+														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
+							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
+							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
+							  'state', x.state, 'last_vacuum', x.last_vacuum,
 							  'period_start', x.period_start, 'period_end', x.period_end,
-							  'holder', CASE WHEN h.subject IS NOT NULL
-											 THEN jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid,
-																	 'xmin', h.xmin::text, 'xmin_age', h.xmin_age) END) AS details,
+							  'holder', CASE WHEN x.state = 'held'
+											 THEN jsonb_build_object('kind', x.h_kind, 'holder', x.h_holder, 'pid', x.h_pid,
+																	 'xmin', x.h_xmin::text, 'xmin_age', x.h_xmin_age) END) AS details,
 		   x.period_start AS since
-	  FROM index_rows AS x
+	  FROM judged AS x
 	  CROSS JOIN params
-	  -- The oldest root holder that holds this table's cleanup: a slot or
-	  -- standby feedback holds every database, a transaction its own.
-	  -- Past the thresholds (blocks_cleanup), or younger but already
-	  -- running when this period's dead entries were counted: a
-	  -- transaction that began after them cannot be what keeps them.
-	  LEFT JOIN LATERAL (SELECT * FROM root_holders AS r
-						  WHERE NOT r.catalog_only
-							AND (r.kind IN ('replication slot', 'standby feedback')
-								 OR r.datname IS NOT DISTINCT FROM x.datname)
-							AND (r.blocks_cleanup OR params.now - r.held_for <= x.period_start)
-						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
-	 WHERE x.dead_per_scan >= params.dead_warning
-	   AND x.dead_ratio >= params.dead_ratio
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM index_findings AS f;
+END
+$$;
+
+-- ---- src/sql/findings/hot_chain_scan.sql ----
+
+--
+-- Rule hot_chain_scan: an index lookup reads many buffers per row it
+-- returns, behind a held xmin horizon, on a table updated mostly by HOT:
+-- each index entry leads to a chain of heap versions that pruning cannot
+-- remove, so the lookup walks them although the index holds few dead
+-- entries (too few for dead_tuple_index_scan).  Judged on the worst
+-- execution (the one with the most dead entries) of each statement and
+-- index; names the table, the statement and the holder.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_hot_chain_scan(
+	window_length interval DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+),
+recent AS MATERIALIZED (
+	SELECT r.*, d.datname
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
+	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
+	   AND r.worst_buffers IS NOT NULL AND r.worst_dead_visits > 0
+	   AND r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
+),
+root_holders AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+),
+candidates AS (
+	SELECT r.*, i.indrelid,
+		   pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) AS index_name,
+		   pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname) AS table_name,
+		   t.n_tup_upd, t.n_tup_hot_upd,
+		   r.worst_buffers::float8 / greatest(r.worst_rows, 1) AS blks_per_row,
+		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call
+	  FROM recent AS r
+	  CROSS JOIN params
+	  JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid
+	  JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
+	  JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
+	  JOIN pg_catalog.pg_stat_user_tables AS t ON t.relid = i.indrelid
+	 WHERE r.worst_buffers >= params.hot_chain_buffers * greatest(r.worst_rows, 1)
+	   -- Mostly HOT updates: the versions sit in chains behind few entries.
+	   AND t.n_tup_hot_upd > 0 AND t.n_tup_hot_upd >= 0.5 * t.n_tup_upd
+	   -- Many dead entries per execution are dead_tuple_index_scan's.
+	   AND NOT (r.worst_dead_visits >= params.dead_warning
+				AND r.worst_dead_visits >= params.dead_ratio * r.worst_entries_read)
+	   AND NOT (r.dead_visits >= params.dead_warning * r.scans
+				AND r.dead_visits >= params.dead_ratio * r.entries_read)
+),
+hot_findings AS (
+	SELECT 'hot_chain_scan'::text AS problem,
+		   'warning'::text AS severity,
+		   'table ' || x.table_name || ': lookups by index ' || x.index_name || ' of '
+		   || @extschema@.pg_contention_shorten(x.query)
+		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
+		   'the worst of ' || pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions from '
+		   || pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+		   || pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ', at '
+		   || pg_catalog.to_char(x.worst_at, 'HH24:MI:SS') || ', read '
+		   || pg_catalog.to_char(x.worst_buffers, 'FM999,999,999,990') || ' buffers for '
+		   || pg_catalog.to_char(x.worst_rows, 'FM999,999,999,990') || ' row'
+		   || CASE WHEN x.worst_rows = 1 THEN '' ELSE 's' END || ' ('
+		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' index entries, '
+		   || pg_catalog.to_char(x.worst_dead_visits, 'FM999,999,999,990') || ' of them to no visible version'
+		   || coalesce('; ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990') || ' buffers per execution on average', '')
+		   || coalesce('; the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>'), '')
+		   || '); ' || pg_catalog.to_char(x.n_tup_hot_upd, 'FM999,999,999,990') || ' of '
+		   || pg_catalog.to_char(x.n_tup_upd, 'FM999,999,999,990') || ' updates of ' || x.table_name || ' were HOT ('
+		   || pg_catalog.to_char(100.0 * x.n_tup_hot_upd / x.n_tup_upd, 'FM990') || '%): each entry leads to a chain of versions'
+		   || ' that pruning cannot remove while ' || h.label || ' holds the xmin horizon ('
+		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old).' AS evidence,
+		   'End what holds the horizon ('
+		   || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END
+		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
+		   || ' read behind a long transaction or snapshot.' AS advice,
+		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'query_id', x.query_id, 'calls', x.calls, 'executions', x.scans,
+							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,
+							  'buffers_per_row', pg_catalog.round(x.blks_per_row::numeric, 1),
+							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
+														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
+							  'period_start', x.period_start, 'period_end', x.period_end,
+							  'holder', jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid,
+														   'xmin', h.xmin::text, 'xmin_age', h.xmin_age)) AS details,
+		   x.period_start AS since
+	  FROM candidates AS x
+	  CROSS JOIN params
+	  -- The oldest root holder of this database (or a slot, or standby
+	  -- feedback) that was holding when the worst execution ran; without
+	  -- one, the next access prunes the chains: no finding.
+	  JOIN LATERAL (SELECT * FROM root_holders AS r
+					 WHERE NOT r.catalog_only
+					   AND (r.kind IN ('replication slot', 'standby feedback')
+							OR r.datname IS NOT DISTINCT FROM x.datname)
+					   AND (params.now - r.held_for <= x.worst_at
+							OR (r.held_for IS NULL AND r.blocks_cleanup))
+					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+)
+SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
+  FROM hot_findings AS f;
 END
 $$;
 
@@ -1648,6 +1858,7 @@ WITH found AS (
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subtrans_slru_contention(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
 )
@@ -1657,7 +1868,8 @@ SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.sinc
 		  CASE f.problem
 			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
 			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
-			   WHEN 'old_snapshot_threshold_spinlock' THEN 4 ELSE 5 END,
+			   WHEN 'hot_chain_scan' THEN 4
+			   WHEN 'old_snapshot_threshold_spinlock' THEN 5 ELSE 6 END,
 		  f.since NULLS LAST, f.subject;
 END
 $$;
@@ -1924,7 +2136,7 @@ BEGIN
 		RETURN QUERY
 		WITH problems(problem) AS (
 			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
 		), severities(severity) AS (
 			VALUES ('info'), ('warning'), ('critical')
 		), f AS MATERIALIZED (

@@ -6,7 +6,11 @@
  *		subtransaction-overflow events it caused, its rows and buffers, and
  *		what its index scans met; the same again for the current and the
  *		previous period of pg_contention.findings_window, which the
- *		findings judge (pg_contention_recent).
+ *		findings judge (pg_contention_recent): there, per index, also the
+ *		worst execution (its dead entries, entries, buffers, rows, time),
+ *		the most recent one, and how many were bad, and the constants of
+ *		the statement's worst execution (normalize.c reads them before the
+ *		entry's spinlock is taken; a bounded copy under it).
  *
  * Owns the statement hash (ShmemInitHash "pg_contention statements", at
  * most pgc_max_statements entries, keyed by user, database and query id),
@@ -70,6 +74,29 @@ typedef struct PgcIndexCounters
 } PgcIndexCounters;
 
 /*
+ * One index's executions in a period, one by one: the worst (most dead
+ * entries; the first of equals), the most recent, and the bad ones (at
+ * least pg_contention.dead_visits_warning dead entries, as set in the
+ * backend that ran it).  The buffers and rows are the client statement's
+ * (-1: the execution was a nested one, whose own are not measured).
+ */
+typedef struct PgcPeriodScan
+{
+	int64		worst_dead;
+	int64		worst_entries;
+	int64		worst_blks;
+	int64		worst_rows;
+	TimestampTz worst_at;		/* its statement's start */
+	int64		last_dead;
+	TimestampTz last_at;
+	int64		bad_scans;
+	int64		bad_dead;		/* the bad executions' dead entries */
+	TimestampTz last_bad_at;	/* 0: none */
+	TimestampTz clean_since;	/* the first execution below the threshold
+								 * after the last bad one; 0: none yet */
+} PgcPeriodScan;
+
+/*
  * What a statement did in one period of pg_contention.findings_window: the
  * findings judge recent behaviour, not totals since the last reset.  An
  * entry keeps the current period and the previous one; a period starts at
@@ -90,6 +117,9 @@ typedef struct PgcPeriod
 	int64		index_scans[PGC_INDEX_SLOTS];	/* measured executions */
 	int64		index_entries[PGC_INDEX_SLOTS];
 	int64		index_dead[PGC_INDEX_SLOTS];
+	PgcPeriodScan index_exec[PGC_INDEX_SLOTS];
+	int64		literals_dead;	/* max_dead of the execution whose ... */
+	char		literals[PGC_LITERALS_LEN]; /* ... constants these are */
 } PgcPeriod;
 
 typedef struct StatementsShared
@@ -128,6 +158,9 @@ typedef struct PgcStatementEntry
 
 static StatementsShared *stmts = NULL;
 static HTAB *statements = NULL;
+
+static void put_literals(const char *literals, bool visible, Datum *values,
+						 bool *nulls, int col);
 
 /* This backend's cache of entry locations, see the header comment. */
 #define LOCAL_CACHE_SIZE	64
@@ -303,14 +336,71 @@ enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 	return entry;
 }
 
+/*
+ * One measured execution of an index in a period that met dead entries:
+ * is it the worst, and is it bad?  Out of line: a healthy execution meets
+ * none (note_execution).  Caller holds the entry's mutex.
+ */
+static pg_noinline void
+note_dead_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
+					int64 entries, TimestampTz now)
+{
+	if (dead > ps->worst_dead || ps->worst_at == 0)
+	{
+		bool		top = (exec->flags & PGC_COUNT_TOP_LEVEL) != 0;
+
+		ps->worst_dead = dead;
+		ps->worst_entries = entries;
+		ps->worst_blks = top ? exec->shared_blks_hit + exec->shared_blks_read : -1;
+		ps->worst_rows = top ? exec->rows : -1;
+		ps->worst_at = now;
+	}
+	ps->last_dead = dead;
+	ps->last_at = now;
+	if (dead >= pgc_dead_visits_warning)
+	{
+		ps->bad_scans++;
+		ps->bad_dead += dead;
+		ps->last_bad_at = now;
+		ps->clean_since = 0;
+	}
+	else if (ps->clean_since == 0)
+		ps->clean_since = now;
+}
+
+/*
+ * One measured execution of an index in a period.  Without dead entries
+ * (the common case) it is never bad, and the worst only if it is the
+ * period's first: two stores and a compare.
+ */
+static inline void
+note_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
+			   int64 entries, TimestampTz now)
+{
+	if (unlikely(dead != 0))
+	{
+		note_dead_execution(ps, exec, dead, entries, now);
+		return;
+	}
+	ps->last_dead = 0;
+	ps->last_at = now;
+	/* The first clean one after a bad one, or the period's first. */
+	if (unlikely(ps->clean_since == 0))
+	{
+		ps->clean_since = now;
+		if (ps->worst_at == 0)
+			note_dead_execution(ps, exec, 0, entries, now);
+	}
+}
+
 /* Add one execution's index deltas to an entry; caller holds its mutex. */
 static void
-add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
-				 int ndeltas)
+add_index_deltas(PgcStatementEntry *entry, const PgcExecution *exec,
+				 TimestampTz now)
 {
-	for (int d = 0; d < ndeltas; d++)
+	for (int d = 0; d < exec->ndeltas; d++)
 	{
-		const PgcIndexDelta *delta = &deltas[d];
+		const PgcIndexDelta *delta = &exec->deltas[d];
 		PgcIndexCounters *c = NULL;
 		int			slot = -1;
 
@@ -354,6 +444,8 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 			entry->current.index_scans[slot]++;
 			entry->current.index_entries[slot] += delta->returned;
 			entry->current.index_dead[slot] += dead;
+			note_execution(&entry->current.index_exec[slot], exec, dead,
+						   delta->returned, now);
 		}
 		else
 			c->other_entries_read += delta->returned;
@@ -413,7 +505,13 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 		period->overflow_events++;
 	}
 	if (exec->ndeltas > 0)
-		add_index_deltas(entry, exec->deltas, exec->ndeltas);
+		add_index_deltas(entry, exec, now);
+	/* Its constants, read before the spinlock (hooks.c): a bounded copy. */
+	if (unlikely(exec->literals != NULL) && exec->max_dead > period->literals_dead)
+	{
+		period->literals_dead = exec->max_dead;
+		strlcpy(period->literals, exec->literals, PGC_LITERALS_LEN);
+	}
 	entry->last_seen = now;
 }
 
@@ -688,6 +786,7 @@ static const PgcResultColumn index_scan_columns[] = {
 	{"query", TEXTOID, PGC_SQL_V(1, 0)},
 	{"indexes_untracked", INT8OID, PGC_SQL_V(1, 0)},
 	{"bitmap_lossy_pages", INT8OID, PGC_SQL_V(1, 1)},
+	{"worst_literals", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape index_scan_shape = {
 	"pg_contention_index_scans", index_scan_columns, lengthof(index_scan_columns)
@@ -741,6 +840,10 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 											 "<insufficient privilege>");
 			values[14] = Int64GetDatum(e->indexes_untracked);
 			values[15] = Int64GetDatum(c->bitmap_lossy_pages);
+			/* The statement's worst execution in the recent periods. */
+			put_literals(e->current.literals_dead >= e->previous.literals_dead ?
+						 e->current.literals : e->previous.literals,
+						 visible, values, nulls, 16);
 			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
 	}
@@ -767,12 +870,54 @@ static const PgcResultColumn recent_columns[] = {
 	{"entries_read", INT8OID, PGC_SQL_V(1, 1)},
 	{"dead_visits", INT8OID, PGC_SQL_V(1, 1)},
 	{"query", TEXTOID, PGC_SQL_V(1, 1)},
+	{"worst_dead_visits", INT8OID, PGC_SQL_V(1, 4)},
+	{"worst_entries_read", INT8OID, PGC_SQL_V(1, 4)},
+	{"worst_buffers", INT8OID, PGC_SQL_V(1, 4)},
+	{"worst_rows", INT8OID, PGC_SQL_V(1, 4)},
+	{"worst_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"last_dead_visits", INT8OID, PGC_SQL_V(1, 4)},
+	{"last_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"bad_scans", INT8OID, PGC_SQL_V(1, 4)},
+	{"bad_dead_visits", INT8OID, PGC_SQL_V(1, 4)},
+	{"last_bad_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"clean_since", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"worst_literals", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape recent_shape = {
 	"pg_contention_recent", recent_columns, lengthof(recent_columns)
 };
 
 #define RECENT_COLS lengthof(recent_columns)
+
+/*
+ * Add one index's executions of a period to a sum of periods; the periods
+ * are added in order, the previous one first.
+ */
+static void
+add_period_scan(PgcPeriodScan *into, const PgcPeriodScan *from)
+{
+	if (from->worst_at == 0)
+		return;					/* no execution */
+	if (into->worst_at == 0 || from->worst_dead > into->worst_dead)
+	{
+		into->worst_dead = from->worst_dead;
+		into->worst_entries = from->worst_entries;
+		into->worst_blks = from->worst_blks;
+		into->worst_rows = from->worst_rows;
+		into->worst_at = from->worst_at;
+	}
+	if (from->last_at >= into->last_at)
+	{
+		into->last_dead = from->last_dead;
+		into->last_at = from->last_at;
+	}
+	into->bad_scans += from->bad_scans;
+	into->bad_dead += from->bad_dead;
+	/* from is the later period: a bad execution there starts it over. */
+	if (from->last_bad_at != 0 || into->clean_since == 0)
+		into->clean_since = from->clean_since;
+	into->last_bad_at = Max(into->last_bad_at, from->last_bad_at);
+}
 
 /* Add period "from" to the sum "into" (whose start is the earliest). */
 static void
@@ -793,6 +938,12 @@ add_period(PgcPeriod *into, const PgcPeriod *from)
 		into->index_scans[k] += from->index_scans[k];
 		into->index_entries[k] += from->index_entries[k];
 		into->index_dead[k] += from->index_dead[k];
+		add_period_scan(&into->index_exec[k], &from->index_exec[k]);
+	}
+	if (from->literals[0] != '\0' && from->literals_dead > into->literals_dead)
+	{
+		into->literals_dead = from->literals_dead;
+		memcpy(into->literals, from->literals, PGC_LITERALS_LEN);
 	}
 }
 
@@ -847,6 +998,48 @@ recent_cache_gone(void *arg)
 	recent_rows = NIL;
 }
 
+/*
+ * The worst execution's constants, masked like the query text: NULL when
+ * none were kept.
+ */
+static void
+put_literals(const char *literals, bool visible, Datum *values, bool *nulls,
+			 int col)
+{
+	nulls[col] = literals[0] == '\0';
+	if (!nulls[col])
+		values[col] = CStringGetTextDatum(visible ? literals :
+										  "<insufficient privilege>");
+}
+
+/* One index's executions in the periods: columns col to col + 10. */
+static void
+put_period_scan(const PgcPeriodScan *ps, Datum *values, bool *nulls, int col)
+{
+	values[col] = Int64GetDatum(ps->worst_dead);
+	nulls[col] = false;
+	values[col + 1] = Int64GetDatum(ps->worst_entries);
+	nulls[col + 1] = false;
+	values[col + 2] = Int64GetDatum(ps->worst_blks);
+	nulls[col + 2] = ps->worst_blks < 0;
+	values[col + 3] = Int64GetDatum(ps->worst_rows);
+	nulls[col + 3] = ps->worst_rows < 0;
+	values[col + 4] = TimestampTzGetDatum(ps->worst_at);
+	nulls[col + 4] = false;
+	values[col + 5] = Int64GetDatum(ps->last_dead);
+	nulls[col + 5] = false;
+	values[col + 6] = TimestampTzGetDatum(ps->last_at);
+	nulls[col + 6] = false;
+	values[col + 7] = Int64GetDatum(ps->bad_scans);
+	nulls[col + 7] = false;
+	values[col + 8] = Int64GetDatum(ps->bad_dead);
+	nulls[col + 8] = false;
+	values[col + 9] = TimestampTzGetDatum(ps->last_bad_at);
+	nulls[col + 9] = ps->last_bad_at == 0;
+	values[col + 10] = TimestampTzGetDatum(ps->clean_since);
+	nulls[col + 10] = ps->clean_since == 0;
+}
+
 /* Build the rows of one read of the store into recent_rows. */
 static void
 build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only)
@@ -892,6 +1085,9 @@ build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only)
 		nulls[13] = nulls[14] = nulls[15] = true;
 		values[16] = CStringGetTextDatum(visible ? e->query :
 										 "<insufficient privilege>");
+		for (int c = 17; c <= 27; c++)
+			nulls[c] = true;
+		put_literals(sum.literals, visible, values, nulls, 28);
 		oldcontext = MemoryContextSwitchTo(recent_cxt);
 		if (notable)
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
@@ -907,6 +1103,7 @@ build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only)
 			values[13] = Int64GetDatum(sum.index_scans[k]);
 			values[14] = Int64GetDatum(sum.index_entries[k]);
 			values[15] = Int64GetDatum(sum.index_dead[k]);
+			put_period_scan(&sum.index_exec[k], values, nulls, 17);
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 		}
 		MemoryContextSwitchTo(oldcontext);

@@ -12,3 +12,12 @@
 -- that read the history are PL/pgSQL.
 DROP VIEW @extschema@.pg_contention_history;
 DROP FUNCTION @extschema@.pg_contention_history();
+
+-- pg_contention_recent and pg_contention_index_scans gain columns (the
+-- worst execution of each statement and index): dropped here, with the
+-- view over the latter, and created again by their files (with the view's
+-- grant).  The rules that read them are PL/pgSQL: nothing else depends on
+-- them.
+DROP VIEW @extschema@.pg_contention_index_scans;
+DROP FUNCTION @extschema@.pg_contention_index_scans();
+DROP FUNCTION @extschema@.pg_contention_recent(integer, boolean);
