@@ -1400,6 +1400,40 @@ dead_here AS MATERIALIZED (
 root_holders AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
 ),
+-- One statement is one normalised text in one database, per index: the
+-- query ids a driver makes of it (a parameter bound as int2 here and int4
+-- there), and its users, are summed into one finding, with every query
+-- id in details.  A text masked from this role is not grouped.  The
+-- worst execution is the group's worst; the last, its latest.
+grouped AS (
+	SELECT r.dbid, min(r.datname) AS datname, r.indexrelid,
+		   (pg_catalog.array_agg(r.query ORDER BY r.scans DESC))[1] AS query,
+		   (pg_catalog.array_agg(r.query_id ORDER BY r.scans DESC))[1] AS query_id,
+		   coalesce(jsonb_agg(DISTINCT r.query_id) FILTER (WHERE r.query_id IS NOT NULL), '[]') AS query_ids,
+		   pg_catalog.string_agg(DISTINCT r.query_id::text, ', ') AS query_ids_text,
+		   count(DISTINCT r.query_id) AS n_query_ids,
+		   min(r.period_start) AS period_start, max(r.period_end) AS period_end,
+		   sum(r.calls)::bigint AS calls, sum(r.top_level_calls)::bigint AS top_level_calls,
+		   sum(r.shared_blks)::bigint AS shared_blks, sum(r.scans)::bigint AS scans,
+		   sum(r.entries_read)::bigint AS entries_read, sum(r.dead_visits)::bigint AS dead_visits,
+		   (pg_catalog.array_agg(r.worst_dead_visits ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_dead_visits,
+		   (pg_catalog.array_agg(r.worst_entries_read ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_entries_read,
+		   (pg_catalog.array_agg(r.worst_buffers ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_buffers,
+		   (pg_catalog.array_agg(r.worst_rows ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_rows,
+		   (pg_catalog.array_agg(r.worst_at ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_at,
+		   (pg_catalog.array_agg(r.worst_literals ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_literals,
+		   (pg_catalog.array_agg(r.last_dead_visits ORDER BY r.last_at DESC NULLS LAST))[1] AS last_dead_visits,
+		   max(r.last_at) AS last_at,
+		   sum(r.bad_scans)::bigint AS bad_scans, sum(r.bad_dead_visits)::bigint AS bad_dead_visits,
+		   max(r.last_bad_at) AS last_bad_at,
+		   -- Clean since the group's last bad execution: that statement's.
+		   (pg_catalog.array_agg(r.clean_since ORDER BY r.last_bad_at DESC NULLS LAST))[1] AS clean_since
+	  FROM recent AS r
+	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
+	 GROUP BY r.dbid, r.indexrelid,
+			  CASE WHEN r.query = '<insufficient privilege>'
+				   THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END
+),
 index_rows AS (
 	SELECT r.*, i.indrelid,
 		   r.dead_visits::float8 / r.scans AS dead_per_scan,
@@ -1413,13 +1447,12 @@ index_rows AS (
 		   CASE WHEN r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 				THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) END AS index_name,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
-	  FROM recent AS r
+	  FROM grouped AS r
 	  LEFT JOIN pg_catalog.pg_class AS ic
 		ON ic.oid = r.indexrelid AND r.datname = pg_catalog.current_database()
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
 	  LEFT JOIN dead_here AS t ON t.relid = i.indrelid
-	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
 ),
 judged AS (
 	SELECT x.*, h.*,
@@ -1461,7 +1494,8 @@ index_findings AS (
 				ELSE 'warning' END AS severity,
 		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
-		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
+		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
+					   || x.query_ids_text || ')', '') AS subject,
 		   CASE x.state
 				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
 					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
@@ -1521,7 +1555,7 @@ index_findings AS (
 					 || ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
-							  'query_id', x.query_id, 'calls', x.calls, 'executions', x.scans,
+							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
 							  'dead_per_execution', pg_catalog.round(x.dead_per_scan::numeric, 1),
 							  'dead_ratio', pg_catalog.round(x.dead_ratio::numeric, 4),
@@ -1611,12 +1645,15 @@ candidates AS (
 	   AND NOT (r.dead_visits >= params.dead_warning * r.scans
 				AND r.dead_visits >= params.dead_ratio * r.entries_read)
 ),
+-- One finding per normalised text and index (its query ids in details),
+-- on the group's worst execution.
 hot_findings AS (
-	SELECT 'hot_chain_scan'::text AS problem,
+	SELECT DISTINCT ON (x.dbid, x.indexrelid, x.query)
+		   'hot_chain_scan'::text AS problem,
 		   'warning'::text AS severity,
 		   'table ' || x.table_name || ': lookups by index ' || x.index_name || ' of '
 		   || @extschema@.pg_contention_shorten(x.query)
-		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
+		   || coalesce(' (query id' || CASE WHEN g.n > 1 THEN 's ' ELSE ' ' END || coalesce(g.ids_text, x.query_id::text) || ')', '') AS subject,
 		   'the worst of ' || pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions from '
 		   || pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
 		   || pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ', at '
@@ -1638,7 +1675,7 @@ hot_findings AS (
 		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
 		   || ' read behind a long transaction or snapshot.' AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
-							  'query_id', x.query_id, 'calls', x.calls, 'executions', x.scans,
+							  'query_id', x.query_id, 'query_ids', coalesce(g.ids, jsonb_build_array(x.query_id)), 'calls', x.calls, 'executions', x.scans,
 							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,
 							  'buffers_per_row', pg_catalog.round(x.blks_per_row::numeric, 1),
 							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
@@ -1660,6 +1697,13 @@ hot_findings AS (
 					   AND (params.now - r.held_for <= x.worst_at
 							OR (r.held_for IS NULL AND r.blocks_cleanup))
 					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
+								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,
+								coalesce(jsonb_agg(DISTINCT o.query_id) FILTER (WHERE o.query_id IS NOT NULL), '[]') AS ids
+						   FROM recent AS o
+						  WHERE o.dbid = x.dbid AND o.indexrelid = x.indexrelid
+							AND o.query = x.query AND x.query <> '<insufficient privilege>') AS g ON true
+	 ORDER BY x.dbid, x.indexrelid, x.query, x.blks_per_row DESC
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM hot_findings AS f;

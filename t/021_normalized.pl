@@ -98,5 +98,73 @@ my $near = $node->safe_psql('postgres', q{
 like($near, qr/ executions of 2 statements from /, 'near overflow: two statements (normalised texts)');
 like($near, qr/\|true$/, 'with every query id (three, or one per constant on 13) in details');
 
+# The index finding groups the same way: one lookup text whose key is
+# bound as int2 for a small customer and int4 for a large one visits the
+# dead versions of both keys behind a held transaction: one
+# dead_tuple_index_scan finding naming both query ids.
+$node->safe_psql('postgres', q{
+	CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer, note text);
+	CREATE INDEX orders_customer ON orders (customer);
+	INSERT INTO orders (customer, note) SELECT g % 1000, 'live' FROM generate_series(1, 20000) AS g;
+	ANALYZE orders;
+	SELECT pg_contention_reset();
+});
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; SELECT txid_current()');
+$node->safe_psql('postgres', q{
+	INSERT INTO orders (customer, note) SELECT 42, 'gone' FROM generate_series(1, 3000);
+	INSERT INTO orders (customer, note) SELECT 100042, 'gone' FROM generate_series(1, 3000);
+	DELETE FROM orders WHERE note = 'gone';
+});
+my $lookups = $node->basedir . '/lookups.py';
+open($fh, '>', $lookups) or die "cannot write $lookups: $!";
+print $fh <<'EOF';
+import sys
+import psycopg
+
+with psycopg.connect(sys.argv[1], application_name='api') as conn:
+    cur = psycopg.ClientCursor(conn) if sys.argv[2] == '1' else conn.cursor()
+    for customer in (42, 100042, 42, 100042):
+        cur.execute("SELECT id, note FROM orders WHERE customer = %s", (customer,))
+        cur.fetchall()
+        conn.commit()
+EOF
+close($fh);
+{
+	my ($stdout, $stderr);
+	ok(IPC::Run::run([ $python, $lookups, $node->connstr('postgres'), $client_side ],
+		'>', \$stdout, '2>', \$stderr), 'the lookups ran') or diag($stderr);
+}
+my $lookup_text = 'SELECT id, note FROM orders WHERE customer = $1';
+my $index_finding = q{
+	SELECT f.subject, f.details FROM pg_contention_findings() AS f
+	 WHERE f.problem = 'dead_tuple_index_scan'};
+is($node->safe_psql('postgres', "SELECT count(*) FROM ($index_finding) AS f"), '1',
+	'one dead_tuple_index_scan finding for the lookup, not one per query id');
+like($node->safe_psql('postgres', "SELECT subject FROM ($index_finding) AS f"),
+	qr/^index public\.orders_customer scanned by \Q$lookup_text\E \(query ids -?\d+, -?\d+/,
+	'its subject names the normalised text and both query ids');
+is($node->safe_psql('postgres', qq{
+	SELECT (f.details->>'executions')::int,
+		   (SELECT jsonb_agg(q ORDER BY q) FROM jsonb_array_elements(f.details->'query_ids') AS q)
+		   = (SELECT jsonb_agg(DISTINCT s.query_id) FROM pg_contention_statements AS s
+			   WHERE s.query = '$lookup_text')
+	  FROM ($index_finding) AS f}),
+	'4|t', 'details: the executions of both query ids summed, and both ids');
+# The worst execution's constants: bound parameters as the server logs
+# them; without them (psql's simple protocol), the literals of the text,
+# numbered as the normalised text numbers them.
+like($node->safe_psql('postgres', "SELECT worst_literals FROM pg_contention_index_scans WHERE query = '$lookup_text' ORDER BY worst_literals LIMIT 1"),
+	$client_side ? qr/^\$1 = 42$|^\$1 = 100042$/ : qr/^\$1 = '(42|100042)'$/,
+	'worst_literals: the constant of a worst execution');
+$node->safe_psql('postgres',
+	'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT note FROM orders WHERE customer = 100042 AND id > -5');
+is($node->safe_psql('postgres', q{SELECT query || ' | ' || worst_literals FROM pg_contention_index_scans
+	WHERE query LIKE '%AND id >%'}),
+	'SELECT note FROM orders WHERE customer = $1 AND id > $2 | $1 = 100042, $2 = -5',
+	'a text\'s literals: the normalised text, and the worst execution\'s constants labelled');
+$holder->query_safe('COMMIT');
+$holder->quit;
+
 $node->stop;
 done_testing();

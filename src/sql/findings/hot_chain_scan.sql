@@ -61,12 +61,15 @@ candidates AS (
 	   AND NOT (r.dead_visits >= params.dead_warning * r.scans
 				AND r.dead_visits >= params.dead_ratio * r.entries_read)
 ),
+-- One finding per normalised text and index (its query ids in details),
+-- on the group's worst execution.
 hot_findings AS (
-	SELECT 'hot_chain_scan'::text AS problem,
+	SELECT DISTINCT ON (x.dbid, x.indexrelid, x.query)
+		   'hot_chain_scan'::text AS problem,
 		   'warning'::text AS severity,
 		   'table ' || x.table_name || ': lookups by index ' || x.index_name || ' of '
 		   || @extschema@.pg_contention_shorten(x.query)
-		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
+		   || coalesce(' (query id' || CASE WHEN g.n > 1 THEN 's ' ELSE ' ' END || coalesce(g.ids_text, x.query_id::text) || ')', '') AS subject,
 		   'the worst of ' || pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions from '
 		   || pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
 		   || pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ', at '
@@ -88,7 +91,7 @@ hot_findings AS (
 		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
 		   || ' read behind a long transaction or snapshot.' AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
-							  'query_id', x.query_id, 'calls', x.calls, 'executions', x.scans,
+							  'query_id', x.query_id, 'query_ids', coalesce(g.ids, jsonb_build_array(x.query_id)), 'calls', x.calls, 'executions', x.scans,
 							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,
 							  'buffers_per_row', pg_catalog.round(x.blks_per_row::numeric, 1),
 							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
@@ -110,6 +113,13 @@ hot_findings AS (
 					   AND (params.now - r.held_for <= x.worst_at
 							OR (r.held_for IS NULL AND r.blocks_cleanup))
 					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
+								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,
+								coalesce(jsonb_agg(DISTINCT o.query_id) FILTER (WHERE o.query_id IS NOT NULL), '[]') AS ids
+						   FROM recent AS o
+						  WHERE o.dbid = x.dbid AND o.indexrelid = x.indexrelid
+							AND o.query = x.query AND x.query <> '<insufficient privilege>') AS g ON true
+	 ORDER BY x.dbid, x.indexrelid, x.query, x.blks_per_row DESC
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM hot_findings AS f;
