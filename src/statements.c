@@ -9,8 +9,9 @@
  *		findings judge (pg_contention_recent).
  *
  * Owns the statement hash (ShmemInitHash "pg_contention statements", at
- * most pgc_max_statements entries, keyed by user, database and query id),
- * its header (ShmemInitStruct "pg_contention statements header": the
+ * most pgc_max_statements entries, keyed by user, database, query id and
+ * application: a hash of application_name, see current_application), its
+ * header (ShmemInitStruct "pg_contention statements header": the
  * eviction count and the generation) and its LWLock.
  *
  * Locking, as in pg_stat_statements: the LWLock in shared mode to find
@@ -44,6 +45,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "funcapi.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
@@ -119,6 +121,7 @@ typedef struct PgcStatementEntry
 	PgcIndexCounters indexes[PGC_INDEX_SLOTS];
 	PgcPeriod	current;		/* this period of findings_window */
 	PgcPeriod	previous;		/* the one before */
+	char		application_name[NAMEDATALEN];	/* the key's app_hash is of it */
 	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen */
 } PgcStatementEntry;
 
@@ -140,6 +143,45 @@ typedef struct LocalCacheSlot
 } LocalCacheSlot;
 
 static LocalCacheSlot local_cache[LOCAL_CACHE_SIZE];
+
+/*
+ * This backend's application: application_name as the statement store
+ * keeps it (cut at NAMEDATALEN - 1 bytes, as pg_stat_activity shows it),
+ * and its hash, the key's app_hash.
+ */
+static char current_app_name[NAMEDATALEN];
+static uint64 current_app_hash = 0;
+
+/* application_name changed: note the new name and hash it, once. */
+static pg_noinline void
+application_changed(const char *name)
+{
+	strlcpy(current_app_name, name, NAMEDATALEN);
+	current_app_hash = current_app_name[0] == '\0' ? 0 :
+		hash_bytes_extended((const unsigned char *) current_app_name,
+							strlen(current_app_name), 0);
+}
+
+/*
+ * The key's app_hash for this backend's statement now.  The hash is
+ * computed only when application_name changes; what tells is a comparison
+ * of the string with the name last hashed, which ends at the first byte
+ * that differs or at the name's end (a few bytes for a usual name).  The
+ * variable's pointer alone would not do: a SET frees the old string, and
+ * two SETs between two statements can leave a different name at the
+ * address we saw last.  The GUC's check hook keeps the name printable
+ * ASCII, so a cut at any byte is a whole character.  Two names with the
+ * same 64-bit hash would share entries (under the first one's name).
+ */
+static inline uint64
+current_application(void)
+{
+	const char *name = application_name ? application_name : "";
+
+	if (unlikely(strncmp(name, current_app_name, NAMEDATALEN - 1) != 0))
+		application_changed(name);
+	return current_app_hash;
+}
 
 static Size
 entry_size(void)
@@ -296,6 +338,9 @@ enter_statement(const PgcStatementKey *key, const char *source_text,
 		memset((char *) entry + after_mutex, 0,
 			   offsetof(PgcStatementEntry, query) - after_mutex);
 		entry->first_seen = now;
+		/* The name of this backend's application, the key's app_hash. */
+		if (key->app_hash == current_app_hash)
+			strlcpy(entry->application_name, current_app_name, NAMEDATALEN);
 		SpinLockRelease(&entry->mutex);
 
 		/* Only readers under the LWLock read the text: we hold it. */
@@ -426,8 +471,8 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
  */
 static pg_noinline void
 count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
-			 const char *source_text, int stmt_location, int stmt_len,
-			 const PgcExecution *exec)
+			 uint64 app_hash, const char *source_text, int stmt_location,
+			 int stmt_len, const PgcExecution *exec)
 {
 	PgcStatementEntry *entry;
 	PgcStatementKey key;
@@ -437,6 +482,7 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 	key.userid = userid;
 	key.dbid = MyDatabaseId;
 	key.query_id = query_id;
+	key.app_hash = app_hash;
 
 	LWLockAcquire(stmts->lock, LW_SHARED);
 	entry = hash_search(statements, &key, HASH_FIND, NULL);
@@ -479,6 +525,7 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 {
 	PgcStatementEntry *entry;
 	LocalCacheSlot *slot;
+	uint64		app_hash = current_application();
 
 	/* The hooks exist only where the shared state was attached at start. */
 	Assert(stmts != NULL);
@@ -486,10 +533,11 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		userid = GetUserId();
 
 	/* Fast path: a cached entry, still live (see the header comment). */
-	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32)) % LOCAL_CACHE_SIZE];
+	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32) ^ app_hash) % LOCAL_CACHE_SIZE];
 	entry = slot->entry;
 	if (entry != NULL && slot->key.query_id == query_id &&
-		slot->key.userid == userid && slot->key.dbid == MyDatabaseId)
+		slot->key.userid == userid && slot->key.dbid == MyDatabaseId &&
+		slot->key.app_hash == app_hash)
 	{
 		TimestampTz now = GetCurrentStatementStartTimestamp();
 
@@ -503,8 +551,8 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		SpinLockRelease(&entry->mutex);
 	}
 
-	count_locked(slot, userid, query_id, source_text, stmt_location, stmt_len,
-				 exec);
+	count_locked(slot, userid, query_id, app_hash, source_text, stmt_location,
+				 stmt_len, exec);
 }
 
 /* For pg_contention_info: entries in the hash, and evictions. */
@@ -615,6 +663,7 @@ static const PgcResultColumn statement_columns[] = {
 	{"shared_blks_read", INT8OID, PGC_SQL_V(1, 1)},
 	{"max_subxacts", INT4OID, PGC_SQL_V(1, 1)},
 	{"near_overflow_calls", INT8OID, PGC_SQL_V(1, 1)},
+	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape statement_shape = {
 	"pg_contention_statements", statement_columns, lengthof(statement_columns)
@@ -656,6 +705,7 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 		values[12] = Int64GetDatum(e->shared_blks_read);
 		values[13] = Int32GetDatum(e->max_subxacts);
 		values[14] = Int64GetDatum(e->near_overflow_calls);
+		values[15] = CStringGetTextDatum(e->application_name);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);
@@ -680,6 +730,7 @@ static const PgcResultColumn index_scan_columns[] = {
 	{"query", TEXTOID, PGC_SQL_V(1, 0)},
 	{"indexes_untracked", INT8OID, PGC_SQL_V(1, 0)},
 	{"bitmap_lossy_pages", INT8OID, PGC_SQL_V(1, 1)},
+	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape index_scan_shape = {
 	"pg_contention_index_scans", index_scan_columns, lengthof(index_scan_columns)
@@ -733,6 +784,7 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 											 "<insufficient privilege>");
 			values[14] = Int64GetDatum(e->indexes_untracked);
 			values[15] = Int64GetDatum(c->bitmap_lossy_pages);
+			values[16] = CStringGetTextDatum(e->application_name);
 			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
 	}
@@ -759,6 +811,7 @@ static const PgcResultColumn recent_columns[] = {
 	{"entries_read", INT8OID, PGC_SQL_V(1, 1)},
 	{"dead_visits", INT8OID, PGC_SQL_V(1, 1)},
 	{"query", TEXTOID, PGC_SQL_V(1, 1)},
+	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape recent_shape = {
 	"pg_contention_recent", recent_columns, lengthof(recent_columns)
@@ -799,8 +852,8 @@ is_savepoint_text(const char *query)
 }
 
 /*
- * pg_contention_recent(window_seconds, notable_only): what each statement
- * did in the periods that reach into the last window_seconds (the current
+ * pg_contention_recent(window_seconds, notable_only, by_application): what
+ * each statement did in the periods that reach into the last window_seconds (the current
  * period of pg_contention.findings_window and the previous one;
  * period_start and period_end say what the figures cover): one row per
  * statement with indexrelid NULL, then one per index it scanned with the
@@ -809,6 +862,10 @@ is_savepoint_text(const char *query)
  * suboverflowed snapshot, came near an overflow, caused one, or are
  * SAVEPOINTs, and only indexes whose scans met dead entries.  A busy
  * server's thousands of other statements then cost a copy, not rows.
+ * A statement's entries of several applications are summed into one row
+ * (application_name NULL when they are more than one), unless
+ * by_application (new in 1.4): then a row per application, as the store
+ * keeps them (who pays, pg_contention_victims).
  */
 /*
  * The rows of pg_contention_recent, kept for the rest of the client's
@@ -824,48 +881,151 @@ typedef struct RecentCacheKey
 	Oid			userid;			/* the texts' visibility */
 	int32		window_seconds;
 	bool		notable_only;
+	bool		by_application;
 	int			natts;
 } RecentCacheKey;
 
+typedef struct RecentCache
+{
+	MemoryContext cxt;
+	MemoryContextCallback callback;
+	RecentCacheKey key;
+	List	   *rows;			/* HeapTuples, in cxt */
+} RecentCache;
+
+/*
+ * Two: the rules' read (a row per statement) and who pays (a row per
+ * application) alternate within one pg_contention_findings().
+ */
+static RecentCache recent_caches[2];
+
+/* Where build_recent_rows puts its rows. */
 static MemoryContext recent_cxt = NULL;
-static MemoryContextCallback recent_cxt_callback;
-static RecentCacheKey recent_key;
-static List *recent_rows = NIL;	/* HeapTuples, in recent_cxt */
+static List *recent_rows = NIL;
 
 static void
 recent_cache_gone(void *arg)
 {
-	recent_cxt = NULL;
-	recent_rows = NIL;
+	RecentCache *cache = (RecentCache *) arg;
+
+	cache->cxt = NULL;
+	cache->rows = NIL;
 }
+
+/* Order entries by statement (database, user, query id), to sum them. */
+static int
+compare_statements(const void *a, const void *b)
+{
+	const PgcStatementKey *ka = &(*(PgcStatementEntry *const *) a)->key;
+	const PgcStatementKey *kb = &(*(PgcStatementEntry *const *) b)->key;
+
+	if (ka->dbid != kb->dbid)
+		return ka->dbid < kb->dbid ? -1 : 1;
+	if (ka->userid != kb->userid)
+		return ka->userid < kb->userid ? -1 : 1;
+	if (ka->query_id != kb->query_id)
+		return ka->query_id < kb->query_id ? -1 : 1;
+	return 0;
+}
+
+static bool
+same_statement(const PgcStatementEntry *a, const PgcStatementEntry *b)
+{
+	return a->key.dbid == b->key.dbid && a->key.userid == b->key.userid &&
+		a->key.query_id == b->key.query_id;
+}
+
+/* One index's window figures, summed over a statement's entries. */
+typedef struct RecentIndex
+{
+	Oid			indexoid;
+	int64		scans;
+	int64		entries;
+	int64		dead;
+} RecentIndex;
 
 /* Build the rows of one read of the store into recent_rows. */
 static void
-build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only)
+build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only,
+				  bool by_application)
 {
 	char	   *copy;
+	PgcStatementEntry **order;
 	long		n;
 	Size		size = entry_size();
 	TimestampTz cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
 	MemoryContext oldcontext;
+	long		next;
 
 	copy = copy_entries(&n);
+	order = palloc_extended(Max(n, 1) * sizeof(PgcStatementEntry *), MCXT_ALLOC_HUGE);
 	for (long i = 0; i < n; i++)
+		order[i] = (PgcStatementEntry *) (copy + i * size);
+	if (!by_application)
+		qsort(order, n, sizeof(PgcStatementEntry *), compare_statements);
+
+	for (long i = 0; i < n; i = next)
 	{
-		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+		PgcStatementEntry *e = order[i];
 		PgcPeriod	sum;
+		RecentIndex *indexes;
+		int			nindexes = 0;
+		const char *app = NULL;
+		bool		several_apps = false;
 		Datum		values[RECENT_COLS] = {0};
 		bool		nulls[RECENT_COLS] = {0};
 		bool		visible;
 		bool		notable;
 
+		/* The statement's entries: one, or one per application. */
+		next = i + 1;
+		if (!by_application)
+			while (next < n && same_statement(order[next], e))
+				next++;
+		indexes = palloc((next - i) * PGC_INDEX_SLOTS * sizeof(RecentIndex));
 		memset(&sum, 0, sizeof(sum));
-		if (e->previous.start != 0 && e->previous.end >= cutoff)
-			add_period(&sum, &e->previous);
-		if (e->current.start != 0 && e->current.end >= cutoff)
-			add_period(&sum, &e->current);
+		for (long g = i; g < next; g++)
+		{
+			PgcStatementEntry *m = order[g];
+			PgcPeriod	part;
+
+			memset(&part, 0, sizeof(part));
+			if (m->previous.start != 0 && m->previous.end >= cutoff)
+				add_period(&part, &m->previous);
+			if (m->current.start != 0 && m->current.end >= cutoff)
+				add_period(&part, &m->current);
+			if (part.start == 0)
+				continue;
+			add_period(&sum, &part);	/* its index figures unused: slots differ */
+			if (app == NULL)
+				app = m->application_name;
+			else if (strcmp(app, m->application_name) != 0)
+				several_apps = true;
+			for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+			{
+				int			x;
+
+				if (m->indexes[k].indexoid == InvalidOid || part.index_scans[k] == 0)
+					continue;
+				for (x = 0; x < nindexes; x++)
+					if (indexes[x].indexoid == m->indexes[k].indexoid)
+						break;
+				if (x == nindexes)
+				{
+					memset(&indexes[x], 0, sizeof(RecentIndex));
+					indexes[x].indexoid = m->indexes[k].indexoid;
+					nindexes++;
+				}
+				indexes[x].scans += part.index_scans[k];
+				indexes[x].entries += part.index_entries[k];
+				indexes[x].dead += part.index_dead[k];
+			}
+		}
 		if (sum.start == 0)
+		{
+			pfree(indexes);
 			continue;
+		}
 
 		visible = put_key_columns(e, values, nulls);
 		notable = !notable_only ||
@@ -884,26 +1044,31 @@ build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only)
 		nulls[13] = nulls[14] = nulls[15] = true;
 		values[16] = CStringGetTextDatum(visible ? e->query :
 										 "<insufficient privilege>");
+		if (several_apps)
+			nulls[17] = true;
+		else
+			values[17] = CStringGetTextDatum(app);
 		oldcontext = MemoryContextSwitchTo(recent_cxt);
 		if (notable)
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 
 		/* The same statement columns, with one index's scan figures. */
 		nulls[3] = nulls[13] = nulls[14] = nulls[15] = false;
-		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+		for (int x = 0; x < nindexes; x++)
 		{
-			if (e->indexes[k].indexoid == InvalidOid || sum.index_scans[k] == 0 ||
-				(notable_only && sum.index_dead[k] == 0))
+			if (notable_only && indexes[x].dead == 0)
 				continue;
-			values[3] = ObjectIdGetDatum(e->indexes[k].indexoid);
-			values[13] = Int64GetDatum(sum.index_scans[k]);
-			values[14] = Int64GetDatum(sum.index_entries[k]);
-			values[15] = Int64GetDatum(sum.index_dead[k]);
+			values[3] = ObjectIdGetDatum(indexes[x].indexoid);
+			values[13] = Int64GetDatum(indexes[x].scans);
+			values[14] = Int64GetDatum(indexes[x].entries);
+			values[15] = Int64GetDatum(indexes[x].dead);
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 		}
 		MemoryContextSwitchTo(oldcontext);
 		pfree(DatumGetPointer(values[16]));
+		pfree(indexes);
 	}
+	pfree(order);
 	pfree(copy);
 }
 
@@ -912,9 +1077,12 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 {
 	int32		window_seconds = PG_GETARG_INT32(0);
 	bool		notable_only = PG_GETARG_BOOL(1);
+	/* A 1.1 to 1.3 declaration has no third argument. */
+	bool		by_application = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	RecentCacheKey key;
+	RecentCache *cache;
 	ListCell   *lc;
 
 	pgc_require_loaded();
@@ -930,22 +1098,29 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 	key.userid = GetUserId();
 	key.window_seconds = window_seconds;
 	key.notable_only = notable_only;
+	key.by_application = by_application;
 	key.natts = tupdesc->natts;
-	if (recent_cxt == NULL || memcmp(&key, &recent_key, sizeof(key)) != 0)
+	cache = &recent_caches[by_application ? 1 : 0];
+	if (cache->cxt == NULL || memcmp(&key, &cache->key, sizeof(key)) != 0)
 	{
-		if (recent_cxt != NULL)
-			MemoryContextDelete(recent_cxt);	/* its callback forgets it */
-		recent_cxt = AllocSetContextCreate(TopTransactionContext,
+		if (cache->cxt != NULL)
+			MemoryContextDelete(cache->cxt);	/* its callback forgets it */
+		cache->cxt = AllocSetContextCreate(TopTransactionContext,
 										   "pg_contention recent rows",
 										   ALLOCSET_DEFAULT_SIZES);
-		memset(&recent_key, 0, sizeof(recent_key));	/* until rows are whole */
-		recent_cxt_callback.func = recent_cache_gone;
-		recent_cxt_callback.arg = NULL;
-		MemoryContextRegisterResetCallback(recent_cxt, &recent_cxt_callback);
-		build_recent_rows(tupdesc, window_seconds, notable_only);
-		recent_key = key;		/* only once the rows are whole */
+		memset(&cache->key, 0, sizeof(cache->key));	/* until rows are whole */
+		cache->callback.func = recent_cache_gone;
+		cache->callback.arg = cache;
+		MemoryContextRegisterResetCallback(cache->cxt, &cache->callback);
+		recent_cxt = cache->cxt;
+		recent_rows = NIL;
+		build_recent_rows(tupdesc, window_seconds, notable_only, by_application);
+		cache->rows = recent_rows;
+		recent_cxt = NULL;
+		recent_rows = NIL;
+		cache->key = key;		/* only once the rows are whole */
 	}
-	foreach(lc, recent_rows)
+	foreach(lc, cache->rows)
 		tuplestore_puttuple(tupstore, (HeapTuple) lfirst(lc));
 	return (Datum) 0;
 }
@@ -968,7 +1143,7 @@ pgc_statements_record_size(void)
 /*
  * The section: the eviction count, then every entry, a batch at a time.
  * The hash cannot be walked across lock releases, so one pass under the
- * lock in shared mode notes the keys (24 bytes an entry, memory only);
+ * lock in shared mode notes the keys (32 bytes an entry, memory only);
  * then each batch looks its keys up and copies the entries under the
  * lock, as copy_entries does, and is written after releasing it.
  * An entry evicted or reset between batches is not found and not saved;

@@ -1,6 +1,7 @@
 --
 -- Index scans that visit dead or invisible entries, per statement and index
--- (plain scans, and bitmap scans whose heap side can be attributed).
+-- (plain scans, and bitmap scans whose heap side can be attributed).  The
+-- function has a row per application (1.4); the view sums them.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT userid oid,
@@ -18,7 +19,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT last_seen timestamp with time zone,
 	OUT query text,
 	OUT indexes_untracked bigint,
-	OUT bitmap_lossy_pages bigint
+	OUT bitmap_lossy_pages bigint,
+	OUT application_name text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_scans'

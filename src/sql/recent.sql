@@ -2,11 +2,14 @@
 -- What pg_contention_findings reads of the statement store: each
 -- statement's (and each of its indexes') figures in the periods of
 -- pg_contention.findings_window that reach into the last window_seconds;
--- with notable_only, only the rows a finding can use.
+-- with notable_only, only the rows a finding can use.  A statement run by
+-- several applications is one row (application_name NULL), or with
+-- by_application (1.4) one row per application.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
 	notable_only boolean DEFAULT false,
+	by_application boolean DEFAULT false,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,
@@ -23,7 +26,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	OUT scans bigint,
 	OUT entries_read bigint,
 	OUT dead_visits bigint,
-	OUT query text
+	OUT query text,
+	OUT application_name text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_recent'

@@ -12,3 +12,16 @@
 -- that read the history are PL/pgSQL.
 DROP VIEW @extschema@.pg_contention_history;
 DROP FUNCTION @extschema@.pg_contention_history();
+
+-- The statement store keys statements by application too (who pays):
+-- pg_contention_statements() and pg_contention_index_scans() gain an
+-- application_name column, pg_contention_recent() an argument
+-- (by_application) and the column.  A function's result type or arguments
+-- cannot be replaced: they and the views over them are dropped here and
+-- created again by their files.  The functions that read them are PL/pgSQL
+-- or SQL without a parsed body: nothing else depends on them.
+DROP VIEW @extschema@.pg_contention_statements;
+DROP FUNCTION @extschema@.pg_contention_statements();
+DROP VIEW @extschema@.pg_contention_index_scans;
+DROP FUNCTION @extschema@.pg_contention_index_scans();
+DROP FUNCTION @extschema@.pg_contention_recent(integer, boolean);
