@@ -20,6 +20,19 @@
 DROP VIEW @extschema@.pg_contention_history;
 DROP FUNCTION @extschema@.pg_contention_history();
 
+-- The statement store keys statements by application too (who pays):
+-- pg_contention_statements() and pg_contention_index_scans() gain an
+-- application_name column, pg_contention_recent() an argument
+-- (by_application) and the column.  A function's result type or arguments
+-- cannot be replaced: they and the views over them are dropped here and
+-- created again by their files.  The functions that read them are PL/pgSQL
+-- or SQL without a parsed body: nothing else depends on them.
+DROP VIEW @extschema@.pg_contention_statements;
+DROP FUNCTION @extschema@.pg_contention_statements();
+DROP VIEW @extschema@.pg_contention_index_scans;
+DROP FUNCTION @extschema@.pg_contention_index_scans();
+DROP FUNCTION @extschema@.pg_contention_recent(integer, boolean);
+
 -- ---- src/sql/subxact.sql ----
 
 --
@@ -134,7 +147,8 @@ GRANT SELECT ON @extschema@.pg_contention_info TO PUBLIC;
 
 --
 -- Index scans that visit dead or invisible entries, per statement and index
--- (plain scans, and bitmap scans whose heap side can be attributed).
+-- (plain scans, and bitmap scans whose heap side can be attributed).  The
+-- function has a row per application (1.4); the view sums them.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT userid oid,
@@ -152,7 +166,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT last_seen timestamp with time zone,
 	OUT query text,
 	OUT indexes_untracked bigint,
-	OUT bitmap_lossy_pages bigint
+	OUT bitmap_lossy_pages bigint,
+	OUT application_name text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_scans'
@@ -384,7 +399,8 @@ GRANT SELECT ON @extschema@.pg_contention_sampler_status TO PUBLIC;
 --
 -- Per-statement counters: calls, rows and buffers, calls on suboverflowed
 -- snapshots and the pg_subtrans waits sampled for them, the subtransaction
--- cache's high-water mark, calls on a hot standby, overflow events caused.
+-- cache's high-water mark, calls on a hot standby, overflow events caused;
+-- one row per user, database, query id and application (1.4).
 -- (After the sampler's functions: the view reads the wait profile.)
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements(
@@ -402,7 +418,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements(
 	OUT shared_blks_hit bigint,
 	OUT shared_blks_read bigint,
 	OUT max_subxacts integer,
-	OUT near_overflow_calls bigint
+	OUT near_overflow_calls bigint,
+	OUT application_name text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_statements'
@@ -428,7 +445,8 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.standby_calls,
 		   s.first_seen,
 		   s.last_seen,
-		   s.query
+		   s.query,
+		   s.application_name
 	  FROM @extschema@.pg_contention_statements() AS s
 	  LEFT JOIN (SELECT p.dbid, p.roleid, p.query_id,
 						sum(p.samples)::bigint AS subtrans_wait_samples
@@ -506,11 +524,14 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_reset() FROM PUBLIC;
 -- What pg_contention_findings reads of the statement store: each
 -- statement's (and each of its indexes') figures in the periods of
 -- pg_contention.findings_window that reach into the last window_seconds;
--- with notable_only, only the rows a finding can use.
+-- with notable_only, only the rows a finding can use.  A statement run by
+-- several applications is one row (application_name NULL), or with
+-- by_application (1.4) one row per application.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
 	notable_only boolean DEFAULT false,
+	by_application boolean DEFAULT false,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,
@@ -527,7 +548,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	OUT scans bigint,
 	OUT entries_read bigint,
 	OUT dead_visits bigint,
-	OUT query text
+	OUT query text,
+	OUT application_name text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_recent'
@@ -615,6 +637,189 @@ BEGIN
 	probe_critical := pg_catalog.current_setting('pg_contention.old_snapshot_probe_critical', true)::float8;
 	held_warning := pg_catalog.current_setting('pg_contention.old_snapshot_held_warning', true)::float8;
 	held_critical := pg_catalog.current_setting('pg_contention.old_snapshot_held_critical', true)::float8;
+END
+$$;
+
+-- ---- src/sql/findings/victims.sql ----
+
+--
+-- Who pays: the statements that paid for a problem in the window, per
+-- application, user, database and query id (the statement store's rows
+-- per application, pg_contention_recent(..., by_application)), with what
+-- they paid:
+--   kind 'suboverflowed_snapshots': executions on a suboverflowed snapshot
+--     (subxact_overflow, subtrans_slru_contention);
+--   kind 'dead_index_entries': dead index entries visited, per index
+--     (dead_tuple_index_scan, xmin_horizon_held).
+-- Never victims: pg_contention's own (the sampler, application
+-- 'pg_contention sampler'; the client, application 'pg_contention'; any
+-- statement whose text reads pg_contention's objects), and the culprit's:
+-- the statements of culprit_query_ids, and everything run by the
+-- (application, user) of the culprit's pids (their sessions now, and their
+-- overflow events in the window).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims(
+	window_length interval DEFAULT NULL,
+	culprit_pids jsonb DEFAULT NULL,
+	culprit_query_ids jsonb DEFAULT NULL,
+	OUT kind text,
+	OUT application_name text,
+	OUT userid oid,
+	OUT usename name,
+	OUT dbid oid,
+	OUT datname name,
+	OUT query_id bigint,
+	OUT query text,
+	OUT indexrelid oid,
+	OUT executions bigint,
+	OUT paid bigint
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+),
+culprit_pid AS MATERIALIZED (
+	SELECT DISTINCT p.value::integer AS pid
+	  FROM pg_catalog.jsonb_array_elements_text(
+			   CASE WHEN pg_catalog.jsonb_typeof(culprit_pids) = 'array' THEN culprit_pids
+					ELSE '[]'::jsonb END) AS p(value)
+	 WHERE p.value ~ '^[0-9]+$'
+),
+culprit_query AS MATERIALIZED (
+	SELECT DISTINCT q.value::bigint AS query_id
+	  FROM pg_catalog.jsonb_array_elements_text(
+			   CASE WHEN pg_catalog.jsonb_typeof(culprit_query_ids) = 'array' THEN culprit_query_ids
+					ELSE '[]'::jsonb END) AS q(value)
+	 WHERE q.value ~ '^-?[0-9]+$'
+),
+-- The culprit's (application, user): its sessions now, its overflow
+-- events in the window (a session that has ended).
+culprit AS MATERIALIZED (
+	SELECT a.application_name, a.usesysid AS userid
+	  FROM pg_catalog.pg_stat_activity AS a
+	 WHERE a.pid IN (SELECT c.pid FROM culprit_pid AS c)
+	UNION
+	SELECT e.application_name, e.usesysid
+	  FROM params, @extschema@.pg_contention_overflow_events() AS e
+	 WHERE e.event_time >= params.cutoff
+	   AND e.pid IN (SELECT c.pid FROM culprit_pid AS c)
+),
+paid AS (
+	SELECT r.*
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true) AS r
+	 WHERE r.application_name <> 'pg_contention'
+	   AND r.application_name NOT LIKE 'pg\_contention %'
+	   AND pg_catalog.strpos(r.query, 'pg_contention') = 0
+	   AND NOT EXISTS (SELECT 1 FROM culprit AS c
+					    WHERE c.application_name = r.application_name AND c.userid = r.userid)
+	   AND NOT EXISTS (SELECT 1 FROM culprit_query AS q WHERE q.query_id = r.query_id)
+)
+SELECT v.kind, v.application_name, v.userid, u.rolname, v.dbid, d.datname,
+	   v.query_id, v.query, v.indexrelid, v.executions, v.paid
+  FROM (SELECT 'suboverflowed_snapshots'::text AS kind, r.application_name, r.userid, r.dbid,
+			   r.query_id, r.query, NULL::oid AS indexrelid,
+			   r.suboverflowed_calls AS executions, r.suboverflowed_calls AS paid
+		  FROM paid AS r
+		 WHERE r.indexrelid IS NULL AND r.suboverflowed_calls > 0
+		UNION ALL
+		SELECT 'dead_index_entries', r.application_name, r.userid, r.dbid,
+			   r.query_id, r.query, r.indexrelid, r.scans, r.dead_visits
+		  FROM paid AS r
+		 WHERE r.indexrelid IS NOT NULL AND r.dead_visits > 0) AS v
+  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = v.userid
+  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = v.dbid
+ ORDER BY v.kind, v.paid DESC, v.application_name, v.query_id;
+END
+$$;
+
+--
+-- Who pays, in words, for a finding's evidence: the victims of one kind
+-- (see pg_contention_victims), per application, the three that paid most:
+-- "Paid by application api (user web: 12,034 executions of SELECT ... on
+-- suboverflowed snapshots) and application reports (...)."  NULL when
+-- nobody but the culprit and pg_contention paid.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_text(
+	window_length interval,
+	kind text,
+	culprit_pids jsonb DEFAULT NULL,
+	culprit_query_ids jsonb DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+	result text;
+BEGIN
+WITH v AS (
+	SELECT * FROM @extschema@.pg_contention_victims(window_length, culprit_pids, culprit_query_ids) AS v
+	 WHERE v.kind = pg_contention_victims_text.kind
+),
+-- An index scan's rows summed over the statement's indexes.
+statements AS (
+	SELECT v.application_name, v.usename, v.userid, v.query_id, v.query,
+		   sum(v.executions) AS executions, sum(v.paid) AS paid
+	  FROM v
+	 GROUP BY v.application_name, v.usename, v.userid, v.query_id, v.query
+),
+apps AS (
+	SELECT s.application_name, sum(s.paid) AS paid, count(*) AS statements,
+		   (pg_catalog.array_agg(coalesce(s.usename::text, s.userid::text) ORDER BY s.paid DESC))[1] AS top_user,
+		   (pg_catalog.array_agg(s.query ORDER BY s.paid DESC))[1] AS top_query,
+		   (pg_catalog.array_agg(s.executions ORDER BY s.paid DESC))[1] AS top_executions,
+		   (pg_catalog.array_agg(s.paid ORDER BY s.paid DESC))[1] AS top_paid
+	  FROM statements AS s
+	 GROUP BY s.application_name
+),
+ranked AS (
+	SELECT a.*, row_number() OVER (ORDER BY a.paid DESC, a.application_name) AS n,
+		   count(*) OVER () AS napps,
+		   sum(a.paid) OVER () AS all_paid
+	  FROM apps AS a
+)
+SELECT 'Paid by '
+	   || pg_catalog.string_agg(
+			  CASE WHEN r.n = 1 THEN ''
+				   WHEN r.n = r.napps AND r.napps <= 3 THEN ' and '
+				   ELSE ', ' END
+			  || CASE WHEN r.application_name = '' THEN 'an application without a name'
+					  ELSE 'application ' || r.application_name END
+			  || ' (user ' || r.top_user || ': '
+			  || CASE WHEN kind = 'suboverflowed_snapshots'
+					  THEN pg_catalog.to_char(r.top_paid, 'FM999,999,999,999,990') || ' execution'
+						   || CASE WHEN r.top_paid = 1 THEN '' ELSE 's' END || ' of '
+						   || @extschema@.pg_contention_shorten(r.top_query)
+						   || ' on suboverflowed snapshots'
+					  ELSE @extschema@.pg_contention_shorten(r.top_query) || ' visited '
+						   || pg_catalog.to_char(r.top_paid, 'FM999,999,999,999,990') || ' dead index entries in '
+						   || pg_catalog.to_char(r.top_executions, 'FM999,999,999,999,990') || ' execution'
+						   || CASE WHEN r.top_executions = 1 THEN '' ELSE 's' END END
+			  || CASE WHEN r.statements > 1
+					  THEN '; ' || (r.statements - 1) || ' other statement'
+						   || CASE WHEN r.statements = 2 THEN '' ELSE 's' END || ' '
+						   || pg_catalog.to_char(r.paid - r.top_paid, 'FM999,999,999,999,990')
+						   || CASE WHEN kind = 'suboverflowed_snapshots' THEN ' more' ELSE ' more entries' END
+					  ELSE '' END
+			  || ')', '' ORDER BY r.n) FILTER (WHERE r.n <= 3)
+	   || CASE WHEN max(r.napps) > 3
+			   THEN ' and ' || (max(r.napps) - 3) || ' other application'
+					|| CASE WHEN max(r.napps) = 4 THEN '' ELSE 's' END
+			   ELSE '' END
+	   || '.'
+  INTO result
+  FROM ranked AS r
+HAVING count(*) > 0;
+RETURN result;
 END
 $$;
 
@@ -970,7 +1175,9 @@ overflow_findings AS (
 		   c.level AS severity,
 		   o.subject,
 		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
-		   || '; cost: ' || c.text || '.' AS evidence,
+		   || '; cost: ' || c.text || '.'
+		   || coalesce(' ' || @extschema@.pg_contention_victims_text(window_length, 'suboverflowed_snapshots', o.pids,
+																	  jsonb_build_array(o.query_id, o.nested_query_id)), '') AS evidence,
 		   CASE c.level
 				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
 				ELSE 'K' END
@@ -1377,7 +1584,9 @@ horizon_findings AS (
 				   THEN '; it keeps the dead index entries of '
 						|| (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder)
 						|| ' dead_tuple_index_scan finding(s)'
-				   ELSE '' END || '.' AS evidence,
+				   ELSE '' END || '.'
+		   || coalesce(' ' || @extschema@.pg_contention_victims_text(window_length, 'dead_index_entries',
+																	  jsonb_build_array(h.pid)), '') AS evidence,
 		   CASE h.kind
 				WHEN 'backend' THEN
 					CASE WHEN h.state LIKE 'idle in transaction%'

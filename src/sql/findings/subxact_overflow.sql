@@ -151,7 +151,9 @@ overflow_findings AS (
 		   c.level AS severity,
 		   o.subject,
 		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
-		   || '; cost: ' || c.text || '.' AS evidence,
+		   || '; cost: ' || c.text || '.'
+		   || coalesce(' ' || @extschema@.pg_contention_victims_text(window_length, 'suboverflowed_snapshots', o.pids,
+																	  jsonb_build_array(o.query_id, o.nested_query_id)), '') AS evidence,
 		   CASE c.level
 				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
 				ELSE 'K' END

@@ -52,7 +52,9 @@ horizon_findings AS (
 				   THEN '; it keeps the dead index entries of '
 						|| (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder)
 						|| ' dead_tuple_index_scan finding(s)'
-				   ELSE '' END || '.' AS evidence,
+				   ELSE '' END || '.'
+		   || coalesce(' ' || @extschema@.pg_contention_victims_text(window_length, 'dead_index_entries',
+																	  jsonb_build_array(h.pid)), '') AS evidence,
 		   CASE h.kind
 				WHEN 'backend' THEN
 					CASE WHEN h.state LIKE 'idle in transaction%'
