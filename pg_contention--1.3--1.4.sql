@@ -640,189 +640,6 @@ BEGIN
 END
 $$;
 
--- ---- src/sql/findings/victims.sql ----
-
---
--- Who pays: the statements that paid for a problem in the window, per
--- application, user, database and query id (the statement store's rows
--- per application, pg_contention_recent(..., by_application)), with what
--- they paid:
---   kind 'suboverflowed_snapshots': executions on a suboverflowed snapshot
---     (subxact_overflow, subtrans_slru_contention);
---   kind 'dead_index_entries': dead index entries visited, per index
---     (dead_tuple_index_scan, xmin_horizon_held).
--- Never victims: pg_contention's own (the sampler, application
--- 'pg_contention sampler'; the client, application 'pg_contention'; any
--- statement whose text reads pg_contention's objects), and the culprit's:
--- the statements of culprit_query_ids, and everything run by the
--- (application, user) of the culprit's pids (their sessions now, and their
--- overflow events in the window).
---
-CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims(
-	window_length interval DEFAULT NULL,
-	culprit_pids jsonb DEFAULT NULL,
-	culprit_query_ids jsonb DEFAULT NULL,
-	OUT kind text,
-	OUT application_name text,
-	OUT userid oid,
-	OUT usename name,
-	OUT dbid oid,
-	OUT datname name,
-	OUT query_id bigint,
-	OUT query text,
-	OUT indexrelid oid,
-	OUT executions bigint,
-	OUT paid bigint
-)
-RETURNS SETOF record
-LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
-SET jit = off
-SET plan_cache_mode = force_generic_plan
-AS $$
-#variable_conflict use_column
-BEGIN
-RETURN QUERY
-WITH params AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
-),
-culprit_pid AS MATERIALIZED (
-	SELECT DISTINCT p.value::integer AS pid
-	  FROM pg_catalog.jsonb_array_elements_text(
-			   CASE WHEN pg_catalog.jsonb_typeof(culprit_pids) = 'array' THEN culprit_pids
-					ELSE '[]'::jsonb END) AS p(value)
-	 WHERE p.value ~ '^[0-9]+$'
-),
-culprit_query AS MATERIALIZED (
-	SELECT DISTINCT q.value::bigint AS query_id
-	  FROM pg_catalog.jsonb_array_elements_text(
-			   CASE WHEN pg_catalog.jsonb_typeof(culprit_query_ids) = 'array' THEN culprit_query_ids
-					ELSE '[]'::jsonb END) AS q(value)
-	 WHERE q.value ~ '^-?[0-9]+$'
-),
--- The culprit's (application, user): its sessions now, its overflow
--- events in the window (a session that has ended).
-culprit AS MATERIALIZED (
-	SELECT a.application_name, a.usesysid AS userid
-	  FROM pg_catalog.pg_stat_activity AS a
-	 WHERE a.pid IN (SELECT c.pid FROM culprit_pid AS c)
-	UNION
-	SELECT e.application_name, e.usesysid
-	  FROM params, @extschema@.pg_contention_overflow_events() AS e
-	 WHERE e.event_time >= params.cutoff
-	   AND e.pid IN (SELECT c.pid FROM culprit_pid AS c)
-),
-paid AS (
-	SELECT r.*
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true) AS r
-	 WHERE r.application_name <> 'pg_contention'
-	   AND r.application_name NOT LIKE 'pg\_contention %'
-	   AND pg_catalog.strpos(r.query, 'pg_contention') = 0
-	   AND NOT EXISTS (SELECT 1 FROM culprit AS c
-					    WHERE c.application_name = r.application_name AND c.userid = r.userid)
-	   AND NOT EXISTS (SELECT 1 FROM culprit_query AS q WHERE q.query_id = r.query_id)
-)
-SELECT v.kind, v.application_name, v.userid, u.rolname, v.dbid, d.datname,
-	   v.query_id, v.query, v.indexrelid, v.executions, v.paid
-  FROM (SELECT 'suboverflowed_snapshots'::text AS kind, r.application_name, r.userid, r.dbid,
-			   r.query_id, r.query, NULL::oid AS indexrelid,
-			   r.suboverflowed_calls AS executions, r.suboverflowed_calls AS paid
-		  FROM paid AS r
-		 WHERE r.indexrelid IS NULL AND r.suboverflowed_calls > 0
-		UNION ALL
-		SELECT 'dead_index_entries', r.application_name, r.userid, r.dbid,
-			   r.query_id, r.query, r.indexrelid, r.scans, r.dead_visits
-		  FROM paid AS r
-		 WHERE r.indexrelid IS NOT NULL AND r.dead_visits > 0) AS v
-  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = v.userid
-  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = v.dbid
- ORDER BY v.kind, v.paid DESC, v.application_name, v.query_id;
-END
-$$;
-
---
--- Who pays, in words, for a finding's evidence: the victims of one kind
--- (see pg_contention_victims), per application, the three that paid most:
--- "Paid by application api (user web: 12,034 executions of SELECT ... on
--- suboverflowed snapshots) and application reports (...)."  NULL when
--- nobody but the culprit and pg_contention paid.
---
-CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_text(
-	window_length interval,
-	kind text,
-	culprit_pids jsonb DEFAULT NULL,
-	culprit_query_ids jsonb DEFAULT NULL
-)
-RETURNS text
-LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
-SET jit = off
-SET plan_cache_mode = force_generic_plan
-AS $$
-#variable_conflict use_column
-DECLARE
-	result text;
-BEGIN
-WITH v AS (
-	SELECT * FROM @extschema@.pg_contention_victims(window_length, culprit_pids, culprit_query_ids) AS v
-	 WHERE v.kind = pg_contention_victims_text.kind
-),
--- An index scan's rows summed over the statement's indexes.
-statements AS (
-	SELECT v.application_name, v.usename, v.userid, v.query_id, v.query,
-		   sum(v.executions) AS executions, sum(v.paid) AS paid
-	  FROM v
-	 GROUP BY v.application_name, v.usename, v.userid, v.query_id, v.query
-),
-apps AS (
-	SELECT s.application_name, sum(s.paid) AS paid, count(*) AS statements,
-		   (pg_catalog.array_agg(coalesce(s.usename::text, s.userid::text) ORDER BY s.paid DESC))[1] AS top_user,
-		   (pg_catalog.array_agg(s.query ORDER BY s.paid DESC))[1] AS top_query,
-		   (pg_catalog.array_agg(s.executions ORDER BY s.paid DESC))[1] AS top_executions,
-		   (pg_catalog.array_agg(s.paid ORDER BY s.paid DESC))[1] AS top_paid
-	  FROM statements AS s
-	 GROUP BY s.application_name
-),
-ranked AS (
-	SELECT a.*, row_number() OVER (ORDER BY a.paid DESC, a.application_name) AS n,
-		   count(*) OVER () AS napps,
-		   sum(a.paid) OVER () AS all_paid
-	  FROM apps AS a
-)
-SELECT 'Paid by '
-	   || pg_catalog.string_agg(
-			  CASE WHEN r.n = 1 THEN ''
-				   WHEN r.n = r.napps AND r.napps <= 3 THEN ' and '
-				   ELSE ', ' END
-			  || CASE WHEN r.application_name = '' THEN 'an application without a name'
-					  ELSE 'application ' || r.application_name END
-			  || ' (user ' || r.top_user || ': '
-			  || CASE WHEN kind = 'suboverflowed_snapshots'
-					  THEN pg_catalog.to_char(r.top_paid, 'FM999,999,999,999,990') || ' execution'
-						   || CASE WHEN r.top_paid = 1 THEN '' ELSE 's' END || ' of '
-						   || @extschema@.pg_contention_shorten(r.top_query)
-						   || ' on suboverflowed snapshots'
-					  ELSE @extschema@.pg_contention_shorten(r.top_query) || ' visited '
-						   || pg_catalog.to_char(r.top_paid, 'FM999,999,999,999,990') || ' dead index entries in '
-						   || pg_catalog.to_char(r.top_executions, 'FM999,999,999,999,990') || ' execution'
-						   || CASE WHEN r.top_executions = 1 THEN '' ELSE 's' END END
-			  || CASE WHEN r.statements > 1
-					  THEN '; ' || (r.statements - 1) || ' other statement'
-						   || CASE WHEN r.statements = 2 THEN '' ELSE 's' END || ' '
-						   || pg_catalog.to_char(r.paid - r.top_paid, 'FM999,999,999,999,990')
-						   || CASE WHEN kind = 'suboverflowed_snapshots' THEN ' more' ELSE ' more entries' END
-					  ELSE '' END
-			  || ')', '' ORDER BY r.n) FILTER (WHERE r.n <= 3)
-	   || CASE WHEN max(r.napps) > 3
-			   THEN ' and ' || (max(r.napps) - 3) || ' other application'
-					|| CASE WHEN max(r.napps) = 4 THEN '' ELSE 's' END
-			   ELSE '' END
-	   || '.'
-  INTO result
-  FROM ranked AS r
-HAVING count(*) > 0;
-RETURN result;
-END
-$$;
-
 -- ---- src/sql/findings/subtrans_cost.sql ----
 
 --
@@ -1017,6 +834,212 @@ SELECT h.*,
 			ELSE h.kind || ' ' || h.holder END AS label
   FROM holders AS h, params
  WHERE h.follows IS NULL;
+END
+$$;
+
+-- ---- src/sql/findings/victims.sql ----
+
+--
+-- Who pays: the statements that paid for a problem in the window, per
+-- application, user, database and query id (the statement store's rows
+-- per application, pg_contention_recent(..., by_application)), with what
+-- they paid:
+--   kind 'suboverflowed_snapshots': executions on a suboverflowed snapshot
+--     (subxact_overflow, subtrans_slru_contention);
+--   kind 'dead_index_entries': dead index entries visited, per index
+--     (dead_tuple_index_scan, xmin_horizon_held).
+-- Never victims: pg_contention's own (the sampler, application
+-- 'pg_contention sampler'; the client, application 'pg_contention'; any
+-- statement whose text reads pg_contention's objects), and the culprit's:
+-- the statements of culprit_query_ids, and everything run by the
+-- (application, user) of the culprit's pids (their sessions now, and their
+-- overflow events in the window).  Without culprit_pids (NULL), every
+-- culprit of the kind: for suboverflowed snapshots the backends that
+-- overflowed in the window or are overflowed now, for dead index entries
+-- the backends that hold the xmin horizon back (pg_contention_horizon_roots).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims(
+	window_length interval DEFAULT NULL,
+	culprit_pids jsonb DEFAULT NULL,
+	culprit_query_ids jsonb DEFAULT NULL,
+	OUT kind text,
+	OUT application_name text,
+	OUT userid oid,
+	OUT usename name,
+	OUT dbid oid,
+	OUT datname name,
+	OUT query_id bigint,
+	OUT query text,
+	OUT indexrelid oid,
+	OUT executions bigint,
+	OUT paid bigint
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+),
+culprit_pid AS MATERIALIZED (
+	SELECT DISTINCT p.value::integer AS pid
+	  FROM pg_catalog.jsonb_array_elements_text(
+			   CASE WHEN pg_catalog.jsonb_typeof(culprit_pids) = 'array' THEN culprit_pids
+					ELSE '[]'::jsonb END) AS p(value)
+	 WHERE p.value ~ '^[0-9]+$'
+),
+culprit_query AS MATERIALIZED (
+	SELECT DISTINCT q.value::bigint AS query_id
+	  FROM pg_catalog.jsonb_array_elements_text(
+			   CASE WHEN pg_catalog.jsonb_typeof(culprit_query_ids) = 'array' THEN culprit_query_ids
+					ELSE '[]'::jsonb END) AS q(value)
+	 WHERE q.value ~ '^-?[0-9]+$'
+),
+-- The culprits' (application, user) for each kind: the sessions of their
+-- pids now, and their overflow events in the window (a session that has
+-- ended); without pids, every culprit of the kind.
+culprit AS MATERIALIZED (
+	SELECT k.kind, a.application_name, a.usesysid AS userid
+	  FROM pg_catalog.pg_stat_activity AS a,
+		   (VALUES ('suboverflowed_snapshots'), ('dead_index_entries')) AS k(kind)
+	 WHERE a.pid IN (SELECT c.pid FROM culprit_pid AS c)
+	UNION
+	SELECT k.kind, e.application_name, e.usesysid
+	  FROM params, @extschema@.pg_contention_overflow_events() AS e,
+		   (VALUES ('suboverflowed_snapshots'), ('dead_index_entries')) AS k(kind)
+	 WHERE e.event_time >= params.cutoff
+	   AND (e.pid IN (SELECT c.pid FROM culprit_pid AS c)
+			OR (culprit_pids IS NULL AND k.kind = 'suboverflowed_snapshots'))
+	UNION
+	SELECT 'suboverflowed_snapshots', s.application_name, s.usesysid
+	  FROM @extschema@.pg_contention_subxact() AS s
+	 WHERE culprit_pids IS NULL AND s.subxact_overflowed
+	UNION
+	SELECT 'dead_index_entries', a.application_name, a.usesysid
+	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS h
+	  JOIN pg_catalog.pg_stat_activity AS a ON a.pid = h.pid
+	 WHERE culprit_pids IS NULL AND h.kind = 'backend'
+),
+candidates AS (
+	SELECT r.*,
+		   CASE WHEN r.indexrelid IS NULL THEN 'suboverflowed_snapshots'
+				ELSE 'dead_index_entries' END AS kind
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true) AS r
+	 WHERE r.application_name <> 'pg_contention'
+	   AND r.application_name NOT LIKE 'pg\_contention %'
+	   AND pg_catalog.strpos(r.query, 'pg_contention') = 0
+	   AND NOT EXISTS (SELECT 1 FROM culprit_query AS q WHERE q.query_id = r.query_id)
+),
+paid AS (
+	SELECT r.*
+	  FROM candidates AS r
+	 WHERE NOT EXISTS (SELECT 1 FROM culprit AS c
+						WHERE c.kind = r.kind AND c.application_name = r.application_name
+						  AND c.userid = r.userid)
+)
+SELECT v.kind, v.application_name, v.userid, u.rolname, v.dbid, d.datname,
+	   v.query_id, v.query, v.indexrelid, v.executions, v.paid
+  FROM (SELECT 'suboverflowed_snapshots'::text AS kind, r.application_name, r.userid, r.dbid,
+			   r.query_id, r.query, NULL::oid AS indexrelid,
+			   r.suboverflowed_calls AS executions, r.suboverflowed_calls AS paid
+		  FROM paid AS r
+		 WHERE r.indexrelid IS NULL AND r.suboverflowed_calls > 0
+		UNION ALL
+		SELECT 'dead_index_entries', r.application_name, r.userid, r.dbid,
+			   r.query_id, r.query, r.indexrelid, r.scans, r.dead_visits
+		  FROM paid AS r
+		 WHERE r.indexrelid IS NOT NULL AND r.dead_visits > 0) AS v
+  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = v.userid
+  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = v.dbid
+ ORDER BY v.kind, v.paid DESC, v.application_name, v.query_id;
+END
+$$;
+
+--
+-- Who pays, in words, for a finding's evidence: the victims of one kind
+-- (see pg_contention_victims), per application, the three that paid most:
+-- "Paid by application api (user web: 12,034 executions of SELECT ... on
+-- suboverflowed snapshots) and application reports (...)."  NULL when
+-- nobody but the culprit and pg_contention paid.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_text(
+	window_length interval,
+	kind text,
+	culprit_pids jsonb DEFAULT NULL,
+	culprit_query_ids jsonb DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+	result text;
+BEGIN
+WITH v AS (
+	SELECT * FROM @extschema@.pg_contention_victims(window_length, culprit_pids, culprit_query_ids) AS v
+	 WHERE v.kind = pg_contention_victims_text.kind
+),
+-- An index scan's rows summed over the statement's indexes.
+statements AS (
+	SELECT v.application_name, v.usename, v.userid, v.query_id, v.query,
+		   sum(v.executions) AS executions, sum(v.paid) AS paid
+	  FROM v
+	 GROUP BY v.application_name, v.usename, v.userid, v.query_id, v.query
+),
+apps AS (
+	SELECT s.application_name, sum(s.paid) AS paid, count(*) AS statements,
+		   (pg_catalog.array_agg(coalesce(s.usename::text, s.userid::text) ORDER BY s.paid DESC))[1] AS top_user,
+		   (pg_catalog.array_agg(s.query ORDER BY s.paid DESC))[1] AS top_query,
+		   (pg_catalog.array_agg(s.executions ORDER BY s.paid DESC))[1] AS top_executions,
+		   (pg_catalog.array_agg(s.paid ORDER BY s.paid DESC))[1] AS top_paid
+	  FROM statements AS s
+	 GROUP BY s.application_name
+),
+ranked AS (
+	SELECT a.*, row_number() OVER (ORDER BY a.paid DESC, a.application_name) AS n,
+		   count(*) OVER () AS napps,
+		   sum(a.paid) OVER () AS all_paid
+	  FROM apps AS a
+)
+SELECT 'Paid by '
+	   || pg_catalog.string_agg(
+			  CASE WHEN r.n = 1 THEN ''
+				   WHEN r.n = r.napps AND r.napps <= 3 THEN ' and '
+				   ELSE ', ' END
+			  || CASE WHEN r.application_name = '' THEN 'an application without a name'
+					  ELSE 'application ' || r.application_name END
+			  || ' (user ' || r.top_user || ': '
+			  || CASE WHEN kind = 'suboverflowed_snapshots'
+					  THEN pg_catalog.to_char(r.top_paid, 'FM999,999,999,999,990') || ' execution'
+						   || CASE WHEN r.top_paid = 1 THEN '' ELSE 's' END || ' of '
+						   || @extschema@.pg_contention_shorten(r.top_query)
+						   || ' on suboverflowed snapshots'
+					  ELSE @extschema@.pg_contention_shorten(r.top_query) || ' visited '
+						   || pg_catalog.to_char(r.top_paid, 'FM999,999,999,999,990') || ' dead index entries in '
+						   || pg_catalog.to_char(r.top_executions, 'FM999,999,999,999,990') || ' execution'
+						   || CASE WHEN r.top_executions = 1 THEN '' ELSE 's' END END
+			  || CASE WHEN r.statements > 1
+					  THEN '; ' || (r.statements - 1) || ' other statement'
+						   || CASE WHEN r.statements = 2 THEN '' ELSE 's' END || ' '
+						   || pg_catalog.to_char(r.paid - r.top_paid, 'FM999,999,999,999,990')
+						   || CASE WHEN kind = 'suboverflowed_snapshots' THEN ' more' ELSE ' more entries' END
+					  ELSE '' END
+			  || ')', '' ORDER BY r.n) FILTER (WHERE r.n <= 3)
+	   || CASE WHEN max(r.napps) > 3
+			   THEN ' and ' || (max(r.napps) - 3) || ' other application'
+					|| CASE WHEN max(r.napps) = 4 THEN '' ELSE 's' END
+			   ELSE '' END
+	   || '.'
+  INTO result
+  FROM ranked AS r
+HAVING count(*) > 0;
+RETURN result;
 END
 $$;
 

@@ -12,7 +12,10 @@
 -- statement whose text reads pg_contention's objects), and the culprit's:
 -- the statements of culprit_query_ids, and everything run by the
 -- (application, user) of the culprit's pids (their sessions now, and their
--- overflow events in the window).
+-- overflow events in the window).  Without culprit_pids (NULL), every
+-- culprit of the kind: for suboverflowed snapshots the backends that
+-- overflowed in the window or are overflowed now, for dead index entries
+-- the backends that hold the xmin horizon back (pg_contention_horizon_roots).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims(
 	window_length interval DEFAULT NULL,
@@ -55,27 +58,47 @@ culprit_query AS MATERIALIZED (
 					ELSE '[]'::jsonb END) AS q(value)
 	 WHERE q.value ~ '^-?[0-9]+$'
 ),
--- The culprit's (application, user): its sessions now, its overflow
--- events in the window (a session that has ended).
+-- The culprits' (application, user) for each kind: the sessions of their
+-- pids now, and their overflow events in the window (a session that has
+-- ended); without pids, every culprit of the kind.
 culprit AS MATERIALIZED (
-	SELECT a.application_name, a.usesysid AS userid
-	  FROM pg_catalog.pg_stat_activity AS a
+	SELECT k.kind, a.application_name, a.usesysid AS userid
+	  FROM pg_catalog.pg_stat_activity AS a,
+		   (VALUES ('suboverflowed_snapshots'), ('dead_index_entries')) AS k(kind)
 	 WHERE a.pid IN (SELECT c.pid FROM culprit_pid AS c)
 	UNION
-	SELECT e.application_name, e.usesysid
-	  FROM params, @extschema@.pg_contention_overflow_events() AS e
+	SELECT k.kind, e.application_name, e.usesysid
+	  FROM params, @extschema@.pg_contention_overflow_events() AS e,
+		   (VALUES ('suboverflowed_snapshots'), ('dead_index_entries')) AS k(kind)
 	 WHERE e.event_time >= params.cutoff
-	   AND e.pid IN (SELECT c.pid FROM culprit_pid AS c)
+	   AND (e.pid IN (SELECT c.pid FROM culprit_pid AS c)
+			OR (culprit_pids IS NULL AND k.kind = 'suboverflowed_snapshots'))
+	UNION
+	SELECT 'suboverflowed_snapshots', s.application_name, s.usesysid
+	  FROM @extschema@.pg_contention_subxact() AS s
+	 WHERE culprit_pids IS NULL AND s.subxact_overflowed
+	UNION
+	SELECT 'dead_index_entries', a.application_name, a.usesysid
+	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS h
+	  JOIN pg_catalog.pg_stat_activity AS a ON a.pid = h.pid
+	 WHERE culprit_pids IS NULL AND h.kind = 'backend'
 ),
-paid AS (
-	SELECT r.*
+candidates AS (
+	SELECT r.*,
+		   CASE WHEN r.indexrelid IS NULL THEN 'suboverflowed_snapshots'
+				ELSE 'dead_index_entries' END AS kind
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true) AS r
 	 WHERE r.application_name <> 'pg_contention'
 	   AND r.application_name NOT LIKE 'pg\_contention %'
 	   AND pg_catalog.strpos(r.query, 'pg_contention') = 0
-	   AND NOT EXISTS (SELECT 1 FROM culprit AS c
-					    WHERE c.application_name = r.application_name AND c.userid = r.userid)
 	   AND NOT EXISTS (SELECT 1 FROM culprit_query AS q WHERE q.query_id = r.query_id)
+),
+paid AS (
+	SELECT r.*
+	  FROM candidates AS r
+	 WHERE NOT EXISTS (SELECT 1 FROM culprit AS c
+						WHERE c.kind = r.kind AND c.application_name = r.application_name
+						  AND c.userid = r.userid)
 )
 SELECT v.kind, v.application_name, v.userid, u.rolname, v.dbid, d.datname,
 	   v.query_id, v.query, v.indexrelid, v.executions, v.paid
