@@ -124,6 +124,8 @@ is($node->safe_psql('postgres',
 
 # The finding says it in words.
 my $evidence = finding('subxact_overflow', 'evidence');
+note("subxact_overflow evidence: $evidence");
+note("top:\n$top");
 like($evidence,
 	qr/ Paid by application api \(user \w+: [0-9,]+ executions of SELECT count\(\*\) FROM contend WHERE id < (500|\$1) on suboverflowed snapshots\)/,
 	'subxact_overflow: the evidence names the application and statement that paid');
@@ -173,6 +175,7 @@ $node->poll_query_until('postgres',
 	"SELECT now() - xact_start > interval '1 second' FROM pg_stat_activity WHERE pid = $holder_pid")
   or die 'the holder did not age';
 $evidence = finding('xmin_horizon_held', 'evidence', $short);
+note("xmin_horizon_held evidence: $evidence");
 like($evidence,
 	qr/ Paid by application api \(user \w+: SELECT \* FROM orders WHERE customer = (42|\$1) visited [0-9,]+ dead index entries in 6 executions\)\.$/,
 	'xmin_horizon_held: the evidence names the application and statement that paid');
