@@ -820,7 +820,9 @@ $$;
 --     (dead_tuple_index_scan, xmin_horizon_held).
 -- Never victims: pg_contention's own (the sampler, application
 -- 'pg_contention sampler'; the client, application 'pg_contention'; any
--- statement whose text reads pg_contention's objects), and the culprit's:
+-- statement whose text reads pg_contention's objects or is part of the
+-- body of one of its functions, such as pg_contention_duration's SELECT
+-- run for a DBA's query of the findings), and the culprit's:
 -- the statements of culprit_query_ids, and everything run by the
 -- (application, user) of the culprit's pids (their sessions now, and their
 -- overflow events in the window).  Without culprit_pids (NULL), every
@@ -869,6 +871,18 @@ culprit_query AS MATERIALIZED (
 					ELSE '[]'::jsonb END) AS q(value)
 	 WHERE q.value ~ '^-?[0-9]+$'
 ),
+-- The bodies of pg_contention's SQL and PL/pgSQL functions: a statement
+-- they run is counted under its own text, a slice of one of them.
+own_bodies AS MATERIALIZED (
+	SELECT coalesce(pg_catalog.string_agg(p.prosrc, E'\n'), '') AS src
+	  FROM pg_catalog.pg_depend AS d
+	  JOIN pg_catalog.pg_proc AS p ON p.oid = d.objid
+	 WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+	   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+	   AND d.deptype = 'e'
+	   AND d.refobjid = (SELECT e.oid FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_contention')
+	   AND p.prolang <> (SELECT l.oid FROM pg_catalog.pg_language AS l WHERE l.lanname = 'c')
+),
 -- The culprits' (application, user) for each kind: the sessions of their
 -- pids now, and their overflow events in the window (a session that has
 -- ended); without pids, every culprit of the kind.
@@ -902,6 +916,7 @@ candidates AS (
 	 WHERE r.application_name <> 'pg_contention'
 	   AND r.application_name NOT LIKE 'pg\_contention %'
 	   AND pg_catalog.strpos(r.query, 'pg_contention') = 0
+	   AND pg_catalog.strpos((SELECT o.src FROM own_bodies AS o), r.query) = 0
 	   AND NOT EXISTS (SELECT 1 FROM culprit_query AS q WHERE q.query_id = r.query_id)
 ),
 paid AS (
