@@ -165,13 +165,17 @@ application_changed(const char *name)
 /*
  * The key's app_hash for this backend's statement now.  The hash is
  * computed only when application_name changes; what tells is a comparison
- * of the string with the name last hashed, which ends at the first byte
- * that differs or at the name's end (a few bytes for a usual name).  The
- * variable's pointer alone would not do: a SET frees the old string, and
- * two SETs between two statements can leave a different name at the
- * address we saw last.  The GUC's check hook keeps the name printable
- * ASCII, so a cut at any byte is a whole character.  Two names with the
- * same 64-bit hash would share entries (under the first one's name).
+ * of the string with the name last hashed (strncmp, which ends at the
+ * first byte that differs or at the name's end: about 35 instructions per
+ * statement in all, measured in BENCHMARKS.md; an inline test of the first
+ * byte measured no cheaper).  The variable's pointer would not do: a SET
+ * frees the old string, and two assignments between two counted
+ * statements ("RESET ALL; SET application_name = 'b'", as a pool does on
+ * checkout) can leave a different name at the address seen last, so a
+ * pointer test would need the string test behind it anyway.  The GUC's
+ * check hook keeps the name printable ASCII, so a cut at any byte is a
+ * whole character.  Two names with the same 64-bit hash would share
+ * entries (under the first one's name).
  */
 static inline uint64
 current_application(void)
