@@ -899,7 +899,8 @@ typedef struct RecentCache
 
 /*
  * Two: the rules' read (a row per statement) and who pays (a row per
- * application) alternate within one pg_contention_findings().
+ * application) alternate within one pg_contention_findings(); with
+ * notable_only both are built from one copy of the store.
  */
 static RecentCache recent_caches[2];
 
@@ -948,20 +949,16 @@ typedef struct RecentIndex
 	int64		dead;
 } RecentIndex;
 
-/* Build the rows of one read of the store into recent_rows. */
+/* Build the rows of one copy of the store into recent_rows. */
 static void
-build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only,
-				  bool by_application)
+build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
+				  bool notable_only, bool by_application)
 {
-	char	   *copy;
 	PgcStatementEntry **order;
-	long		n;
 	Size		size = entry_size();
-	TimestampTz cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
 	MemoryContext oldcontext;
 	long		next;
 
-	copy = copy_entries(&n);
 	order = palloc_extended(Max(n, 1) * sizeof(PgcStatementEntry *), MCXT_ALLOC_HUGE);
 	for (long i = 0; i < n; i++)
 		order[i] = (PgcStatementEntry *) (copy + i * size);
@@ -1073,7 +1070,29 @@ build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only,
 		pfree(indexes);
 	}
 	pfree(order);
-	pfree(copy);
+}
+
+/* Replace a cache's rows by those of one copy of the store. */
+static void
+fill_recent_cache(RecentCache *cache, const RecentCacheKey *key, TupleDesc tupdesc,
+				  char *copy, long n, TimestampTz cutoff)
+{
+	if (cache->cxt != NULL)
+		MemoryContextDelete(cache->cxt);	/* its callback forgets it */
+	cache->cxt = AllocSetContextCreate(TopTransactionContext,
+									   "pg_contention recent rows",
+									   ALLOCSET_DEFAULT_SIZES);
+	memset(&cache->key, 0, sizeof(cache->key));	/* until rows are whole */
+	cache->callback.func = recent_cache_gone;
+	cache->callback.arg = cache;
+	MemoryContextRegisterResetCallback(cache->cxt, &cache->callback);
+	recent_cxt = cache->cxt;
+	recent_rows = NIL;
+	build_recent_rows(tupdesc, copy, n, cutoff, key->notable_only, key->by_application);
+	cache->rows = recent_rows;
+	recent_cxt = NULL;
+	recent_rows = NIL;
+	cache->key = *key;			/* only once the rows are whole */
 }
 
 Datum
@@ -1107,22 +1126,26 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 	cache = &recent_caches[by_application ? 1 : 0];
 	if (cache->cxt == NULL || memcmp(&key, &cache->key, sizeof(key)) != 0)
 	{
-		if (cache->cxt != NULL)
-			MemoryContextDelete(cache->cxt);	/* its callback forgets it */
-		cache->cxt = AllocSetContextCreate(TopTransactionContext,
-										   "pg_contention recent rows",
-										   ALLOCSET_DEFAULT_SIZES);
-		memset(&cache->key, 0, sizeof(cache->key));	/* until rows are whole */
-		cache->callback.func = recent_cache_gone;
-		cache->callback.arg = cache;
-		MemoryContextRegisterResetCallback(cache->cxt, &cache->callback);
-		recent_cxt = cache->cxt;
-		recent_rows = NIL;
-		build_recent_rows(tupdesc, window_seconds, notable_only, by_application);
-		cache->rows = recent_rows;
-		recent_cxt = NULL;
-		recent_rows = NIL;
-		cache->key = key;		/* only once the rows are whole */
+		RecentCache *other = &recent_caches[by_application ? 0 : 1];
+		RecentCacheKey other_key = key;
+		char	   *copy;
+		long		n;
+		TimestampTz cutoff;
+
+		copy = copy_entries(&n);
+		cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
+		fill_recent_cache(cache, &key, tupdesc, copy, n, cutoff);
+
+		/*
+		 * The findings read both forms (the rules a row per statement, who
+		 * pays a row per application): with notable_only, whose rows are
+		 * few, build the other from the same copy, which is what costs.
+		 */
+		other_key.by_application = !by_application;
+		if (notable_only &&
+			(other->cxt == NULL || memcmp(&other_key, &other->key, sizeof(key)) != 0))
+			fill_recent_cache(other, &other_key, tupdesc, copy, n, cutoff);
+		pfree(copy);
 	}
 	foreach(lc, cache->rows)
 		tuplestore_puttuple(tupstore, (HeapTuple) lfirst(lc));
