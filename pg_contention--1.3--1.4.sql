@@ -851,19 +851,23 @@ $$;
 -- Never victims: pg_contention's own (the sampler, application
 -- 'pg_contention sampler'; the client, application 'pg_contention'; any
 -- statement whose text reads pg_contention's objects or is part of the
--- body of one of its functions, such as pg_contention_duration's SELECT
--- run for a DBA's query of the findings), and the culprit's:
+-- body of one of its SQL-language functions, such as
+-- pg_contention_duration's SELECT run for a DBA's query of the findings;
+-- the statements of its PL/pgSQL functions name its objects), and the
+-- culprit's:
 -- the statements of culprit_query_ids, and everything run by the
 -- (application, user) of the culprit's pids (their sessions now, and their
 -- overflow events in the window).  Without culprit_pids (NULL), every
 -- culprit of the kind: for suboverflowed snapshots the backends that
 -- overflowed in the window or are overflowed now, for dead index entries
 -- the backends that hold the xmin horizon back (pg_contention_horizon_roots).
+-- only_kind: the rows of one kind only.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims(
 	window_length interval DEFAULT NULL,
 	culprit_pids jsonb DEFAULT NULL,
 	culprit_query_ids jsonb DEFAULT NULL,
+	only_kind text DEFAULT NULL,
 	OUT kind text,
 	OUT application_name text,
 	OUT userid oid,
@@ -901,8 +905,10 @@ culprit_query AS MATERIALIZED (
 					ELSE '[]'::jsonb END) AS q(value)
 	 WHERE q.value ~ '^-?[0-9]+$'
 ),
--- The bodies of pg_contention's SQL and PL/pgSQL functions: a statement
--- they run is counted under its own text, a slice of one of them.
+-- The bodies of pg_contention's SQL-language functions: a statement they
+-- run is counted under its own text, a slice of one of them.  (A few kB:
+-- a search in them per row costs little, in all function bodies, 60 kB,
+-- milliseconds with full stores.)
 own_bodies AS MATERIALIZED (
 	SELECT coalesce(pg_catalog.string_agg(p.prosrc, E'\n'), '') AS src
 	  FROM pg_catalog.pg_depend AS d
@@ -911,7 +917,7 @@ own_bodies AS MATERIALIZED (
 	   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
 	   AND d.deptype = 'e'
 	   AND d.refobjid = (SELECT e.oid FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_contention')
-	   AND p.prolang <> (SELECT l.oid FROM pg_catalog.pg_language AS l WHERE l.lanname = 'c')
+	   AND p.prolang = (SELECT l.oid FROM pg_catalog.pg_language AS l WHERE l.lanname = 'sql')
 ),
 -- The culprits' (application, user) for each kind: the sessions of their
 -- pids now, and their overflow events in the window (a session that has
@@ -943,7 +949,9 @@ candidates AS (
 		   CASE WHEN r.indexrelid IS NULL THEN 'suboverflowed_snapshots'
 				ELSE 'dead_index_entries' END AS kind
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true) AS r
-	 WHERE r.application_name <> 'pg_contention'
+	 WHERE CASE WHEN r.indexrelid IS NULL THEN r.suboverflowed_calls > 0 ELSE r.dead_visits > 0 END
+	   AND (only_kind IS NULL OR (r.indexrelid IS NULL) = (only_kind = 'suboverflowed_snapshots'))
+	   AND r.application_name <> 'pg_contention'
 	   AND r.application_name NOT LIKE 'pg\_contention %'
 	   AND pg_catalog.strpos(r.query, 'pg_contention') = 0
 	   AND pg_catalog.strpos((SELECT o.src FROM own_bodies AS o), r.query) = 0
@@ -997,8 +1005,8 @@ DECLARE
 	result text;
 BEGIN
 WITH v AS (
-	SELECT * FROM @extschema@.pg_contention_victims(window_length, culprit_pids, culprit_query_ids) AS v
-	 WHERE v.kind = pg_contention_victims_text.kind
+	SELECT * FROM @extschema@.pg_contention_victims(window_length, culprit_pids, culprit_query_ids,
+													  pg_contention_victims_text.kind) AS v
 ),
 -- An index scan's rows summed over the statement's indexes.
 statements AS (
