@@ -23,10 +23,13 @@ DROP FUNCTION @extschema@.pg_contention_history();
 -- The statement store keys statements by application too (who pays):
 -- pg_contention_statements() and pg_contention_index_scans() gain an
 -- application_name column, pg_contention_recent() an argument
--- (by_application) and the column.  A function's result type or arguments
--- cannot be replaced: they and the views over them are dropped here and
--- created again by their files.  The functions that read them are PL/pgSQL
--- or SQL without a parsed body: nothing else depends on them.
+-- (by_application) and the column; pg_contention_recent and
+-- pg_contention_index_scans gain columns for the worst execution of each
+-- statement and index too.  A function's result type or arguments cannot
+-- be replaced: they and the views over them are dropped here and created
+-- again by their files (with the views' grants).  The functions that read
+-- them are PL/pgSQL or SQL without a parsed body: nothing else depends on
+-- them.
 DROP VIEW @extschema@.pg_contention_statements;
 DROP FUNCTION @extschema@.pg_contention_statements();
 DROP VIEW @extschema@.pg_contention_index_scans;
@@ -167,6 +170,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT query text,
 	OUT indexes_untracked bigint,
 	OUT bitmap_lossy_pages bigint,
+	OUT worst_literals text,
 	OUT application_name text
 )
 RETURNS SETOF record
@@ -192,7 +196,8 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 		   sum(s.bitmap_lossy_pages)::bigint AS bitmap_lossy_pages,
 		   sum(s.other_entries_read)::bigint AS other_entries_read,
 		   max(s.last_seen) AS last_seen,
-		   min(s.query) AS query
+		   min(s.query) AS query,
+		   max(s.worst_literals) AS worst_literals
 	  FROM @extschema@.pg_contention_index_scans() AS s
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_class AS ic
@@ -252,9 +257,22 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 		  -- The holder whose own running XID is this one's xmin: an XID is
 		  -- one transaction's, so at most one.  A join, not a subquery per
 		  -- row: the planner's estimate for that crossed jit_above_cost.
+		  -- Only an older holder is followed.  A snapshot (or a slot) taken
+		  -- while no transaction ran has for xmin the next XID, which the
+		  -- next writer gets: a transaction that began after this holder
+		  -- has its xid equal to this xmin without being the reason for it.
+		  -- So a holder whose start is known follows only a leader that
+		  -- began no later (a prepared transaction's start is unknown: its
+		  -- PREPARE time stands for it, erring on "holds by itself"); and an
+		  -- inactive slot follows nobody: its xmin stays when the
+		  -- transaction ends.  Holders whose start is unknown (standby
+		  -- feedback, active slots) move with the oldest transaction
+		  -- running, so they may follow it.
 		  LEFT JOIN holders AS leader
 			ON leader.own_xid = holders.xmin
 		   AND (leader.kind, leader.holder) IS DISTINCT FROM (holders.kind, holders.holder)
+		   AND coalesce(leader.held_since <= holders.held_since, true)
+		   AND NOT (holders.kind = 'replication slot' AND holders.state = 'inactive')
 	)
 	SELECT j.kind,
 		   j.holder,
@@ -524,9 +542,12 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_reset() FROM PUBLIC;
 -- What pg_contention_findings reads of the statement store: each
 -- statement's (and each of its indexes') figures in the periods of
 -- pg_contention.findings_window that reach into the last window_seconds;
--- with notable_only, only the rows a finding can use.  A statement run by
--- several applications is one row (application_name NULL), or with
--- by_application (1.4) one row per application.
+-- with notable_only, only the rows a finding can use.  Per index also the
+-- worst execution, the most recent one, and the bad ones (at least
+-- pg_contention.dead_visits_warning dead entries); per statement the
+-- constants its worst execution ran with.  A statement run by several
+-- applications is one row (application_name NULL), or with by_application
+-- (1.4) one row per application.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
@@ -549,6 +570,18 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	OUT entries_read bigint,
 	OUT dead_visits bigint,
 	OUT query text,
+	OUT worst_dead_visits bigint,
+	OUT worst_entries_read bigint,
+	OUT worst_buffers bigint,
+	OUT worst_rows bigint,
+	OUT worst_at timestamp with time zone,
+	OUT last_dead_visits bigint,
+	OUT last_at timestamp with time zone,
+	OUT bad_scans bigint,
+	OUT bad_dead_visits bigint,
+	OUT last_bad_at timestamp with time zone,
+	OUT clean_since timestamp with time zone,
+	OUT worst_literals text,
 	OUT application_name text
 )
 RETURNS SETOF record
@@ -609,7 +642,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 	OUT probe_warning double precision,
 	OUT probe_critical double precision,
 	OUT held_warning double precision,
-	OUT held_critical double precision
+	OUT held_critical double precision,
+	OUT hot_chain_buffers double precision
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
@@ -637,6 +671,7 @@ BEGIN
 	probe_critical := pg_catalog.current_setting('pg_contention.old_snapshot_probe_critical', true)::float8;
 	held_warning := pg_catalog.current_setting('pg_contention.old_snapshot_held_warning', true)::float8;
 	held_critical := pg_catalog.current_setting('pg_contention.old_snapshot_held_critical', true)::float8;
+	hot_chain_buffers := pg_catalog.current_setting('pg_contention.hot_chain_buffers_warning', true)::float8;
 END
 $$;
 
@@ -708,10 +743,21 @@ victims AS (
 				THEN 'no execution ran on a suboverflowed snapshot'
 				ELSE pg_catalog.to_char(sum(r.suboverflowed_calls), 'FM999,999,999,990') || ' execution'
 					 || CASE WHEN sum(r.suboverflowed_calls) = 1 THEN '' ELSE 's' END || ' of '
-					 || count(*) FILTER (WHERE r.suboverflowed_calls > 0) || ' statement'
-					 || CASE WHEN count(*) FILTER (WHERE r.suboverflowed_calls > 0) = 1 THEN '' ELSE 's' END
+					 || count(DISTINCT r.stmt_key) FILTER (WHERE r.suboverflowed_calls > 0)
+						+ count(*) FILTER (WHERE r.suboverflowed_calls > 0 AND r.stmt_key IS NULL)
+					 || ' statement'
+					 || CASE WHEN count(DISTINCT r.stmt_key) FILTER (WHERE r.suboverflowed_calls > 0)
+								  + count(*) FILTER (WHERE r.suboverflowed_calls > 0 AND r.stmt_key IS NULL) = 1
+							 THEN '' ELSE 's' END
 					 || ' ran on suboverflowed snapshots' END AS text
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params,
+		   -- A statement is a normalised text in a database: query ids that
+		   -- differ only by parameter types count once (a masked text, NULL
+		   -- here, counts once per row: it cannot be compared).
+		   LATERAL (SELECT r0.*,
+						   CASE WHEN r0.query <> '<insufficient privilege>'
+								THEN r0.dbid::text || ':' || r0.query END AS stmt_key
+					  FROM @extschema@.pg_contention_recent(params.w_s, true) AS r0) AS r
 	 WHERE r.indexrelid IS NULL
 ),
 -- An overflow in the window: a backend seen overflowed, an overflow
@@ -819,22 +865,67 @@ SELECT h.*,
 							 'user ' || h.usename, 'database ' || h.datname,
 							 coalesce(h.state, 'transaction') || coalesce(' for ' || @extschema@.pg_contention_duration(h.held_for), ''))
 				|| ')' || coalesce(', last statement ' || @extschema@.pg_contention_shorten(h.query), '')
+			-- A logical slot holds by its catalog_xmin (catalog rows only);
+			-- a physical slot's xmin is its standby's hot_standby_feedback.
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
-				|| ' (' || h.state || CASE WHEN h.catalog_only THEN ', catalog rows only' ELSE '' END || ')'
+				|| ' (' || h.state
+				|| CASE WHEN h.catalog_only THEN ', by its catalog_xmin: catalog rows only'
+						WHEN h.datname IS NULL THEN ', '
+							|| concat_ws(', ', 'the xmin its standby sends through hot_standby_feedback',
+										 'application ' || nullif(h.application_name, ''),
+										 'client ' || pg_catalog.host(h.client_addr))
+						ELSE '' END || ')'
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
 				|| coalesce(' (database ' || h.datname || ', owner ' || h.usename || ')', '')
-			WHEN 'standby feedback' THEN 'standby feedback through walsender pid ' || h.pid
-				|| coalesce(' (' || nullif(h.application_name, '') || ')', '')
+			-- The queries on that standby hold it: say which standby.
+			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
+				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
+							 'client ' || pg_catalog.host(h.client_addr),
+							 'walsender pid ' || h.pid)
+				|| ')'
 			ELSE h.kind || ' ' || h.holder END AS subject,
 	   CASE h.kind
 			WHEN 'backend' THEN 'pid ' || h.pid || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
+				|| CASE WHEN h.catalog_only THEN ' (catalog_xmin)' ELSE '' END
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
-			WHEN 'standby feedback' THEN 'standby feedback (walsender pid ' || h.pid || ')'
+			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
+				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''), 'walsender pid ' || h.pid) || ')'
 			ELSE h.kind || ' ' || h.holder END AS label
   FROM holders AS h, params
  WHERE h.follows IS NULL;
 END
+$$;
+
+-- ---- src/sql/findings/pid_label.sql ----
+
+--
+-- Pids recorded before the server's last start belong to a previous server
+-- run: the same number may now be another process.  The stores outlive
+-- restarts (pg_stat/pg_contention.stat), so a rule that names a pid from
+-- them says so: "before the restart at 14:02:11" when everything it saw
+-- (first_seen to last_seen) predates the start, "partly before the restart
+-- at ..." when some of it does, NULL otherwise.  The start is the later of
+-- the postmaster's and the stores' load (a crash restart keeps the
+-- postmaster and loads the stores again; with nothing loaded, nothing in
+-- the stores is older than this run).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_before_restart(
+	first_seen timestamp with time zone,
+	last_seen timestamp with time zone DEFAULT NULL
+)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+	SELECT CASE WHEN coalesce(last_seen, first_seen) < s.started THEN 'before the restart at ' || s.at
+				WHEN first_seen < s.started THEN 'partly before the restart at ' || s.at
+		   END
+	  FROM (SELECT r.started,
+				   pg_catalog.to_char(r.started,
+									  CASE WHEN r.started > pg_catalog.now() - interval '1 day'
+										   THEN 'HH24:MI:SS' ELSE 'YYYY-MM-DD HH24:MI:SS' END) AS at
+			  FROM (SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded) AS started
+					  FROM @extschema@.pg_contention_info() AS i) AS r) AS s
 $$;
 
 -- ---- src/sql/findings/victims.sql ----
@@ -1144,41 +1235,94 @@ savepoints AS (
 ),
 -- Who overflowed: per statement that took a 65th subtransaction XID in
 -- the window, and per backend overflowed now that no event of the
--- window names.
-overflow_statements AS (
+-- window names.  One statement is one normalised text in one database:
+-- the query ids a driver makes of it by binding a parameter as int2 here
+-- and int4 there are summed into one culprit, all of them in query_ids.
+overflow_query_ids AS (
 	SELECT e.datid, e.usesysid, e.query_id,
-		   count(*) AS events,
-		   count(DISTINCT e.pid) AS backends,
-		   min(e.event_time) AS first_event,
-		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
-		   jsonb_agg(DISTINCT e.pid) AS pids,
-		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS query,
-		   (pg_catalog.array_agg(e.application_name ORDER BY e.event_time DESC))[1] AS application_name,
-		   max(e.nested_query_id) AS nested_query_id,
-		   max(e.nesting_depth) AS nesting_depth
+		   count(*) AS ring_events, min(e.event_time) AS first_event,
+		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS last_text
 	  FROM events AS e
 	 GROUP BY e.datid, e.usesysid, e.query_id
 ),
-overflow_culprits AS (
+-- The statement store's text is normalised; an event's is what ran.  A
+-- text masked from this role groups nothing beyond its user.
+overflow_keyed AS (
 	SELECT o.datid, o.usesysid, o.query_id,
-		   greatest(o.events, coalesce(rs.overflow_events, 0)) AS events,
-		   o.backends, least(o.first_event, rs.period_start) AS since,
+		   coalesce(t.query, o.last_text, '') AS stmt_text,
+		   CASE WHEN coalesce(t.query, o.last_text) = '<insufficient privilege>'
+				THEN o.usesysid END AS masked_user,
+		   -- The statement store counts every event; the ring keeps the last.
+		   greatest(o.ring_events, coalesce(rs.overflow_events, 0)) AS events,
+		   least(o.first_event, rs.period_start) AS since
+	  FROM overflow_query_ids AS o
+	  LEFT JOIN LATERAL (SELECT r.query FROM recent AS r
+						  WHERE r.indexrelid IS NULL AND r.dbid = o.datid
+							AND r.userid = o.usesysid AND r.query_id = o.query_id
+						  LIMIT 1) AS t ON true
+	  LEFT JOIN recent AS rs
+		ON rs.indexrelid IS NULL AND rs.dbid = o.datid AND rs.userid = o.usesysid
+		   AND rs.query_id = o.query_id AND rs.overflow_events > 0
+),
+overflow_sums AS (
+	SELECT k.datid, k.stmt_text, k.masked_user,
+		   sum(k.events) AS events, min(k.since) AS since,
+		   (pg_catalog.array_agg(k.query_id ORDER BY k.events DESC))[1] AS query_id,
+		   (pg_catalog.array_agg(k.usesysid ORDER BY k.events DESC))[1] AS usesysid,
+		   jsonb_agg(DISTINCT k.query_id) FILTER (WHERE k.query_id IS NOT NULL) AS query_ids,
+		   pg_catalog.string_agg(DISTINCT k.query_id::text, ', ') AS query_ids_text,
+		   count(DISTINCT k.query_id) AS n_query_ids
+	  FROM overflow_keyed AS k
+	 GROUP BY k.datid, k.stmt_text, k.masked_user
+),
+overflow_who AS (
+	SELECT k.datid, k.stmt_text, k.masked_user,
+		   min(e.event_time) AS first_event, max(e.event_time) AS last_event,
+		   count(DISTINCT e.pid) AS backends,
+		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
+		   jsonb_agg(DISTINCT e.pid) AS pids,
+		   (pg_catalog.array_agg(e.application_name ORDER BY e.event_time DESC))[1] AS application_name,
+		   max(e.nested_query_id) AS nested_query_id,
+		   max(e.nesting_depth) AS nesting_depth
+	  FROM overflow_keyed AS k
+	  JOIN events AS e
+		ON e.datid = k.datid AND e.usesysid = k.usesysid
+		   AND e.query_id IS NOT DISTINCT FROM k.query_id
+	 GROUP BY k.datid, k.stmt_text, k.masked_user
+),
+overflow_statements AS (
+	SELECT s.datid, s.stmt_text AS query, s.events, s.since, s.query_id, s.usesysid,
+		   s.query_ids, s.query_ids_text, s.n_query_ids,
+		   w.first_event, w.last_event,
+		   w.backends, w.last_pid, w.pids, w.application_name, w.nested_query_id, w.nesting_depth
+	  FROM overflow_sums AS s
+	  JOIN overflow_who AS w
+		ON w.datid = s.datid AND w.stmt_text = s.stmt_text
+		   AND w.masked_user IS NOT DISTINCT FROM s.masked_user
+),
+overflow_culprits AS (
+	SELECT o.datid, o.usesysid, o.query_id, o.query_ids,
+		   o.events, o.backends, o.since,
 		   o.pids, o.nested_query_id, o.nesting_depth,
 		   'statement ' || @extschema@.pg_contention_shorten(o.query)
-		   || coalesce(' (query id ' || o.query_id || ')', '')
+		   || coalesce(' (query id' || CASE WHEN o.n_query_ids > 1 THEN 's ' ELSE ' ' END
+					   || o.query_ids_text || ')', '')
 		   || CASE WHEN o.backends = 1
 				   THEN ' in pid ' || o.last_pid || ' ('
 						|| concat_ws(', ',
 							  'application ' || nullif(o.application_name, ''),
 							  'user ' || u.rolname,
-							  -- state is NULL for another role's session
-							  CASE WHEN a.pid IS NULL THEN 'session ended'
-								   ELSE a.state || ' for '
-										|| @extschema@.pg_contention_duration(params.now - a.state_change) END)
+							  -- state is NULL for another role's session; a pid of
+							  -- a previous server run may be another process now
+							  coalesce(@extschema@.pg_contention_before_restart(o.first_event, o.last_event),
+									   CASE WHEN a.pid IS NULL THEN 'session ended'
+											ELSE a.state || ' for '
+												 || @extschema@.pg_contention_duration(params.now - a.state_change) END))
 						|| ')'
 				   ELSE ' in ' || o.backends || ' backends ('
 						|| concat_ws(', ', 'application ' || nullif(o.application_name, ''),
-									 'user ' || u.rolname) || ')'
+									 'user ' || u.rolname,
+									 @extschema@.pg_contention_before_restart(o.first_event, o.last_event)) || ')'
 			  END
 		   || coalesce(', savepoints by ' || sp.driver || ' (' || sp.text || ')',
 					   ', savepoints ' || sp.text
@@ -1186,20 +1330,18 @@ overflow_culprits AS (
 		   || CASE WHEN o.nested_query_id IS NOT NULL
 				   THEN ', inside a function (nested statement ' || o.nested_query_id || ')'
 				   ELSE '' END AS subject,
-		   -- The statement store counts every event; the ring keeps the last.
-		   pg_catalog.to_char(greatest(o.events, coalesce(rs.overflow_events, 0)), 'FM999,999,999,990')
+		   pg_catalog.to_char(o.events, 'FM999,999,999,990')
 		   || ' overflow event'
-		   || CASE WHEN greatest(o.events, coalesce(rs.overflow_events, 0)) = 1 THEN '' ELSE 's' END AS what
+		   || CASE WHEN o.events = 1 THEN '' ELSE 's' END AS what
 	  FROM overflow_statements AS o
 	  CROSS JOIN params
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = o.usesysid
 	  LEFT JOIN activity AS a ON a.pid = o.last_pid
 	  LEFT JOIN savepoints AS sp ON sp.dbid = o.datid AND sp.userid = o.usesysid
-	  LEFT JOIN recent AS rs
-		ON rs.indexrelid IS NULL AND rs.dbid = o.datid AND rs.userid = o.usesysid
-		   AND rs.query_id = o.query_id AND rs.overflow_events > 0
 	UNION ALL
-	SELECT l.datid, l.usesysid, l.query_id, 0, 1, l.xact_start,
+	SELECT l.datid, l.usesysid, l.query_id,
+		   CASE WHEN l.query_id IS NOT NULL THEN jsonb_build_array(l.query_id) END,
+		   0, 1, l.xact_start,
 		   jsonb_build_array(l.pid), NULL, NULL,
 		   'pid ' || l.pid || ' ('
 		   || concat_ws(', ', 'application ' || nullif(l.application_name, ''),
@@ -1223,7 +1365,8 @@ overflow_findings AS (
 		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
 		   || '; cost: ' || c.text || '.'
 		   || coalesce(' ' || @extschema@.pg_contention_victims_text(window_length, 'suboverflowed_snapshots', o.pids,
-																	  jsonb_build_array(o.query_id, o.nested_query_id)), '') AS evidence,
+																	  coalesce(o.query_ids, '[]'::jsonb)
+																	  || jsonb_build_array(o.query_id, o.nested_query_id)), '') AS evidence,
 		   CASE c.level
 				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
 				ELSE 'K' END
@@ -1234,7 +1377,8 @@ overflow_findings AS (
 				   THEN '; on PostgreSQL 17 and later a larger subtransaction_buffers shortens the pg_subtrans waits, not the lookups.'
 				   ELSE '.' END AS advice,
 		   jsonb_build_object(
-			   'pids', o.pids, 'query_id', o.query_id, 'database_oid', o.datid::bigint,
+			   'pids', o.pids, 'query_id', o.query_id, 'query_ids', o.query_ids,
+			   'database_oid', o.datid::bigint,
 			   'user_oid', o.usesysid::bigint, 'overflow_events', o.events,
 			   'nested_query_id', o.nested_query_id, 'nesting_depth', o.nesting_depth,
 			   'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
@@ -1436,7 +1580,12 @@ near_overflow_findings AS (
 							  'period_start', n.period_start, 'period_end', n.period_end) AS details,
 		   n.period_start AS since
 	  FROM (SELECT r.dbid, r.userid, min(r.datname) AS datname, min(r.usename) AS usename,
-				   sum(r.near_overflow_calls) AS near_calls, count(*) AS statements,
+				   -- A statement is a normalised text: query ids that differ
+				   -- only by parameter types count once (a masked text
+				   -- cannot be compared: once per row).
+				   sum(r.near_overflow_calls) AS near_calls,
+				   count(DISTINCT nullif(r.query, '<insufficient privilege>'))
+				   + count(*) FILTER (WHERE r.query = '<insufficient privilege>') AS statements,
 				   max(r.max_subxacts) AS max_subxacts,
 				   min(r.period_start) AS period_start, max(r.period_end) AS period_end,
 				   (pg_catalog.array_agg(r.query ORDER BY r.near_overflow_calls DESC))[1] AS top_text,
@@ -1457,8 +1606,10 @@ $$;
 
 --
 -- Rule dead_tuple_index_scan: a statement's index scans visit many dead
--- entries per execution; names the oldest root horizon holder that keeps
--- them, or says vacuum has not removed them.
+-- entries per execution, on average or in its worst executions; names the
+-- oldest root horizon holder that keeps them, says vacuum has not removed
+-- them, or, once the cause is gone, says when and how it was resolved
+-- (severity info).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_dead_tuple_index_scan(
 	window_length interval DEFAULT NULL,
@@ -1497,80 +1648,313 @@ dead_here AS MATERIALIZED (
 root_holders AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
 ),
+-- One statement is one normalised text in one database, per index: the
+-- query ids a driver makes of it (a parameter bound as int2 here and int4
+-- there), and its users, are summed into one finding, with every query
+-- id in details.  A text masked from this role is not grouped.  The
+-- worst execution is the group's worst; the last, its latest.
+grouped AS (
+	SELECT r.dbid, min(r.datname) AS datname, r.indexrelid,
+		   (pg_catalog.array_agg(r.query ORDER BY r.scans DESC))[1] AS query,
+		   (pg_catalog.array_agg(r.query_id ORDER BY r.scans DESC))[1] AS query_id,
+		   coalesce(jsonb_agg(DISTINCT r.query_id) FILTER (WHERE r.query_id IS NOT NULL), '[]') AS query_ids,
+		   pg_catalog.string_agg(DISTINCT r.query_id::text, ', ') AS query_ids_text,
+		   count(DISTINCT r.query_id) AS n_query_ids,
+		   min(r.period_start) AS period_start, max(r.period_end) AS period_end,
+		   sum(r.calls)::bigint AS calls, sum(r.top_level_calls)::bigint AS top_level_calls,
+		   sum(r.shared_blks)::bigint AS shared_blks, sum(r.scans)::bigint AS scans,
+		   sum(r.entries_read)::bigint AS entries_read, sum(r.dead_visits)::bigint AS dead_visits,
+		   (pg_catalog.array_agg(r.worst_dead_visits ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_dead_visits,
+		   (pg_catalog.array_agg(r.worst_entries_read ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_entries_read,
+		   (pg_catalog.array_agg(r.worst_buffers ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_buffers,
+		   (pg_catalog.array_agg(r.worst_rows ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_rows,
+		   (pg_catalog.array_agg(r.worst_at ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_at,
+		   (pg_catalog.array_agg(r.worst_literals ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_literals,
+		   (pg_catalog.array_agg(r.last_dead_visits ORDER BY r.last_at DESC NULLS LAST))[1] AS last_dead_visits,
+		   max(r.last_at) AS last_at,
+		   sum(r.bad_scans)::bigint AS bad_scans, sum(r.bad_dead_visits)::bigint AS bad_dead_visits,
+		   max(r.last_bad_at) AS last_bad_at,
+		   -- Clean since the group's last bad execution: that statement's.
+		   (pg_catalog.array_agg(r.clean_since ORDER BY r.last_bad_at DESC NULLS LAST))[1] AS clean_since
+	  FROM recent AS r
+	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
+	 GROUP BY r.dbid, r.indexrelid,
+			  CASE WHEN r.query = '<insufficient privilege>'
+				   THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END
+),
 index_rows AS (
 	SELECT r.*, i.indrelid,
 		   r.dead_visits::float8 / r.scans AS dead_per_scan,
 		   r.dead_visits::float8 / nullif(r.entries_read, 0) AS dead_ratio,
 		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call,
+		   r.worst_dead_visits::float8 / nullif(r.worst_entries_read, 0) AS worst_ratio,
+		   r.bad_dead_visits::float8 / nullif(r.bad_scans, 0) AS bad_per_scan,
+		   -- The last execution that met the threshold (the worst, if the
+		   -- threshold was raised since).
+		   coalesce(r.last_bad_at, r.worst_at) AS last_bad,
 		   CASE WHEN r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 				THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) END AS index_name,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
-	  FROM recent AS r
+	  FROM grouped AS r
 	  LEFT JOIN pg_catalog.pg_class AS ic
 		ON ic.oid = r.indexrelid AND r.datname = pg_catalog.current_database()
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
 	  LEFT JOIN dead_here AS t ON t.relid = i.indrelid
-	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
+),
+judged AS (
+	SELECT x.*, h.*,
+		   -- The average fires as before 1.4; the worst executions fire
+		   -- alone when the clean ones average them away.
+		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
+		   CASE WHEN h.h_subject IS NOT NULL THEN 'held'
+				-- Vacuum ran after the last bad execution: they are gone.
+				WHEN x.last_vacuum >= x.last_bad THEN 'vacuumed'
+				-- The executions since the last bad one are clean: a plain
+				-- scan marked the entries dead (a primary does once nothing
+				-- holds the horizon), or the key is not looked up again.
+				WHEN x.clean_since > x.last_bad THEN 'clean'
+				ELSE 'unvacuumed' END AS state
+	  FROM index_rows AS x
+	  CROSS JOIN params
+	  -- The oldest root holder that holds this table's cleanup: a slot or
+	  -- standby feedback holds every database, a transaction its own.  It
+	  -- must have been holding at the last bad execution: one that began
+	  -- after it cannot be what kept those entries (a slot's or standby's
+	  -- age is unknown: past the thresholds, it is taken to be).
+	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
+								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
+								r.subject AS h_subject, r.label AS h_label
+						   FROM root_holders AS r
+						  WHERE NOT r.catalog_only
+							AND (r.kind IN ('replication slot', 'standby feedback')
+								 OR r.datname IS NOT DISTINCT FROM x.datname)
+							AND (params.now - r.held_for <= x.last_bad
+								 OR (r.held_for IS NULL AND r.blocks_cleanup))
+						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
+		OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)
 ),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
-		   CASE WHEN x.dead_per_scan >= params.dead_critical THEN 'critical' ELSE 'warning' END AS severity,
+		   CASE WHEN x.state IN ('vacuumed', 'clean') THEN 'info'
+				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
+				ELSE 'warning' END AS severity,
 		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
-		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
-		   pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' execution'
-		   || CASE WHEN x.scans = 1 THEN '' ELSE 's' END || ' from '
-		   || pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
-		   || pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
-		   || pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990') || ' dead index entries each ('
-		   || pg_catalog.to_char(100 * x.dead_ratio, 'FM990.0') || '% of the entries read)'
-		   || coalesce(' and used ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990')
-					   || ' buffers per execution', '')
-		   || '; ' || CASE WHEN h.subject IS NOT NULL
-						   THEN 'vacuum cannot remove them while ' || h.label || ' holds the xmin horizon ('
-								|| pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old).'
-						   ELSE 'nothing holds the xmin horizon back: vacuum has not removed them yet'
-								|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
-											|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
-											|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
-											|| ')', '') || '.' END AS evidence,
-		   CASE WHEN h.subject IS NOT NULL
-				THEN 'End what holds the horizon ('
-					 || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END || '), then VACUUM '
+		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
+					   || x.query_ids_text || ')', '') AS subject,
+		   CASE x.state
+				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
+					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
+					 || ', after the last bad execution, and nothing that was holding the xmin horizon then holds it now; '
+				WHEN 'clean' THEN 'resolved at ' || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS')
+					 || ': nothing that was holding the xmin horizon at the last bad execution holds it now, and the executions since '
+					 || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS') || ' visited fewer than '
+					 || pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990') || ' dead entries (the most recent, at '
+					 || pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', '
+					 || pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990') || '); '
+				ELSE '' END
+		   || CASE WHEN x.avg_fires
+				   THEN pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' execution'
+						|| CASE WHEN x.scans = 1 THEN '' ELSE 's' END || ' from '
+						|| pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+						|| pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
+						|| pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990') || ' dead index entries each ('
+						|| pg_catalog.to_char(100 * x.dead_ratio, 'FM990.0') || '% of the entries read)'
+						|| coalesce(' and used ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990')
+									|| ' buffers per execution', '')
+						|| '; ' || pg_catalog.to_char(x.bad_scans, 'FM999,999,999,990') || ' of '
+						|| pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions visited at least '
+						|| pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990') || ', the worst '
+				   ELSE pg_catalog.to_char(x.bad_scans, 'FM999,999,999,990') || ' of '
+						|| pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions from '
+						|| pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+						|| pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
+						|| coalesce(pg_catalog.to_char(x.bad_per_scan, 'FM999,999,999,990'), 'at least '
+									|| pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990'))
+						|| ' dead index entries each, the worst ' END
+		   || pg_catalog.to_char(x.worst_dead_visits, 'FM999,999,999,990') || ' at '
+		   || pg_catalog.to_char(x.worst_at, 'HH24:MI:SS') || ' reading '
+		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' entries'
+		   || coalesce(' and ' || pg_catalog.to_char(x.worst_buffers, 'FM999,999,999,990') || ' buffers', '')
+		   || coalesce(' (the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>') || ')', '')
+		   || CASE WHEN x.avg_fires THEN ''
+				   ELSE '; the average is ' || pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990')
+						|| ' over ' || pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' measured execution'
+						|| CASE WHEN x.scans = 1 THEN '' ELSE 's' END END
+		   || CASE x.state
+				   WHEN 'held' THEN '; vacuum cannot remove them while ' || x.h_label || ' holds the xmin horizon ('
+						|| pg_catalog.to_char(x.h_xmin_age, 'FM999,999,999,990') || ' transactions old).'
+				   WHEN 'unvacuumed' THEN '; nothing holds the xmin horizon back: vacuum has not removed them yet'
+						|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
+									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
+									|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
+									|| ')', '') || ', and the most recent execution, at '
+						|| pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', still visited '
+						|| pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990') || '.'
+				   ELSE '.' END AS evidence,
+		   CASE x.state
+				WHEN 'held' THEN 'End what holds the horizon ('
+					 || CASE WHEN x.h_blocks THEN 'see xmin_horizon_held' ELSE x.h_label END || '), then VACUUM '
 					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
 					 || '; the entries stay dead until vacuum removes them.'
-				ELSE 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
-					 || ' now; if this recurs, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).' END AS advice,
+				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
+					 || ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
+				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
-							  'query_id', x.query_id, 'executions', x.scans,
+							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
 							  'dead_per_execution', pg_catalog.round(x.dead_per_scan::numeric, 1),
 							  'dead_ratio', pg_catalog.round(x.dead_ratio::numeric, 4),
 							  'buffers_per_execution', pg_catalog.round(x.blks_per_call::numeric, 1),
+							  'bad_executions', x.bad_scans,
+							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
+														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
+							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
+							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
+							  'state', x.state, 'last_vacuum', x.last_vacuum,
 							  'period_start', x.period_start, 'period_end', x.period_end,
-							  'holder', CASE WHEN h.subject IS NOT NULL
-											 THEN jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid,
-																	 'xmin', h.xmin::text, 'xmin_age', h.xmin_age) END) AS details,
+							  'holder', CASE WHEN x.state = 'held'
+											 THEN jsonb_build_object('kind', x.h_kind, 'holder', x.h_holder, 'pid', x.h_pid,
+																	 'xmin', x.h_xmin::text, 'xmin_age', x.h_xmin_age) END) AS details,
 		   x.period_start AS since
-	  FROM index_rows AS x
+	  FROM judged AS x
 	  CROSS JOIN params
-	  -- The oldest root holder that holds this table's cleanup: a slot or
-	  -- standby feedback holds every database, a transaction its own.
-	  -- Past the thresholds (blocks_cleanup), or younger but already
-	  -- running when this period's dead entries were counted: a
-	  -- transaction that began after them cannot be what keeps them.
-	  LEFT JOIN LATERAL (SELECT * FROM root_holders AS r
-						  WHERE NOT r.catalog_only
-							AND (r.kind IN ('replication slot', 'standby feedback')
-								 OR r.datname IS NOT DISTINCT FROM x.datname)
-							AND (r.blocks_cleanup OR params.now - r.held_for <= x.period_start)
-						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
-	 WHERE x.dead_per_scan >= params.dead_warning
-	   AND x.dead_ratio >= params.dead_ratio
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM index_findings AS f;
+END
+$$;
+
+-- ---- src/sql/findings/hot_chain_scan.sql ----
+
+--
+-- Rule hot_chain_scan: an index lookup reads many buffers per row it
+-- returns, behind a held xmin horizon, on a table updated mostly by HOT:
+-- each index entry leads to a chain of heap versions that pruning cannot
+-- remove, so the lookup walks them although the index holds few dead
+-- entries (too few for dead_tuple_index_scan).  Judged on the worst
+-- execution (the one with the most dead entries) of each statement and
+-- index; names the table, the statement and the holder.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_hot_chain_scan(
+	window_length interval DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+),
+recent AS MATERIALIZED (
+	SELECT r.*, d.datname
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
+	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
+	   AND r.worst_buffers IS NOT NULL AND r.worst_dead_visits > 0
+	   AND r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
+),
+root_holders AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+),
+candidates AS (
+	SELECT r.*, i.indrelid,
+		   pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) AS index_name,
+		   pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname) AS table_name,
+		   t.n_tup_upd, t.n_tup_hot_upd,
+		   r.worst_buffers::float8 / greatest(r.worst_rows, 1) AS blks_per_row,
+		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call
+	  FROM recent AS r
+	  CROSS JOIN params
+	  JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid
+	  JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
+	  JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
+	  JOIN pg_catalog.pg_stat_user_tables AS t ON t.relid = i.indrelid
+	 WHERE r.worst_buffers >= params.hot_chain_buffers * greatest(r.worst_rows, 1)
+	   -- Mostly HOT updates: the versions sit in chains behind few entries.
+	   AND t.n_tup_hot_upd > 0 AND t.n_tup_hot_upd >= 0.5 * t.n_tup_upd
+	   -- Many dead entries per execution are dead_tuple_index_scan's.
+	   AND NOT (r.worst_dead_visits >= params.dead_warning
+				AND r.worst_dead_visits >= params.dead_ratio * r.worst_entries_read)
+	   AND NOT (r.dead_visits >= params.dead_warning * r.scans
+				AND r.dead_visits >= params.dead_ratio * r.entries_read)
+),
+-- One finding per normalised text and index (its query ids in details),
+-- on the group's worst execution.
+hot_findings AS (
+	SELECT DISTINCT ON (x.dbid, x.indexrelid, x.query)
+		   'hot_chain_scan'::text AS problem,
+		   'warning'::text AS severity,
+		   'table ' || x.table_name || ': lookups by index ' || x.index_name || ' of '
+		   || @extschema@.pg_contention_shorten(x.query)
+		   || coalesce(' (query id' || CASE WHEN g.n > 1 THEN 's ' ELSE ' ' END || coalesce(g.ids_text, x.query_id::text) || ')', '') AS subject,
+		   'the worst of ' || pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions from '
+		   || pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+		   || pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ', at '
+		   || pg_catalog.to_char(x.worst_at, 'HH24:MI:SS') || ', read '
+		   || pg_catalog.to_char(x.worst_buffers, 'FM999,999,999,990') || ' buffers for '
+		   || pg_catalog.to_char(x.worst_rows, 'FM999,999,999,990') || ' row'
+		   || CASE WHEN x.worst_rows = 1 THEN '' ELSE 's' END || ' ('
+		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' index entries, '
+		   || pg_catalog.to_char(x.worst_dead_visits, 'FM999,999,999,990') || ' of them to no visible version'
+		   || coalesce('; ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990') || ' buffers per execution on average', '')
+		   || coalesce('; the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>'), '')
+		   || '); ' || pg_catalog.to_char(x.n_tup_hot_upd, 'FM999,999,999,990') || ' of '
+		   || pg_catalog.to_char(x.n_tup_upd, 'FM999,999,999,990') || ' updates of ' || x.table_name || ' were HOT ('
+		   || pg_catalog.to_char(100.0 * x.n_tup_hot_upd / x.n_tup_upd, 'FM990') || '%): each entry leads to a chain of versions'
+		   || ' that pruning cannot remove while ' || h.label || ' holds the xmin horizon ('
+		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old).' AS evidence,
+		   'End what holds the horizon ('
+		   || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END
+		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
+		   || ' read behind a long transaction or snapshot.' AS advice,
+		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'query_id', x.query_id, 'query_ids', coalesce(g.ids, jsonb_build_array(x.query_id)), 'calls', x.calls, 'executions', x.scans,
+							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,
+							  'buffers_per_row', pg_catalog.round(x.blks_per_row::numeric, 1),
+							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
+														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
+							  'period_start', x.period_start, 'period_end', x.period_end,
+							  'holder', jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid,
+														   'xmin', h.xmin::text, 'xmin_age', h.xmin_age)) AS details,
+		   x.period_start AS since
+	  FROM candidates AS x
+	  CROSS JOIN params
+	  -- The oldest root holder of this database (or a slot, or standby
+	  -- feedback) that was holding when the worst execution ran; without
+	  -- one, the next access prunes the chains: no finding.
+	  JOIN LATERAL (SELECT * FROM root_holders AS r
+					 WHERE NOT r.catalog_only
+					   AND (r.kind IN ('replication slot', 'standby feedback')
+							OR r.datname IS NOT DISTINCT FROM x.datname)
+					   AND (params.now - r.held_for <= x.worst_at
+							OR (r.held_for IS NULL AND r.blocks_cleanup))
+					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
+								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,
+								coalesce(jsonb_agg(DISTINCT o.query_id) FILTER (WHERE o.query_id IS NOT NULL), '[]') AS ids
+						   FROM recent AS o
+						  WHERE o.dbid = x.dbid AND o.indexrelid = x.indexrelid
+							AND o.query = x.query AND x.query <> '<insufficient privilege>') AS g ON true
+	 ORDER BY x.dbid, x.indexrelid, x.query, x.blks_per_row DESC
+)
+SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
+  FROM hot_findings AS f;
 END
 $$;
 
@@ -1608,7 +1992,8 @@ dead_here AS MATERIALIZED (
 	  FROM pg_catalog.pg_stat_user_tables AS t
 ),
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback
+	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r
 ),
 index_findings AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
@@ -1620,10 +2005,29 @@ horizon_findings AS (
 								 WHERE f.severity = 'critical' AND f.details -> 'holder' ->> 'holder' = h.holder)
 				THEN 'critical' ELSE 'warning' END AS severity,
 		   h.subject,
-		   'Its xmin is ' || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old'
-		   || coalesce(', held for ' || @extschema@.pg_contention_duration(h.held_for), '')
+		   -- A logical slot holds by its catalog_xmin: call it that.
+		   'Its ' || CASE WHEN h.catalog_only THEN 'catalog_xmin' ELSE 'xmin' END || ' is '
+		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990')
+		   || CASE WHEN h.xmin_age = 1 THEN ' transaction old' ELSE ' transactions old' END
+		   || coalesce(CASE WHEN h.kind = 'replication slot' THEN ', inactive for ' ELSE ', held for ' END
+					   || @extschema@.pg_contention_duration(h.held_for), '')
 		   || CASE WHEN h.catalog_only THEN '; it holds back the removal of dead catalog rows only'
-				   ELSE '; the tables of database ' || pg_catalog.current_database() || ' hold '
+				   -- A standby vacuums nothing and its n_dead_tup are its own
+				   -- (near zero): what its horizon keeps is on the primary.
+				   WHEN params.standby AND h.feedback
+				   THEN '; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary,'
+						|| ' which cannot remove the row versions deleted or updated by the '
+						|| pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions since'
+						|| ' (on the primary: n_dead_tup in pg_stat_user_tables, and backend_xmin of this standby''s'
+						|| ' walsender in pg_stat_replication; this standby''s own dead tuple counts do not show it)'
+				   WHEN params.standby
+				   THEN '; this is a standby with hot_standby_feedback off: it does not hold back the primary''s horizon,'
+						|| ' replay of the primary''s cleanup waits for it or cancels it (max_standby_streaming_delay)'
+				   ELSE CASE WHEN h.kind = 'standby feedback' OR (h.kind = 'replication slot' AND h.datname IS NULL)
+							 THEN '; queries on that standby hold it through hot_standby_feedback'
+								  || ' (pg_contention_horizon on the standby names them)'
+							 ELSE '' END
+						|| '; the tables of database ' || pg_catalog.current_database() || ' hold '
 						|| pg_catalog.to_char((SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t), 'FM999,999,999,990')
 						|| ' dead tuples' END
 		   || CASE WHEN (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder) > 0
@@ -1639,21 +2043,31 @@ horizon_findings AS (
 						 THEN 'End the transaction: have the application commit, or SELECT pg_terminate_backend(' || h.pid
 							  || '); idle_in_transaction_session_timeout keeps it from recurring.'
 						 ELSE 'If the statement can go, SELECT pg_cancel_backend(' || h.pid
-							  || ') (pg_terminate_backend ends the session); long reports belong on a standby or under statement_timeout.' END
+							  || ') (pg_terminate_backend ends the session); long reports belong '
+							  || CASE WHEN params.standby THEN 'under statement_timeout' ELSE 'on a standby or under statement_timeout' END
+							  || '.' END
 				WHEN 'replication slot' THEN
+					CASE WHEN h.datname IS NULL AND NOT h.catalog_only AND h.state = 'active'
+						 THEN 'A query on the standby of slot ' || h.holder
+							  || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
+							  || ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it. '
+						 ELSE '' END ||
 					'If nothing consumes slot ' || h.holder || ' any more, drop it: SELECT pg_drop_replication_slot('
 					|| pg_catalog.quote_literal(h.holder) || '); otherwise get its consumer running again.'
 				WHEN 'prepared transaction' THEN
 					'Finish it: COMMIT PREPARED ' || pg_catalog.quote_literal(h.holder) || ' or ROLLBACK PREPARED '
 					|| pg_catalog.quote_literal(h.holder) || ' (whoever prepared it should decide which).'
 				WHEN 'standby feedback' THEN
-					'A query on the standby holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it; with hot_standby_feedback = off such queries get cancelled instead.'
+					'A query on the standby' || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
+					|| ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it; with hot_standby_feedback = off such queries get cancelled instead.'
 				ELSE 'End it.' END AS advice,
 		   jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'database', h.datname,
 							  'xmin', h.xmin::text, 'xmin_age', h.xmin_age,
 							  'held_seconds', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric),
 							  'catalog_only', h.catalog_only,
-							  'dead_tuples', (SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t),
+							  -- a standby's own counts say nothing of what it holds
+							  'dead_tuples', CASE WHEN NOT params.standby
+												  THEN (SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t) END,
 							  'index_findings', (SELECT coalesce(jsonb_agg(f.details -> 'indexrelid'), '[]')
 												   FROM index_findings AS f
 												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,
@@ -1764,6 +2178,7 @@ WITH found AS (
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subtrans_slru_contention(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
 )
@@ -1773,7 +2188,8 @@ SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.sinc
 		  CASE f.problem
 			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
 			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
-			   WHEN 'old_snapshot_threshold_spinlock' THEN 4 ELSE 5 END,
+			   WHEN 'hot_chain_scan' THEN 4
+			   WHEN 'old_snapshot_threshold_spinlock' THEN 5 ELSE 6 END,
 		  f.since NULLS LAST, f.subject;
 END
 $$;
@@ -2040,7 +2456,7 @@ BEGIN
 		RETURN QUERY
 		WITH problems(problem) AS (
 			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
 		), severities(severity) AS (
 			VALUES ('info'), ('warning'), ('critical')
 		), f AS MATERIALIZED (

@@ -63,7 +63,7 @@ BEGIN;
 SELECT ev_exception_loop(70);
 COMMIT;
 SELECT * FROM my_events;
-SELECT overflow_events FROM pg_contention_statements WHERE query = 'SELECT ev_exception_loop(70)';
+SELECT overflow_events FROM pg_contention_statements WHERE query = 'SELECT ev_exception_loop($1)';
 
 -- An INSERT that fails after its subtransaction took the 65th XID (the
 -- heap tuple is written, then the unique index rejects it): no statement

@@ -22,7 +22,7 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 SELECT calls, rows, shared_blks_hit + shared_blks_read > 0 AS used_buffers,
 	   blks_per_row = (shared_blks_hit + shared_blks_read)::double precision / rows AS per_row_ok
-  FROM pg_contention_statements WHERE query LIKE 'SELECT * FROM sc_rows WHERE id <= 10%';
+  FROM pg_contention_statements WHERE query = 'SELECT * FROM sc_rows WHERE id <= $1';
 
 -- Statements inside a function have calls, but rows and buffers only at
 -- top level (the top-level statement's buffers include the function's).
@@ -30,7 +30,7 @@ CREATE FUNCTION sc_inner() RETURNS bigint LANGUAGE sql AS
 	'SELECT sum(v) FROM sc_rows WHERE id > 990';
 SELECT sc_inner();
 SELECT calls, rows, shared_blks_hit + shared_blks_read AS buffers
-  FROM pg_contention_statements WHERE query = 'SELECT sum(v) FROM sc_rows WHERE id > 990';
+  FROM pg_contention_statements WHERE query = 'SELECT sum(v) FROM sc_rows WHERE id > $1';
 SELECT calls, rows, shared_blks_hit + shared_blks_read > 0 AS used_buffers
   FROM pg_contention_statements WHERE query LIKE 'SELECT sc_inner()%';
 
@@ -48,9 +48,9 @@ COMMIT;
 -- (PostgreSQL 13 keys statements by their text: one row per constant there.)
 SELECT sum(calls) AS calls, max(max_subxacts) AS max_subxacts,
 	   sum(near_overflow_calls) AS near_overflow_calls, sum(overflow_events) AS overflow_events
-  FROM pg_contention_statements WHERE query LIKE 'UPDATE sc_rows SET v = v + 1 WHERE id = %';
+  FROM pg_contention_statements WHERE query = 'UPDATE sc_rows SET v = v + $1 WHERE id = $2';
 SELECT calls, max_subxacts, near_overflow_calls
-  FROM pg_contention_statements WHERE query LIKE 'SELECT max(id) FROM sc_rows WHERE v > 0%';
+  FROM pg_contention_statements WHERE query = 'SELECT max(id) FROM sc_rows WHERE v > $1';
 SELECT count(*) AS overflow_events FROM pg_contention_overflow_events;
 SELECT sum(calls) AS savepoints
   FROM pg_contention_statements WHERE query LIKE 'SAVEPOINT s%';
@@ -107,7 +107,7 @@ SELECT c.rows AS cursor_rows,
 	   c.shared_blks_hit + c.shared_blks_read < 50 AS cursor_buffers_its_own,
 	   w.calls AS scans, w.shared_blks_hit + w.shared_blks_read >= 2 * 200 AS scans_buffers_theirs
   FROM pg_contention_statements AS c, pg_contention_statements AS w
- WHERE c.query LIKE 'DECLARE c5%' AND w.query LIKE 'SELECT count(*) FROM sc_wide%';
+ WHERE c.query LIKE 'DECLARE c5%' AND w.query = 'SELECT count(*) FROM sc_wide WHERE pad <> $1';
 SELECT count(*) AS zero_id_rows FROM pg_contention_statements WHERE query_id = 0;
 
 DROP FUNCTION sc_inner();

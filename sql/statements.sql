@@ -17,21 +17,21 @@ SELECT calls, suboverflowed_calls, standby_calls, overflow_events,
 	   usename = current_user AS usename_ok, datname = current_database() AS datname_ok,
 	   first_seen <= last_seen AS times_ok, query_id IS NOT NULL AS has_query_id
   FROM pg_contention_statements
- WHERE query = 'SELECT count(*) FROM st_rows WHERE id = 1';
+ WHERE query = 'SELECT count(*) FROM st_rows WHERE id = $1';
 
 -- Statements inside functions count with their own query id.
 CREATE FUNCTION st_inner() RETURNS bigint LANGUAGE sql AS
 	'SELECT count(*) FROM st_rows WHERE id > 100';
 SELECT st_inner() FROM generate_series(1, 3);
 SELECT calls > 0 AS inner_counted FROM pg_contention_statements
- WHERE query = 'SELECT count(*) FROM st_rows WHERE id > 100';
+ WHERE query = 'SELECT count(*) FROM st_rows WHERE id > $1';
 
 -- Turning tracking off stops counting.
 SET pg_contention.track_statements = off;
 SELECT count(*) FROM st_rows WHERE id = 1;
 RESET pg_contention.track_statements;
 SELECT calls FROM pg_contention_statements
- WHERE query = 'SELECT count(*) FROM st_rows WHERE id = 1';
+ WHERE query = 'SELECT count(*) FROM st_rows WHERE id = $1';
 
 -- Only superusers may change it.
 CREATE ROLE regress_pgc_user;
@@ -74,9 +74,9 @@ SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
 -- client's statement (the findings' rules each read it), never longer:
 -- the next statement of the same transaction sees what ran in between.
 BEGIN;
-SELECT count(*) AS before FROM pg_contention_recent(300) WHERE query LIKE 'SELECT 4242%';
+SELECT count(*) AS before FROM pg_contention_recent(300) WHERE query = 'SELECT $1 AS between_reads';
 SELECT 4242 AS between_reads;
-SELECT count(*) AS after FROM pg_contention_recent(300) WHERE query LIKE 'SELECT 4242%';
+SELECT count(*) AS after FROM pg_contention_recent(300) WHERE query = 'SELECT $1 AS between_reads';
 COMMIT;
 
 DROP FUNCTION st_inner();

@@ -11,7 +11,9 @@
  * suboverflowed and standby flags of its snapshot, the backend's cached
  * subtransaction count, what its index scans read (indexscan.c, baselines
  * taken at ExecutorStart), and for the client's statement its rows and
- * buffers (indexscan.c keeps the baselines).  SAVEPOINT,
+ * buffers (indexscan.c keeps the baselines).  An execution whose index
+ * scans met at least pg_contention.dead_visits_warning dead entries also
+ * brings the constants it ran with (normalize.c), read before any lock.  SAVEPOINT,
  * RELEASE and ROLLBACK TO are counted as calls too.  A cursor's plan,
  * which the server leaves without a query id, is counted under the id of
  * the DECLARE that opened it.  The client's
@@ -138,9 +140,12 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			 (queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0);
 		PgcExecution exec;
 		int64		query_id;
+		char		literals[PGC_LITERALS_LEN];
 
 		exec.flags = PGC_COUNT_CALL;
 		exec.ndeltas = 0;
+		exec.max_dead = 0;
+		exec.literals = NULL;
 
 		/* Its frame knows the id it started under (a cursor's). */
 		if (!counted || !pgc_index_scans_end(queryDesc, &query_id, &exec))
@@ -162,6 +167,18 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 
 			/* Only this backend writes its PGPROC's cache count. */
 			exec.subxacts = PGC_PROC_SUBXID_COUNT(MyProc);
+
+			/*
+			 * An execution whose index scans met many dead entries may be
+			 * its statement's worst: note the constants it ran with, here,
+			 * outside any lock (output functions may run).  A healthy
+			 * execution pays one compare.
+			 */
+			if (unlikely(exec.max_dead >= pgc_dead_visits_warning))
+			{
+				pgc_execution_literals(queryDesc, literals);
+				exec.literals = literals;
+			}
 			pgc_statement_count(InvalidOid, query_id, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len, &exec);
 		}
@@ -279,6 +296,8 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 			exec.flags = PGC_COUNT_CALL;
 			exec.subxacts = PGC_PROC_SUBXID_COUNT(MyProc);
 			exec.ndeltas = 0;
+			exec.max_dead = 0;
+			exec.literals = NULL;
 			pgc_statement_count(InvalidOid, query_id, queryString,
 								pstmt->stmt_location, pstmt->stmt_len, &exec);
 		}

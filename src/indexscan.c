@@ -304,6 +304,7 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 {
 	ExecutorFrame *f = NULL;
 	int			k;
+	int64		max_dead = 0;
 
 	for (k = nrunning - 1; k >= 0; k--)
 	{
@@ -353,7 +354,11 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 			d->heap_measured = true;
 			d->lossy_pages = PGC_BITMAP_LOSSY_PAGES(base->bitmap_heap);
 		}
+		/* The dead entries statements.c will count (measured deltas only). */
+		if (d->kind == PGC_SCAN_INDEX || d->heap_measured)
+			max_dead = Max(max_dead, d->returned - d->fetched);
 	}
+	exec->max_dead = max_dead;
 	exec->ndeltas = f->n;
 
 	if (unlikely(nrunning > 1))

@@ -40,9 +40,11 @@ int			pgc_save_interval = 60;
  * variables exist only for the GUC machinery.
  */
 static int	subtrans_lookups_warning = 50000;
+static int	hot_chain_buffers_warning = 100;
 static double subtrans_wait_warning = 5.0;
 static double subtrans_wait_critical = 20.0;
-static int	dead_visits_warning = 1000;
+/* Also read by every execution: what counts as a bad one (statements.c). */
+int			pgc_dead_visits_warning = 1000;
 static int	dead_visits_critical = 100000;
 static double dead_ratio_warning = 0.5;
 static int	horizon_critical_age = 3600;
@@ -234,7 +236,7 @@ pgc_define_settings(void)
 	DefineCustomIntVariable("pg_contention.dead_visits_warning",
 							gettext_noop("Dead index entries visited per execution that make a warning."),
 							NULL,
-							&dead_visits_warning,
+							&pgc_dead_visits_warning,
 							1000, 1, INT_MAX,
 							PGC_USERSET,
 							0,
@@ -245,6 +247,15 @@ pgc_define_settings(void)
 							NULL,
 							&dead_visits_critical,
 							100000, 1, INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.hot_chain_buffers_warning",
+							gettext_noop("Buffers per returned row of an index lookup, behind a held horizon on a table updated mostly by HOT, that make a warning."),
+							NULL,
+							&hot_chain_buffers_warning,
+							100, 1, INT_MAX,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);

@@ -39,6 +39,7 @@ extern int	pgc_horizon_min_age;
 extern int	pgc_horizon_min_xid_age;
 extern int	pgc_subxact_warn_level;
 extern int	pgc_findings_window;
+extern int	pgc_dead_visits_warning;
 extern bool pgc_save_enabled;
 extern int	pgc_save_interval;
 
@@ -272,6 +273,8 @@ typedef struct PgcExecution
 	int64		rows;			/* top level: rows processed */
 	int64		shared_blks_hit;	/* top level: its buffer usage */
 	int64		shared_blks_read;
+	int64		max_dead;		/* most dead entries one measured index met */
+	const char *literals;		/* NULL, or its constants (PGC_LITERALS_LEN) */
 	int			ndeltas;
 	PgcIndexDelta deltas[PGC_INDEX_SLOTS];
 } PgcExecution;

@@ -6,7 +6,11 @@
  *		subtransaction-overflow events it caused, its rows and buffers, and
  *		what its index scans met; the same again for the current and the
  *		previous period of pg_contention.findings_window, which the
- *		findings judge (pg_contention_recent).
+ *		findings judge (pg_contention_recent): there, per index, also the
+ *		worst execution (its dead entries, entries, buffers, rows, time),
+ *		the most recent one, and how many were bad, and the constants of
+ *		the statement's worst execution (normalize.c reads them before the
+ *		entry's spinlock is taken; a bounded copy under it).
  *
  * Owns the statement hash (ShmemInitHash "pg_contention statements", at
  * most pgc_max_statements entries, keyed by user, database, query id and
@@ -72,6 +76,29 @@ typedef struct PgcIndexCounters
 } PgcIndexCounters;
 
 /*
+ * One index's executions in a period, one by one: the worst (most dead
+ * entries; the first of equals), the most recent, and the bad ones (at
+ * least pg_contention.dead_visits_warning dead entries, as set in the
+ * backend that ran it).  The buffers and rows are the client statement's
+ * (-1: the execution was a nested one, whose own are not measured).
+ */
+typedef struct PgcPeriodScan
+{
+	int64		worst_dead;
+	int64		worst_entries;
+	int64		worst_blks;
+	int64		worst_rows;
+	TimestampTz worst_at;		/* its statement's start */
+	int64		last_dead;
+	TimestampTz last_at;
+	int64		bad_scans;
+	int64		bad_dead;		/* the bad executions' dead entries */
+	TimestampTz last_bad_at;	/* 0: none */
+	TimestampTz clean_since;	/* the first execution below the threshold
+								 * after the last bad one; 0: none yet */
+} PgcPeriodScan;
+
+/*
  * What a statement did in one period of pg_contention.findings_window: the
  * findings judge recent behaviour, not totals since the last reset.  An
  * entry keeps the current period and the previous one; a period starts at
@@ -92,6 +119,9 @@ typedef struct PgcPeriod
 	int64		index_scans[PGC_INDEX_SLOTS];	/* measured executions */
 	int64		index_entries[PGC_INDEX_SLOTS];
 	int64		index_dead[PGC_INDEX_SLOTS];
+	PgcPeriodScan index_exec[PGC_INDEX_SLOTS];
+	int64		literals_dead;	/* max_dead of the execution whose ... */
+	char		literals[PGC_LITERALS_LEN]; /* ... constants these are */
 } PgcPeriod;
 
 typedef struct StatementsShared
@@ -122,7 +152,7 @@ typedef struct PgcStatementEntry
 	PgcPeriod	current;		/* this period of findings_window */
 	PgcPeriod	previous;		/* the one before */
 	char		application_name[NAMEDATALEN];	/* the key's app_hash is of it */
-	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen */
+	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen, normalised */
 } PgcStatementEntry;
 
 #define USAGE_DECAY_FACTOR	0.99
@@ -131,6 +161,9 @@ typedef struct PgcStatementEntry
 
 static StatementsShared *stmts = NULL;
 static HTAB *statements = NULL;
+
+static void put_literals(const char *literals, bool visible, Datum *values,
+						 bool *nulls, int col);
 
 /* This backend's cache of entry locations, see the header comment. */
 #define LOCAL_CACHE_SIZE	64
@@ -315,8 +348,7 @@ evict_least_used(void)
  * after eviction (it then counts nothing rather than fail the statement).
  */
 static PgcStatementEntry *
-enter_statement(const PgcStatementKey *key, const char *source_text,
-				int stmt_location, int stmt_len, TimestampTz now)
+enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 {
 	PgcStatementEntry *entry;
 	bool		found;
@@ -348,20 +380,76 @@ enter_statement(const PgcStatementKey *key, const char *source_text,
 		SpinLockRelease(&entry->mutex);
 
 		/* Only readers under the LWLock read the text: we hold it. */
-		pgc_copy_statement_text(entry->query, pgc_max_query_length,
-								source_text, stmt_location, stmt_len);
+		strlcpy(entry->query, text, pgc_max_query_length);
 	}
 	return entry;
 }
 
+/*
+ * One measured execution of an index in a period that met dead entries:
+ * is it the worst, and is it bad?  Out of line: a healthy execution meets
+ * none (note_execution).  Caller holds the entry's mutex.
+ */
+static pg_noinline void
+note_dead_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
+					int64 entries, TimestampTz now)
+{
+	if (dead > ps->worst_dead || ps->worst_at == 0)
+	{
+		bool		top = (exec->flags & PGC_COUNT_TOP_LEVEL) != 0;
+
+		ps->worst_dead = dead;
+		ps->worst_entries = entries;
+		ps->worst_blks = top ? exec->shared_blks_hit + exec->shared_blks_read : -1;
+		ps->worst_rows = top ? exec->rows : -1;
+		ps->worst_at = now;
+	}
+	ps->last_dead = dead;
+	ps->last_at = now;
+	if (dead >= pgc_dead_visits_warning)
+	{
+		ps->bad_scans++;
+		ps->bad_dead += dead;
+		ps->last_bad_at = now;
+		ps->clean_since = 0;
+	}
+	else if (ps->clean_since == 0)
+		ps->clean_since = now;
+}
+
+/*
+ * One measured execution of an index in a period.  Without dead entries
+ * (the common case) it is never bad, and the worst only if it is the
+ * period's first: two stores and a compare.
+ */
+static inline void
+note_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
+			   int64 entries, TimestampTz now)
+{
+	if (unlikely(dead != 0))
+	{
+		note_dead_execution(ps, exec, dead, entries, now);
+		return;
+	}
+	ps->last_dead = 0;
+	ps->last_at = now;
+	/* The first clean one after a bad one, or the period's first. */
+	if (unlikely(ps->clean_since == 0))
+	{
+		ps->clean_since = now;
+		if (ps->worst_at == 0)
+			note_dead_execution(ps, exec, 0, entries, now);
+	}
+}
+
 /* Add one execution's index deltas to an entry; caller holds its mutex. */
 static void
-add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
-				 int ndeltas)
+add_index_deltas(PgcStatementEntry *entry, const PgcExecution *exec,
+				 TimestampTz now)
 {
-	for (int d = 0; d < ndeltas; d++)
+	for (int d = 0; d < exec->ndeltas; d++)
 	{
-		const PgcIndexDelta *delta = &deltas[d];
+		const PgcIndexDelta *delta = &exec->deltas[d];
 		PgcIndexCounters *c = NULL;
 		int			slot = -1;
 
@@ -405,6 +493,8 @@ add_index_deltas(PgcStatementEntry *entry, const PgcIndexDelta *deltas,
 			entry->current.index_scans[slot]++;
 			entry->current.index_entries[slot] += delta->returned;
 			entry->current.index_dead[slot] += dead;
+			note_execution(&entry->current.index_exec[slot], exec, dead,
+						   delta->returned, now);
 		}
 		else
 			c->other_entries_read += delta->returned;
@@ -464,7 +554,13 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 		period->overflow_events++;
 	}
 	if (exec->ndeltas > 0)
-		add_index_deltas(entry, exec->deltas, exec->ndeltas);
+		add_index_deltas(entry, exec, now);
+	/* Its constants, read before the spinlock (hooks.c): a bounded copy. */
+	if (unlikely(exec->literals != NULL) && exec->max_dead > period->literals_dead)
+	{
+		period->literals_dead = exec->max_dead;
+		strlcpy(period->literals, exec->literals, PGC_LITERALS_LEN);
+	}
 	entry->last_seen = now;
 }
 
@@ -492,10 +588,20 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 	entry = hash_search(statements, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
+		/*
+		 * A new statement (rare): its text normalised once, here, with no
+		 * lock held (normalize.c scans it and may catch the scanner's
+		 * error).
+		 */
+		char	   *text;
+
 		LWLockRelease(stmts->lock);
+		text = palloc(pgc_max_query_length);
+		pgc_normalize_query(source_text, stmt_location, stmt_len, text,
+							pgc_max_query_length);
 		LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
-		entry = enter_statement(&key, source_text, stmt_location, stmt_len,
-								now);
+		entry = enter_statement(&key, text, now);
+		pfree(text);
 		if (entry == NULL)
 		{
 			LWLockRelease(stmts->lock);
@@ -734,6 +840,7 @@ static const PgcResultColumn index_scan_columns[] = {
 	{"query", TEXTOID, PGC_SQL_V(1, 0)},
 	{"indexes_untracked", INT8OID, PGC_SQL_V(1, 0)},
 	{"bitmap_lossy_pages", INT8OID, PGC_SQL_V(1, 1)},
+	{"worst_literals", TEXTOID, PGC_SQL_V(1, 4)},
 	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape index_scan_shape = {
@@ -788,7 +895,11 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 											 "<insufficient privilege>");
 			values[14] = Int64GetDatum(e->indexes_untracked);
 			values[15] = Int64GetDatum(c->bitmap_lossy_pages);
-			values[16] = CStringGetTextDatum(e->application_name);
+			/* The statement's worst execution in the recent periods. */
+			put_literals(e->current.literals_dead >= e->previous.literals_dead ?
+						 e->current.literals : e->previous.literals,
+						 visible, values, nulls, 16);
+			values[17] = CStringGetTextDatum(e->application_name);
 			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
 	}
@@ -815,6 +926,18 @@ static const PgcResultColumn recent_columns[] = {
 	{"entries_read", INT8OID, PGC_SQL_V(1, 1)},
 	{"dead_visits", INT8OID, PGC_SQL_V(1, 1)},
 	{"query", TEXTOID, PGC_SQL_V(1, 1)},
+	{"worst_dead_visits", INT8OID, PGC_SQL_V(1, 4)},
+	{"worst_entries_read", INT8OID, PGC_SQL_V(1, 4)},
+	{"worst_buffers", INT8OID, PGC_SQL_V(1, 4)},
+	{"worst_rows", INT8OID, PGC_SQL_V(1, 4)},
+	{"worst_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"last_dead_visits", INT8OID, PGC_SQL_V(1, 4)},
+	{"last_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"bad_scans", INT8OID, PGC_SQL_V(1, 4)},
+	{"bad_dead_visits", INT8OID, PGC_SQL_V(1, 4)},
+	{"last_bad_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"clean_since", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"worst_literals", TEXTOID, PGC_SQL_V(1, 4)},
 	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape recent_shape = {
@@ -822,6 +945,36 @@ static const PgcResultShape recent_shape = {
 };
 
 #define RECENT_COLS lengthof(recent_columns)
+
+/*
+ * Add one index's executions of a period to a sum of periods; the periods
+ * are added in order, the previous one first.
+ */
+static void
+add_period_scan(PgcPeriodScan *into, const PgcPeriodScan *from)
+{
+	if (from->worst_at == 0)
+		return;					/* no execution */
+	if (into->worst_at == 0 || from->worst_dead > into->worst_dead)
+	{
+		into->worst_dead = from->worst_dead;
+		into->worst_entries = from->worst_entries;
+		into->worst_blks = from->worst_blks;
+		into->worst_rows = from->worst_rows;
+		into->worst_at = from->worst_at;
+	}
+	if (from->last_at >= into->last_at)
+	{
+		into->last_dead = from->last_dead;
+		into->last_at = from->last_at;
+	}
+	into->bad_scans += from->bad_scans;
+	into->bad_dead += from->bad_dead;
+	/* from is the later period: a bad execution there starts it over. */
+	if (from->last_bad_at != 0 || into->clean_since == 0)
+		into->clean_since = from->clean_since;
+	into->last_bad_at = Max(into->last_bad_at, from->last_bad_at);
+}
 
 /* Add period "from" to the sum "into" (whose start is the earliest). */
 static void
@@ -842,6 +995,12 @@ add_period(PgcPeriod *into, const PgcPeriod *from)
 		into->index_scans[k] += from->index_scans[k];
 		into->index_entries[k] += from->index_entries[k];
 		into->index_dead[k] += from->index_dead[k];
+		add_period_scan(&into->index_exec[k], &from->index_exec[k]);
+	}
+	if (from->literals[0] != '\0' && from->literals_dead > into->literals_dead)
+	{
+		into->literals_dead = from->literals_dead;
+		memcpy(into->literals, from->literals, PGC_LITERALS_LEN);
 	}
 }
 
@@ -917,6 +1076,48 @@ recent_cache_gone(void *arg)
 	cache->rows = NIL;
 }
 
+/*
+ * The worst execution's constants, masked like the query text: NULL when
+ * none were kept.
+ */
+static void
+put_literals(const char *literals, bool visible, Datum *values, bool *nulls,
+			 int col)
+{
+	nulls[col] = literals[0] == '\0';
+	if (!nulls[col])
+		values[col] = CStringGetTextDatum(visible ? literals :
+										  "<insufficient privilege>");
+}
+
+/* One index's executions in the periods: columns col to col + 10. */
+static void
+put_period_scan(const PgcPeriodScan *ps, Datum *values, bool *nulls, int col)
+{
+	values[col] = Int64GetDatum(ps->worst_dead);
+	nulls[col] = false;
+	values[col + 1] = Int64GetDatum(ps->worst_entries);
+	nulls[col + 1] = false;
+	values[col + 2] = Int64GetDatum(ps->worst_blks);
+	nulls[col + 2] = ps->worst_blks < 0;
+	values[col + 3] = Int64GetDatum(ps->worst_rows);
+	nulls[col + 3] = ps->worst_rows < 0;
+	values[col + 4] = TimestampTzGetDatum(ps->worst_at);
+	nulls[col + 4] = false;
+	values[col + 5] = Int64GetDatum(ps->last_dead);
+	nulls[col + 5] = false;
+	values[col + 6] = TimestampTzGetDatum(ps->last_at);
+	nulls[col + 6] = false;
+	values[col + 7] = Int64GetDatum(ps->bad_scans);
+	nulls[col + 7] = false;
+	values[col + 8] = Int64GetDatum(ps->bad_dead);
+	nulls[col + 8] = false;
+	values[col + 9] = TimestampTzGetDatum(ps->last_bad_at);
+	nulls[col + 9] = ps->last_bad_at == 0;
+	values[col + 10] = TimestampTzGetDatum(ps->clean_since);
+	nulls[col + 10] = ps->clean_since == 0;
+}
+
 /* Order entries by statement (database, user, query id), to sum them. */
 static int
 compare_statements(const void *a, const void *b)
@@ -947,7 +1148,45 @@ typedef struct RecentIndex
 	int64		scans;
 	int64		entries;
 	int64		dead;
+	PgcPeriodScan exec;			/* the executions, combined by add_app_scan */
 } RecentIndex;
+
+/*
+ * Combine one application's executions of an index (its periods already
+ * added) into a statement's: the worst of the worst, the latest last, the
+ * bad ones summed, and clean_since of the one whose bad execution is the
+ * latest (the earliest clean start when none was bad).
+ */
+static void
+add_app_scan(PgcPeriodScan *into, const PgcPeriodScan *from)
+{
+	if (from->worst_at == 0)
+		return;					/* no execution */
+	if (into->worst_at == 0 || from->worst_dead > into->worst_dead)
+	{
+		into->worst_dead = from->worst_dead;
+		into->worst_entries = from->worst_entries;
+		into->worst_blks = from->worst_blks;
+		into->worst_rows = from->worst_rows;
+		into->worst_at = from->worst_at;
+	}
+	if (from->last_at >= into->last_at)
+	{
+		into->last_dead = from->last_dead;
+		into->last_at = from->last_at;
+	}
+	into->bad_scans += from->bad_scans;
+	into->bad_dead += from->bad_dead;
+	if (from->last_bad_at > into->last_bad_at)
+	{
+		into->last_bad_at = from->last_bad_at;
+		into->clean_since = from->clean_since;
+	}
+	else if (from->last_bad_at == 0 && into->last_bad_at == 0 &&
+			 from->clean_since != 0 &&
+			 (into->clean_since == 0 || from->clean_since < into->clean_since))
+		into->clean_since = from->clean_since;
+}
 
 /* Build the rows of one copy of the store into recent_rows. */
 static void
@@ -1020,6 +1259,7 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 				indexes[x].scans += part.index_scans[k];
 				indexes[x].entries += part.index_entries[k];
 				indexes[x].dead += part.index_dead[k];
+				add_app_scan(&indexes[x].exec, &part.index_exec[k]);
 			}
 		}
 		if (sum.start == 0)
@@ -1045,10 +1285,13 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 		nulls[13] = nulls[14] = nulls[15] = true;
 		values[16] = CStringGetTextDatum(visible ? e->query :
 										 "<insufficient privilege>");
+		for (int c = 17; c <= 27; c++)
+			nulls[c] = true;
+		put_literals(sum.literals, visible, values, nulls, 28);
 		if (several_apps)
-			nulls[17] = true;
+			nulls[29] = true;
 		else
-			values[17] = CStringGetTextDatum(app);
+			values[29] = CStringGetTextDatum(app);
 		oldcontext = MemoryContextSwitchTo(recent_cxt);
 		if (notable)
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
@@ -1063,6 +1306,7 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 			values[13] = Int64GetDatum(indexes[x].scans);
 			values[14] = Int64GetDatum(indexes[x].entries);
 			values[15] = Int64GetDatum(indexes[x].dead);
+			put_period_scan(&indexes[x].exec, values, nulls, 17);
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 		}
 		MemoryContextSwitchTo(oldcontext);

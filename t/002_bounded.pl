@@ -57,7 +57,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) <= 100 FROM pg_contention_state
 $node->safe_psql('postgres', join('', map { "SELECT 'hot' AS hot;\n" } 1 .. 50));
 $node->safe_psql('postgres', distinct_statements('true'));
 is($node->safe_psql('postgres',
-	"SELECT calls FROM pg_contention_statements WHERE query = 'SELECT ''hot'' AS hot'"),
+	"SELECT calls FROM pg_contention_statements WHERE query = 'SELECT \$1 AS hot'"),
 	'50', 'the most used statement was not evicted');
 
 # Long texts are cut to max_query_length - 1 bytes.  The statement has a
@@ -66,7 +66,7 @@ is($node->safe_psql('postgres',
 my $long = "SELECT 1 AS long_marker_" . ('x' x 40) . ", 2, 3, 4, 5, 6, 7, 8, 9 AS " . ('y' x 40);
 $node->safe_psql('postgres', $long);
 is($node->safe_psql('postgres',
-	"SELECT octet_length(query) FROM pg_contention_statements WHERE query LIKE 'SELECT 1 AS long_marker_%'"),
+	"SELECT octet_length(query) FROM pg_contention_statements WHERE query LIKE 'SELECT \$1 AS long_marker_%'"),
 	'63', 'a statement text is cut to max_query_length - 1 bytes');
 # An overflow whose statement is long: the event keeps the cut text.
 $node->safe_psql('postgres', "BEGIN;\n"
@@ -121,10 +121,10 @@ $node->pgbench('-n -c 4 -j 2 -t 300', 0, [qr{processed: 1200/1200}], [qr{^$}],
 cmp_ok($count, '<=', 100, "still at most 100 statements under concurrent eviction ($count)");
 cmp_ok($evictions, '>', 0, "evictions happened meanwhile ($evictions)");
 is($node->safe_psql('postgres',
-	"SELECT calls FROM pg_contention_statements WHERE query = 'SELECT ''hot under eviction'''"),
+	"SELECT calls FROM pg_contention_statements WHERE query = 'SELECT \$1'"),
 	'1200', 'every execution of the hot statement counted exactly once');
 cmp_ok($node->safe_psql('postgres',
-	"SELECT sum(calls) FROM pg_contention_statements WHERE query LIKE 'SELECT 1, 2%'"),
+	"SELECT sum(calls) FROM pg_contention_statements WHERE query LIKE 'SELECT \$1, \$2%'"),
 	'<=', 1200, 'no execution counted twice');
 
 # Reset clears everything, counters included.

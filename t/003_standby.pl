@@ -1,7 +1,9 @@
 # Hot standby: the views work there, and a query on the standby is counted
 # as a standby call, on a suboverflowed snapshot while a transaction on the
 # primary has overflowed its subtransaction cache (the standby learns it
-# from the primary's XID-assignment records).
+# from the primary's XID-assignment records).  With hot_standby_feedback,
+# a query on the standby holds the primary's horizon: both servers'
+# findings say so.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -60,7 +62,7 @@ my $bg_pid = $primary->safe_psql('postgres',
 	"SELECT pid FROM pg_contention_subxact WHERE subxact_overflowed");
 like($primary->safe_psql('postgres',
 	"SELECT severity || ' ' || subject FROM pg_contention_findings WHERE problem = 'subxact_overflow'"),
-	qr/^info statement INSERT INTO r VALUES \(65\).* in pid $bg_pid \(/,
+	qr/^info statement INSERT INTO r VALUES \(\$1\).* in pid $bg_pid \(/,
 	'primary: the overflow finding names the statement and the backend (info: it costs nothing)');
 like($standby->safe_psql('postgres',
 	"SELECT subject || ' | ' || evidence FROM pg_contention_findings WHERE problem = 'subxact_overflow'"),
@@ -72,4 +74,61 @@ is($standby->safe_psql('postgres',
 
 $bg->query_safe('COMMIT');
 $bg->quit;
+
+# hot_standby_feedback: a long REPEATABLE READ transaction on the standby
+# holds back the primary's horizon, and the primary keeps the dead tuples
+# of the updates that follow.  The standby's own counts show none: its
+# finding says what the primary keeps instead, and the primary's finding
+# names the standby whose feedback holds it.
+$standby->append_conf('postgresql.conf', "hot_standby_feedback = on\nwal_receiver_status_interval = 1\n");
+$standby->reload;
+my $report = $standby->background_psql('postgres');
+my $report_pid = $report->query_safe('SELECT pg_backend_pid()');
+$report->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM r;');
+my $report_xmin = $standby->safe_psql('postgres',
+	"SELECT backend_xmin FROM pg_stat_activity WHERE pid = $report_pid");
+ok($primary->poll_query_until('postgres',
+	"SELECT backend_xmin::text::bigint <= $report_xmin FROM pg_stat_replication"),
+	'the standby\'s feedback holds the primary\'s horizon at the report\'s xmin or before');
+$primary->safe_psql('postgres', "INSERT INTO r SELECT generate_series(1, 1000);\n"
+	  . join('', map { "UPDATE r SET id = id + 1;\n" } 1 .. 20));
+$primary->wait_for_catchup($standby);
+$primary->safe_psql('postgres', 'VACUUM r');
+ok($primary->poll_query_until('postgres',
+	"SELECT n_dead_tup >= 20000 FROM pg_stat_user_tables WHERE relname = 'r'"),
+	'the primary keeps the updates\' dead tuples');
+
+my $all = 'SET pg_contention.horizon_min_age = 0; SET pg_contention.horizon_min_xid_age = 0;';
+my $on_standby = $standby->safe_psql('postgres',
+	"$all SELECT evidence || ' | ' || coalesce(details ->> 'dead_tuples', 'null') FROM pg_contention_findings
+	  WHERE problem = 'xmin_horizon_held' AND details ->> 'holder' = '$report_pid'");
+like($on_standby,
+	qr/^Its xmin is [0-9,]+ transactions? old, held for .*; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary, which cannot remove the row versions deleted or updated by the [0-9,]+ transactions since \(on the primary: n_dead_tup in pg_stat_user_tables, and backend_xmin of this standby's walsender in pg_stat_replication/,
+	'standby: the finding says the feedback holds the primary\'s horizon and where to see what the primary keeps');
+note("standby: $on_standby");
+unlike($on_standby, qr/tables of database \w+ hold/, 'standby: its own dead tuple count is not quoted');
+like($on_standby, qr/\| null$/, 'standby: details carry no dead tuple count');
+
+my $app = $primary->safe_psql('postgres', 'SELECT application_name FROM pg_stat_replication');
+my $on_primary = $primary->safe_psql('postgres',
+	"$all SELECT subject || ' | ' || evidence || ' | ' || advice FROM pg_contention_findings
+	  WHERE problem = 'xmin_horizon_held' AND details ->> 'kind' = 'standby feedback'");
+note("primary: $on_primary");
+like($on_primary,
+	qr/^hot_standby_feedback of a standby \(application \Q$app\E, (client [^,]+, )?walsender pid \d+\) \| Its xmin is [0-9,]+ transactions? old; queries on that standby hold it through hot_standby_feedback .*; the tables of database postgres hold [0-9,]+ dead tuples\. \| A query on the standby \(application \Q$app\E\) holds it/,
+	'primary: the finding names the standby whose queries hold the horizon through its feedback');
+
+# Without feedback the standby's query holds nothing on the primary.
+$standby->append_conf('postgresql.conf', "hot_standby_feedback = off\n");
+$standby->reload;
+ok($standby->poll_query_until('postgres', "SELECT current_setting('hot_standby_feedback') = 'off'"),
+	'hot_standby_feedback is off on the standby');
+like($standby->safe_psql('postgres',
+	"$all SELECT evidence FROM pg_contention_findings
+	  WHERE problem = 'xmin_horizon_held' AND details ->> 'holder' = '$report_pid'"),
+	qr/; this is a standby with hot_standby_feedback off: it does not hold back the primary's horizon/,
+	'standby without feedback: the finding says the primary\'s horizon is not held');
+
+$report->query_safe('COMMIT');
+$report->quit;
 done_testing();

@@ -29,10 +29,11 @@ $node->safe_psql('postgres', q{
 # statement of its own shape.)
 my $plain = 'SET enable_bitmapscan = off; SET enable_seqscan = off;';
 my $lookup = 'SELECT * FROM t123 WHERE id = 1';
+my $lookup_text = 'SELECT * FROM t123 WHERE id = $1';	# as normalised
 my $stats = q{
 	SELECT scans, entries_read, live_fetched, dead_visits, max_dead_visits_per_scan,
 		   round(dead_ratio::numeric, 4), schemaname, relname, indexrelname
-	  FROM pg_contention_index_scans WHERE query = 'SELECT * FROM t123 WHERE id = 1'};
+	  FROM pg_contention_index_scans WHERE query = 'SELECT * FROM t123 WHERE id = $1'};
 
 # Session A inserts 300,000 rows with id = 1 and does not commit.
 my $a = $node->background_psql('postgres');
@@ -91,7 +92,7 @@ $node->safe_psql('postgres', q{
 	EXPLAIN SELECT info, id FROM t123 WHERE id = 3;
 });
 is($node->safe_psql('postgres',
-	"SELECT scans, entries_read FROM pg_contention_index_scans WHERE query = 'SELECT max(info) FROM t123 WHERE id = 2'"),
+	"SELECT scans, entries_read FROM pg_contention_index_scans WHERE query = 'SELECT max(info) FROM t123 WHERE id = \$1'"),
 	'1|1', 'the function\'s lookup is counted with its own text');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_index_scans WHERE query LIKE '%info, id%'"),
@@ -101,7 +102,7 @@ is($node->safe_psql('postgres',
 $node->psql('postgres', "$plain SELECT id / 0 FROM t123 WHERE id = 4");
 $node->safe_psql('postgres', "$plain $lookup");
 is($node->safe_psql('postgres',
-	"SELECT scans FROM pg_contention_index_scans WHERE query = '$lookup'"),
+	"SELECT scans FROM pg_contention_index_scans WHERE query = '$lookup_text'"),
 	'2', 'counting goes on after a failed statement');
 
 # EXPLAIN without ANALYZE is not a call either.
@@ -125,7 +126,7 @@ my ($ret, $out, $err) = $node->psql('postgres', "$plain\n$cursor_failures\n$look
 	on_error_stop => 0);
 is(() = $err =~ /division by zero/g, 20, 'the 20 cursors failed');
 is($node->safe_psql('postgres',
-	"SELECT scans FROM pg_contention_index_scans WHERE query = '$lookup'"),
+	"SELECT scans FROM pg_contention_index_scans WHERE query = '$lookup_text'"),
 	'4', 'index scans after 20 failed cursors are still counted');
 
 # Cursors closed in another order than they were opened: each executor's
@@ -222,16 +223,16 @@ like($node->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT * FROM dv WHERE k 
 $node->safe_psql('postgres', 'SELECT * FROM dv WHERE k = 1');
 @s = split /\|/, $node->safe_psql('postgres',
 	"SELECT scans, bitmap_scans, entries_read, live_fetched, dead_visits, bitmap_lossy_pages
-	   FROM pg_contention_index_scans WHERE query = 'SELECT * FROM dv WHERE k = 1'");
+	   FROM pg_contention_index_scans WHERE query = 'SELECT * FROM dv WHERE k = \$1'");
 is("$s[0]|$s[1]|$s[2]|$s[3]|$s[4]", '1|1|100100|100|100000',
 	'the bitmap scan read 100,100 entries, found 100 visible: 100,000 dead visits');
 is($s[5], '0', 'no lossy page at this size');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_index_scans WHERE dead_visits > 0 AND relname = 'dv'
-	    AND query = 'SELECT * FROM dv WHERE k = 1'"),
+	    AND query = 'SELECT * FROM dv WHERE k = \$1'"),
 	'1', 'so the README\'s query (dead_visits > 0) finds it');
 my $before = $node->safe_psql('postgres',
-	"SELECT rows, round(blks_per_row) FROM pg_contention_statements WHERE query = 'SELECT * FROM dv WHERE k = 1'");
+	"SELECT rows, round(blks_per_row) FROM pg_contention_statements WHERE query = 'SELECT * FROM dv WHERE k = \$1'");
 my ($rows, $per_row) = split /\|/, $before;
 is($rows, '100', 'the statement returned 100 rows');
 cmp_ok($per_row, '>', 5, "and read $per_row buffers per row with the dead versions");
@@ -242,13 +243,13 @@ $holder->quit;
 $node->safe_psql('postgres', 'VACUUM dv; SELECT pg_contention_reset()');
 $node->safe_psql('postgres', 'SELECT * FROM dv WHERE k = 1');
 my $after = $node->safe_psql('postgres',
-	"SELECT rows, blks_per_row FROM pg_contention_statements WHERE query = 'SELECT * FROM dv WHERE k = 1'");
+	"SELECT rows, blks_per_row FROM pg_contention_statements WHERE query = 'SELECT * FROM dv WHERE k = \$1'");
 my ($rows_after, $per_row_after) = split /\|/, $after;
 is($rows_after, '100', 'after VACUUM the same 100 rows');
 cmp_ok($per_row_after, '<', $per_row / 4,
 	"and $per_row_after buffers per row, against $per_row before");
 is($node->safe_psql('postgres',
-	"SELECT dead_visits FROM pg_contention_index_scans WHERE query = 'SELECT * FROM dv WHERE k = 1'"),
+	"SELECT dead_visits FROM pg_contention_index_scans WHERE query = 'SELECT * FROM dv WHERE k = \$1'"),
 	'0', 'and no dead visit');
 
 # Masking: another role sees the counters, not the statement.

@@ -66,7 +66,7 @@ is($own, 't', 'the blocked statement itself, not the one before it');
 # (It may have samples of its own, taken while it ran: not of the wait.)
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM pg_contention_waits w JOIN pg_contention_statements s USING (query_id)
-	 WHERE s.query LIKE 'SELECT 42 AS statement_before%' AND w.wait_event_type = 'Lock'}),
+	 WHERE s.query LIKE 'SELECT $1 AS statement_before%' AND w.wait_event_type = 'Lock'}),
 	'0', 'the statement before is credited with none of the wait');
 
 $waiter->quit;

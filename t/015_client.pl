@@ -203,7 +203,7 @@ my $pinned = '-c pg_contention.subtrans_lookups_warning=1000 -c pg_contention.su
 is($rc, 1, 'case 1: check exits 1 (warning)');
 like($out, qr/^PG_CONTENTION WARNING - \d+ findings? \(0 critical, [1-9]\d* warning, \d+ info\) on /,
 	'case 1: the status line');
-like($out, qr/^warning subxact_overflow: statement UPDATE contend SET val = val \+ 1 .*Advice: Keep transactions under 64 subtransactions/m,
+like($out, qr/^warning subxact_overflow: statement UPDATE contend SET val = val \+ \$\d+ .*Advice: Keep transactions under 64 subtransactions/m,
 	'case 1: one line for the overflow, with its advice');
 {
 	local $ENV{PGOPTIONS} = $pinned;
@@ -229,7 +229,7 @@ $node->safe_psql('postgres', 'SET enable_bitmapscan = off; SELECT * FROM orders 
 ($rc, $out) = client('check');
 is($rc, 2, 'case 2: check exits 2 (critical)');
 like($out, qr/^PG_CONTENTION CRITICAL - /, 'case 2: the status line');
-like($out, qr/^critical dead_tuple_index_scan: index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = 42 .* vacuum cannot remove them while pid $overflowed_pid \(application loader\)/m,
+like($out, qr/^critical dead_tuple_index_scan: index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = \$1 .* vacuum cannot remove them while pid $overflowed_pid \(application loader\)/m,
 	'case 2: the index line names the oldest holder (the loader, older than billing)');
 
 # ---- report --html, during both.

@@ -48,7 +48,7 @@ is($node->safe_psql('postgres',
 	'', 'healthy and idle: every figure is zero (the horizon\'s ages a few XIDs at most), the sampler running');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_metrics WHERE metric = 'findings'"),
-	'18', 'findings: six problems times three severities, always present');
+	'21', 'findings: seven problems times three severities, always present');
 is($node->safe_psql('postgres',
 	"SELECT string_agg(DISTINCT type, ',') FROM pg_contention_metrics WHERE metric LIKE '%\\_total'"),
 	'counter', 'the *_total metrics are counters');
@@ -174,7 +174,7 @@ SKIP:
 	my ($out, $err) = ('', '');
 	IPC::Run::run([ $promtool, 'check', 'rules', "$examples/prometheus/pg_contention.rules.yml" ],
 		'>', \$out, '2>', \$err);
-	like($out . $err, qr/SUCCESS: 6 rules found/, 'promtool check rules') or diag($out . $err);
+	like($out . $err, qr/SUCCESS: 7 rules found/, 'promtool check rules') or diag($out . $err);
 	IPC::Run::run([ $promtool, 'test', 'rules', "$examples/prometheus/pg_contention.rules.test.yml" ],
 		'>', \$out, '2>', \$err);
 	is($? >> 8, 0, 'promtool test rules: the alerts fire on the findings, with their severity')

@@ -44,9 +44,22 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 		  -- The holder whose own running XID is this one's xmin: an XID is
 		  -- one transaction's, so at most one.  A join, not a subquery per
 		  -- row: the planner's estimate for that crossed jit_above_cost.
+		  -- Only an older holder is followed.  A snapshot (or a slot) taken
+		  -- while no transaction ran has for xmin the next XID, which the
+		  -- next writer gets: a transaction that began after this holder
+		  -- has its xid equal to this xmin without being the reason for it.
+		  -- So a holder whose start is known follows only a leader that
+		  -- began no later (a prepared transaction's start is unknown: its
+		  -- PREPARE time stands for it, erring on "holds by itself"); and an
+		  -- inactive slot follows nobody: its xmin stays when the
+		  -- transaction ends.  Holders whose start is unknown (standby
+		  -- feedback, active slots) move with the oldest transaction
+		  -- running, so they may follow it.
 		  LEFT JOIN holders AS leader
 			ON leader.own_xid = holders.xmin
 		   AND (leader.kind, leader.holder) IS DISTINCT FROM (holders.kind, holders.holder)
+		   AND coalesce(leader.held_since <= holders.held_since, true)
+		   AND NOT (holders.kind = 'replication slot' AND holders.state = 'inactive')
 	)
 	SELECT j.kind,
 		   j.holder,

@@ -20,6 +20,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT query text,
 	OUT indexes_untracked bigint,
 	OUT bitmap_lossy_pages bigint,
+	OUT worst_literals text,
 	OUT application_name text
 )
 RETURNS SETOF record
@@ -45,7 +46,8 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 		   sum(s.bitmap_lossy_pages)::bigint AS bitmap_lossy_pages,
 		   sum(s.other_entries_read)::bigint AS other_entries_read,
 		   max(s.last_seen) AS last_seen,
-		   min(s.query) AS query
+		   min(s.query) AS query,
+		   max(s.worst_literals) AS worst_literals
 	  FROM @extschema@.pg_contention_index_scans() AS s
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_class AS ic

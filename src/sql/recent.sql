@@ -2,9 +2,12 @@
 -- What pg_contention_findings reads of the statement store: each
 -- statement's (and each of its indexes') figures in the periods of
 -- pg_contention.findings_window that reach into the last window_seconds;
--- with notable_only, only the rows a finding can use.  A statement run by
--- several applications is one row (application_name NULL), or with
--- by_application (1.4) one row per application.
+-- with notable_only, only the rows a finding can use.  Per index also the
+-- worst execution, the most recent one, and the bad ones (at least
+-- pg_contention.dead_visits_warning dead entries); per statement the
+-- constants its worst execution ran with.  A statement run by several
+-- applications is one row (application_name NULL), or with by_application
+-- (1.4) one row per application.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
@@ -27,6 +30,18 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	OUT entries_read bigint,
 	OUT dead_visits bigint,
 	OUT query text,
+	OUT worst_dead_visits bigint,
+	OUT worst_entries_read bigint,
+	OUT worst_buffers bigint,
+	OUT worst_rows bigint,
+	OUT worst_at timestamp with time zone,
+	OUT last_dead_visits bigint,
+	OUT last_at timestamp with time zone,
+	OUT bad_scans bigint,
+	OUT bad_dead_visits bigint,
+	OUT last_bad_at timestamp with time zone,
+	OUT clean_since timestamp with time zone,
+	OUT worst_literals text,
 	OUT application_name text
 )
 RETURNS SETOF record

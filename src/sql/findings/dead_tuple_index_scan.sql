@@ -1,7 +1,9 @@
 --
 -- Rule dead_tuple_index_scan: a statement's index scans visit many dead
--- entries per execution; names the oldest root horizon holder that keeps
--- them, or says vacuum has not removed them.
+-- entries per execution, on average or in its worst executions; names the
+-- oldest root horizon holder that keeps them, says vacuum has not removed
+-- them, or, once the cause is gone, says when and how it was resolved
+-- (severity info).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_dead_tuple_index_scan(
 	window_length interval DEFAULT NULL,
@@ -40,77 +42,180 @@ dead_here AS MATERIALIZED (
 root_holders AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
 ),
+-- One statement is one normalised text in one database, per index: the
+-- query ids a driver makes of it (a parameter bound as int2 here and int4
+-- there), and its users, are summed into one finding, with every query
+-- id in details.  A text masked from this role is not grouped.  The
+-- worst execution is the group's worst; the last, its latest.
+grouped AS (
+	SELECT r.dbid, min(r.datname) AS datname, r.indexrelid,
+		   (pg_catalog.array_agg(r.query ORDER BY r.scans DESC))[1] AS query,
+		   (pg_catalog.array_agg(r.query_id ORDER BY r.scans DESC))[1] AS query_id,
+		   coalesce(jsonb_agg(DISTINCT r.query_id) FILTER (WHERE r.query_id IS NOT NULL), '[]') AS query_ids,
+		   pg_catalog.string_agg(DISTINCT r.query_id::text, ', ') AS query_ids_text,
+		   count(DISTINCT r.query_id) AS n_query_ids,
+		   min(r.period_start) AS period_start, max(r.period_end) AS period_end,
+		   sum(r.calls)::bigint AS calls, sum(r.top_level_calls)::bigint AS top_level_calls,
+		   sum(r.shared_blks)::bigint AS shared_blks, sum(r.scans)::bigint AS scans,
+		   sum(r.entries_read)::bigint AS entries_read, sum(r.dead_visits)::bigint AS dead_visits,
+		   (pg_catalog.array_agg(r.worst_dead_visits ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_dead_visits,
+		   (pg_catalog.array_agg(r.worst_entries_read ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_entries_read,
+		   (pg_catalog.array_agg(r.worst_buffers ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_buffers,
+		   (pg_catalog.array_agg(r.worst_rows ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_rows,
+		   (pg_catalog.array_agg(r.worst_at ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_at,
+		   (pg_catalog.array_agg(r.worst_literals ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_literals,
+		   (pg_catalog.array_agg(r.last_dead_visits ORDER BY r.last_at DESC NULLS LAST))[1] AS last_dead_visits,
+		   max(r.last_at) AS last_at,
+		   sum(r.bad_scans)::bigint AS bad_scans, sum(r.bad_dead_visits)::bigint AS bad_dead_visits,
+		   max(r.last_bad_at) AS last_bad_at,
+		   -- Clean since the group's last bad execution: that statement's.
+		   (pg_catalog.array_agg(r.clean_since ORDER BY r.last_bad_at DESC NULLS LAST))[1] AS clean_since
+	  FROM recent AS r
+	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
+	 GROUP BY r.dbid, r.indexrelid,
+			  CASE WHEN r.query = '<insufficient privilege>'
+				   THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END
+),
 index_rows AS (
 	SELECT r.*, i.indrelid,
 		   r.dead_visits::float8 / r.scans AS dead_per_scan,
 		   r.dead_visits::float8 / nullif(r.entries_read, 0) AS dead_ratio,
 		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call,
+		   r.worst_dead_visits::float8 / nullif(r.worst_entries_read, 0) AS worst_ratio,
+		   r.bad_dead_visits::float8 / nullif(r.bad_scans, 0) AS bad_per_scan,
+		   -- The last execution that met the threshold (the worst, if the
+		   -- threshold was raised since).
+		   coalesce(r.last_bad_at, r.worst_at) AS last_bad,
 		   CASE WHEN r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 				THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) END AS index_name,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
-	  FROM recent AS r
+	  FROM grouped AS r
 	  LEFT JOIN pg_catalog.pg_class AS ic
 		ON ic.oid = r.indexrelid AND r.datname = pg_catalog.current_database()
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
 	  LEFT JOIN dead_here AS t ON t.relid = i.indrelid
-	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
+),
+judged AS (
+	SELECT x.*, h.*,
+		   -- The average fires as before 1.4; the worst executions fire
+		   -- alone when the clean ones average them away.
+		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
+		   CASE WHEN h.h_subject IS NOT NULL THEN 'held'
+				-- Vacuum ran after the last bad execution: they are gone.
+				WHEN x.last_vacuum >= x.last_bad THEN 'vacuumed'
+				-- The executions since the last bad one are clean: a plain
+				-- scan marked the entries dead (a primary does once nothing
+				-- holds the horizon), or the key is not looked up again.
+				WHEN x.clean_since > x.last_bad THEN 'clean'
+				ELSE 'unvacuumed' END AS state
+	  FROM index_rows AS x
+	  CROSS JOIN params
+	  -- The oldest root holder that holds this table's cleanup: a slot or
+	  -- standby feedback holds every database, a transaction its own.  It
+	  -- must have been holding at the last bad execution: one that began
+	  -- after it cannot be what kept those entries (a slot's or standby's
+	  -- age is unknown: past the thresholds, it is taken to be).
+	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
+								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
+								r.subject AS h_subject, r.label AS h_label
+						   FROM root_holders AS r
+						  WHERE NOT r.catalog_only
+							AND (r.kind IN ('replication slot', 'standby feedback')
+								 OR r.datname IS NOT DISTINCT FROM x.datname)
+							AND (params.now - r.held_for <= x.last_bad
+								 OR (r.held_for IS NULL AND r.blocks_cleanup))
+						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
+		OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)
 ),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
-		   CASE WHEN x.dead_per_scan >= params.dead_critical THEN 'critical' ELSE 'warning' END AS severity,
+		   CASE WHEN x.state IN ('vacuumed', 'clean') THEN 'info'
+				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
+				ELSE 'warning' END AS severity,
 		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
-		   || coalesce(' (query id ' || x.query_id || ')', '') AS subject,
-		   pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' execution'
-		   || CASE WHEN x.scans = 1 THEN '' ELSE 's' END || ' from '
-		   || pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
-		   || pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
-		   || pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990') || ' dead index entries each ('
-		   || pg_catalog.to_char(100 * x.dead_ratio, 'FM990.0') || '% of the entries read)'
-		   || coalesce(' and used ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990')
-					   || ' buffers per execution', '')
-		   || '; ' || CASE WHEN h.subject IS NOT NULL
-						   THEN 'vacuum cannot remove them while ' || h.label || ' holds the xmin horizon ('
-								|| pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old).'
-						   ELSE 'nothing holds the xmin horizon back: vacuum has not removed them yet'
-								|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
-											|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
-											|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
-											|| ')', '') || '.' END AS evidence,
-		   CASE WHEN h.subject IS NOT NULL
-				THEN 'End what holds the horizon ('
-					 || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END || '), then VACUUM '
+		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
+					   || x.query_ids_text || ')', '') AS subject,
+		   CASE x.state
+				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
+					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
+					 || ', after the last bad execution, and nothing that was holding the xmin horizon then holds it now; '
+				WHEN 'clean' THEN 'resolved at ' || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS')
+					 || ': nothing that was holding the xmin horizon at the last bad execution holds it now, and the executions since '
+					 || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS') || ' visited fewer than '
+					 || pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990') || ' dead entries (the most recent, at '
+					 || pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', '
+					 || pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990') || '); '
+				ELSE '' END
+		   || CASE WHEN x.avg_fires
+				   THEN pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' execution'
+						|| CASE WHEN x.scans = 1 THEN '' ELSE 's' END || ' from '
+						|| pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+						|| pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
+						|| pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990') || ' dead index entries each ('
+						|| pg_catalog.to_char(100 * x.dead_ratio, 'FM990.0') || '% of the entries read)'
+						|| coalesce(' and used ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990')
+									|| ' buffers per execution', '')
+						|| '; ' || pg_catalog.to_char(x.bad_scans, 'FM999,999,999,990') || ' of '
+						|| pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions visited at least '
+						|| pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990') || ', the worst '
+				   ELSE pg_catalog.to_char(x.bad_scans, 'FM999,999,999,990') || ' of '
+						|| pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions from '
+						|| pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+						|| pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ' visited '
+						|| coalesce(pg_catalog.to_char(x.bad_per_scan, 'FM999,999,999,990'), 'at least '
+									|| pg_catalog.to_char(params.dead_warning, 'FM999,999,999,990'))
+						|| ' dead index entries each, the worst ' END
+		   || pg_catalog.to_char(x.worst_dead_visits, 'FM999,999,999,990') || ' at '
+		   || pg_catalog.to_char(x.worst_at, 'HH24:MI:SS') || ' reading '
+		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' entries'
+		   || coalesce(' and ' || pg_catalog.to_char(x.worst_buffers, 'FM999,999,999,990') || ' buffers', '')
+		   || coalesce(' (the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>') || ')', '')
+		   || CASE WHEN x.avg_fires THEN ''
+				   ELSE '; the average is ' || pg_catalog.to_char(x.dead_per_scan, 'FM999,999,999,990')
+						|| ' over ' || pg_catalog.to_char(x.scans, 'FM999,999,999,990') || ' measured execution'
+						|| CASE WHEN x.scans = 1 THEN '' ELSE 's' END END
+		   || CASE x.state
+				   WHEN 'held' THEN '; vacuum cannot remove them while ' || x.h_label || ' holds the xmin horizon ('
+						|| pg_catalog.to_char(x.h_xmin_age, 'FM999,999,999,990') || ' transactions old).'
+				   WHEN 'unvacuumed' THEN '; nothing holds the xmin horizon back: vacuum has not removed them yet'
+						|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
+									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
+									|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
+									|| ')', '') || ', and the most recent execution, at '
+						|| pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', still visited '
+						|| pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990') || '.'
+				   ELSE '.' END AS evidence,
+		   CASE x.state
+				WHEN 'held' THEN 'End what holds the horizon ('
+					 || CASE WHEN x.h_blocks THEN 'see xmin_horizon_held' ELSE x.h_label END || '), then VACUUM '
 					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
 					 || '; the entries stay dead until vacuum removes them.'
-				ELSE 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
-					 || ' now; if this recurs, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).' END AS advice,
+				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
+					 || ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
+				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
-							  'query_id', x.query_id, 'executions', x.scans,
+							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
 							  'dead_per_execution', pg_catalog.round(x.dead_per_scan::numeric, 1),
 							  'dead_ratio', pg_catalog.round(x.dead_ratio::numeric, 4),
 							  'buffers_per_execution', pg_catalog.round(x.blks_per_call::numeric, 1),
+							  'bad_executions', x.bad_scans,
+							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
+														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
+							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
+							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
+							  'state', x.state, 'last_vacuum', x.last_vacuum,
 							  'period_start', x.period_start, 'period_end', x.period_end,
-							  'holder', CASE WHEN h.subject IS NOT NULL
-											 THEN jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid,
-																	 'xmin', h.xmin::text, 'xmin_age', h.xmin_age) END) AS details,
+							  'holder', CASE WHEN x.state = 'held'
+											 THEN jsonb_build_object('kind', x.h_kind, 'holder', x.h_holder, 'pid', x.h_pid,
+																	 'xmin', x.h_xmin::text, 'xmin_age', x.h_xmin_age) END) AS details,
 		   x.period_start AS since
-	  FROM index_rows AS x
+	  FROM judged AS x
 	  CROSS JOIN params
-	  -- The oldest root holder that holds this table's cleanup: a slot or
-	  -- standby feedback holds every database, a transaction its own.
-	  -- Past the thresholds (blocks_cleanup), or younger but already
-	  -- running when this period's dead entries were counted: a
-	  -- transaction that began after them cannot be what keeps them.
-	  LEFT JOIN LATERAL (SELECT * FROM root_holders AS r
-						  WHERE NOT r.catalog_only
-							AND (r.kind IN ('replication slot', 'standby feedback')
-								 OR r.datname IS NOT DISTINCT FROM x.datname)
-							AND (r.blocks_cleanup OR params.now - r.held_for <= x.period_start)
-						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
-	 WHERE x.dead_per_scan >= params.dead_warning
-	   AND x.dead_ratio >= params.dead_ratio
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM index_findings AS f;

@@ -29,6 +29,7 @@ WITH found AS (
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subtrans_slru_contention(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
 )
@@ -38,7 +39,8 @@ SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.sinc
 		  CASE f.problem
 			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
 			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
-			   WHEN 'old_snapshot_threshold_spinlock' THEN 4 ELSE 5 END,
+			   WHEN 'hot_chain_scan' THEN 4
+			   WHEN 'old_snapshot_threshold_spinlock' THEN 5 ELSE 6 END,
 		  f.since NULLS LAST, f.subject;
 END
 $$;

@@ -49,18 +49,32 @@ SELECT h.*,
 							 'user ' || h.usename, 'database ' || h.datname,
 							 coalesce(h.state, 'transaction') || coalesce(' for ' || @extschema@.pg_contention_duration(h.held_for), ''))
 				|| ')' || coalesce(', last statement ' || @extschema@.pg_contention_shorten(h.query), '')
+			-- A logical slot holds by its catalog_xmin (catalog rows only);
+			-- a physical slot's xmin is its standby's hot_standby_feedback.
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
-				|| ' (' || h.state || CASE WHEN h.catalog_only THEN ', catalog rows only' ELSE '' END || ')'
+				|| ' (' || h.state
+				|| CASE WHEN h.catalog_only THEN ', by its catalog_xmin: catalog rows only'
+						WHEN h.datname IS NULL THEN ', '
+							|| concat_ws(', ', 'the xmin its standby sends through hot_standby_feedback',
+										 'application ' || nullif(h.application_name, ''),
+										 'client ' || pg_catalog.host(h.client_addr))
+						ELSE '' END || ')'
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
 				|| coalesce(' (database ' || h.datname || ', owner ' || h.usename || ')', '')
-			WHEN 'standby feedback' THEN 'standby feedback through walsender pid ' || h.pid
-				|| coalesce(' (' || nullif(h.application_name, '') || ')', '')
+			-- The queries on that standby hold it: say which standby.
+			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
+				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
+							 'client ' || pg_catalog.host(h.client_addr),
+							 'walsender pid ' || h.pid)
+				|| ')'
 			ELSE h.kind || ' ' || h.holder END AS subject,
 	   CASE h.kind
 			WHEN 'backend' THEN 'pid ' || h.pid || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
+				|| CASE WHEN h.catalog_only THEN ' (catalog_xmin)' ELSE '' END
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
-			WHEN 'standby feedback' THEN 'standby feedback (walsender pid ' || h.pid || ')'
+			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
+				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''), 'walsender pid ' || h.pid) || ')'
 			ELSE h.kind || ' ' || h.holder END AS label
   FROM holders AS h, params
  WHERE h.follows IS NULL;

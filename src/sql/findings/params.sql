@@ -23,7 +23,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 	OUT probe_warning double precision,
 	OUT probe_critical double precision,
 	OUT held_warning double precision,
-	OUT held_critical double precision
+	OUT held_critical double precision,
+	OUT hot_chain_buffers double precision
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
@@ -51,5 +52,6 @@ BEGIN
 	probe_critical := pg_catalog.current_setting('pg_contention.old_snapshot_probe_critical', true)::float8;
 	held_warning := pg_catalog.current_setting('pg_contention.old_snapshot_held_warning', true)::float8;
 	held_critical := pg_catalog.current_setting('pg_contention.old_snapshot_held_critical', true)::float8;
+	hot_chain_buffers := pg_catalog.current_setting('pg_contention.hot_chain_buffers_warning', true)::float8;
 END
 $$;

@@ -64,10 +64,21 @@ victims AS (
 				THEN 'no execution ran on a suboverflowed snapshot'
 				ELSE pg_catalog.to_char(sum(r.suboverflowed_calls), 'FM999,999,999,990') || ' execution'
 					 || CASE WHEN sum(r.suboverflowed_calls) = 1 THEN '' ELSE 's' END || ' of '
-					 || count(*) FILTER (WHERE r.suboverflowed_calls > 0) || ' statement'
-					 || CASE WHEN count(*) FILTER (WHERE r.suboverflowed_calls > 0) = 1 THEN '' ELSE 's' END
+					 || count(DISTINCT r.stmt_key) FILTER (WHERE r.suboverflowed_calls > 0)
+						+ count(*) FILTER (WHERE r.suboverflowed_calls > 0 AND r.stmt_key IS NULL)
+					 || ' statement'
+					 || CASE WHEN count(DISTINCT r.stmt_key) FILTER (WHERE r.suboverflowed_calls > 0)
+								  + count(*) FILTER (WHERE r.suboverflowed_calls > 0 AND r.stmt_key IS NULL) = 1
+							 THEN '' ELSE 's' END
 					 || ' ran on suboverflowed snapshots' END AS text
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params,
+		   -- A statement is a normalised text in a database: query ids that
+		   -- differ only by parameter types count once (a masked text, NULL
+		   -- here, counts once per row: it cannot be compared).
+		   LATERAL (SELECT r0.*,
+						   CASE WHEN r0.query <> '<insufficient privilege>'
+								THEN r0.dbid::text || ':' || r0.query END AS stmt_key
+					  FROM @extschema@.pg_contention_recent(params.w_s, true) AS r0) AS r
 	 WHERE r.indexrelid IS NULL
 ),
 -- An overflow in the window: a backend seen overflowed, an overflow

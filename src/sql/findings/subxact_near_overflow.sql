@@ -57,7 +57,12 @@ near_overflow_findings AS (
 							  'period_start', n.period_start, 'period_end', n.period_end) AS details,
 		   n.period_start AS since
 	  FROM (SELECT r.dbid, r.userid, min(r.datname) AS datname, min(r.usename) AS usename,
-				   sum(r.near_overflow_calls) AS near_calls, count(*) AS statements,
+				   -- A statement is a normalised text: query ids that differ
+				   -- only by parameter types count once (a masked text
+				   -- cannot be compared: once per row).
+				   sum(r.near_overflow_calls) AS near_calls,
+				   count(DISTINCT nullif(r.query, '<insufficient privilege>'))
+				   + count(*) FILTER (WHERE r.query = '<insufficient privilege>') AS statements,
 				   max(r.max_subxacts) AS max_subxacts,
 				   min(r.period_start) AS period_start, max(r.period_end) AS period_end,
 				   (pg_catalog.array_agg(r.query ORDER BY r.near_overflow_calls DESC))[1] AS top_text,

@@ -74,41 +74,94 @@ savepoints AS (
 ),
 -- Who overflowed: per statement that took a 65th subtransaction XID in
 -- the window, and per backend overflowed now that no event of the
--- window names.
-overflow_statements AS (
+-- window names.  One statement is one normalised text in one database:
+-- the query ids a driver makes of it by binding a parameter as int2 here
+-- and int4 there are summed into one culprit, all of them in query_ids.
+overflow_query_ids AS (
 	SELECT e.datid, e.usesysid, e.query_id,
-		   count(*) AS events,
-		   count(DISTINCT e.pid) AS backends,
-		   min(e.event_time) AS first_event,
-		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
-		   jsonb_agg(DISTINCT e.pid) AS pids,
-		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS query,
-		   (pg_catalog.array_agg(e.application_name ORDER BY e.event_time DESC))[1] AS application_name,
-		   max(e.nested_query_id) AS nested_query_id,
-		   max(e.nesting_depth) AS nesting_depth
+		   count(*) AS ring_events, min(e.event_time) AS first_event,
+		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS last_text
 	  FROM events AS e
 	 GROUP BY e.datid, e.usesysid, e.query_id
 ),
-overflow_culprits AS (
+-- The statement store's text is normalised; an event's is what ran.  A
+-- text masked from this role groups nothing beyond its user.
+overflow_keyed AS (
 	SELECT o.datid, o.usesysid, o.query_id,
-		   greatest(o.events, coalesce(rs.overflow_events, 0)) AS events,
-		   o.backends, least(o.first_event, rs.period_start) AS since,
+		   coalesce(t.query, o.last_text, '') AS stmt_text,
+		   CASE WHEN coalesce(t.query, o.last_text) = '<insufficient privilege>'
+				THEN o.usesysid END AS masked_user,
+		   -- The statement store counts every event; the ring keeps the last.
+		   greatest(o.ring_events, coalesce(rs.overflow_events, 0)) AS events,
+		   least(o.first_event, rs.period_start) AS since
+	  FROM overflow_query_ids AS o
+	  LEFT JOIN LATERAL (SELECT r.query FROM recent AS r
+						  WHERE r.indexrelid IS NULL AND r.dbid = o.datid
+							AND r.userid = o.usesysid AND r.query_id = o.query_id
+						  LIMIT 1) AS t ON true
+	  LEFT JOIN recent AS rs
+		ON rs.indexrelid IS NULL AND rs.dbid = o.datid AND rs.userid = o.usesysid
+		   AND rs.query_id = o.query_id AND rs.overflow_events > 0
+),
+overflow_sums AS (
+	SELECT k.datid, k.stmt_text, k.masked_user,
+		   sum(k.events) AS events, min(k.since) AS since,
+		   (pg_catalog.array_agg(k.query_id ORDER BY k.events DESC))[1] AS query_id,
+		   (pg_catalog.array_agg(k.usesysid ORDER BY k.events DESC))[1] AS usesysid,
+		   jsonb_agg(DISTINCT k.query_id) FILTER (WHERE k.query_id IS NOT NULL) AS query_ids,
+		   pg_catalog.string_agg(DISTINCT k.query_id::text, ', ') AS query_ids_text,
+		   count(DISTINCT k.query_id) AS n_query_ids
+	  FROM overflow_keyed AS k
+	 GROUP BY k.datid, k.stmt_text, k.masked_user
+),
+overflow_who AS (
+	SELECT k.datid, k.stmt_text, k.masked_user,
+		   min(e.event_time) AS first_event, max(e.event_time) AS last_event,
+		   count(DISTINCT e.pid) AS backends,
+		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
+		   jsonb_agg(DISTINCT e.pid) AS pids,
+		   (pg_catalog.array_agg(e.application_name ORDER BY e.event_time DESC))[1] AS application_name,
+		   max(e.nested_query_id) AS nested_query_id,
+		   max(e.nesting_depth) AS nesting_depth
+	  FROM overflow_keyed AS k
+	  JOIN events AS e
+		ON e.datid = k.datid AND e.usesysid = k.usesysid
+		   AND e.query_id IS NOT DISTINCT FROM k.query_id
+	 GROUP BY k.datid, k.stmt_text, k.masked_user
+),
+overflow_statements AS (
+	SELECT s.datid, s.stmt_text AS query, s.events, s.since, s.query_id, s.usesysid,
+		   s.query_ids, s.query_ids_text, s.n_query_ids,
+		   w.first_event, w.last_event,
+		   w.backends, w.last_pid, w.pids, w.application_name, w.nested_query_id, w.nesting_depth
+	  FROM overflow_sums AS s
+	  JOIN overflow_who AS w
+		ON w.datid = s.datid AND w.stmt_text = s.stmt_text
+		   AND w.masked_user IS NOT DISTINCT FROM s.masked_user
+),
+overflow_culprits AS (
+	SELECT o.datid, o.usesysid, o.query_id, o.query_ids,
+		   o.events, o.backends, o.since,
 		   o.pids, o.nested_query_id, o.nesting_depth,
 		   'statement ' || @extschema@.pg_contention_shorten(o.query)
-		   || coalesce(' (query id ' || o.query_id || ')', '')
+		   || coalesce(' (query id' || CASE WHEN o.n_query_ids > 1 THEN 's ' ELSE ' ' END
+					   || o.query_ids_text || ')', '')
 		   || CASE WHEN o.backends = 1
 				   THEN ' in pid ' || o.last_pid || ' ('
 						|| concat_ws(', ',
 							  'application ' || nullif(o.application_name, ''),
 							  'user ' || u.rolname,
-							  -- state is NULL for another role's session
-							  CASE WHEN a.pid IS NULL THEN 'session ended'
-								   ELSE a.state || ' for '
-										|| @extschema@.pg_contention_duration(params.now - a.state_change) END)
+							  -- state is NULL for another role's session; a pid of
+							  -- a previous server run may be another process now
+							  coalesce(@extschema@.pg_contention_before_restart(o.first_event, o.last_event),
+									   CASE WHEN a.pid IS NULL THEN 'session ended'
+											ELSE a.state || ' for '
+												 || @extschema@.pg_contention_duration(params.now - a.state_change) END))
 						|| ')'
 				   ELSE ' in ' || o.backends || ' backends ('
 						|| concat_ws(', ', 'application ' || nullif(o.application_name, ''),
-									 'user ' || u.rolname) || ')'
+									 'user ' || u.rolname,
+									 @extschema@.pg_contention_before_restart(o.first_event, o.last_event)) || ')'
 			  END
 		   || coalesce(', savepoints by ' || sp.driver || ' (' || sp.text || ')',
 					   ', savepoints ' || sp.text
@@ -116,20 +169,18 @@ overflow_culprits AS (
 		   || CASE WHEN o.nested_query_id IS NOT NULL
 				   THEN ', inside a function (nested statement ' || o.nested_query_id || ')'
 				   ELSE '' END AS subject,
-		   -- The statement store counts every event; the ring keeps the last.
-		   pg_catalog.to_char(greatest(o.events, coalesce(rs.overflow_events, 0)), 'FM999,999,999,990')
+		   pg_catalog.to_char(o.events, 'FM999,999,999,990')
 		   || ' overflow event'
-		   || CASE WHEN greatest(o.events, coalesce(rs.overflow_events, 0)) = 1 THEN '' ELSE 's' END AS what
+		   || CASE WHEN o.events = 1 THEN '' ELSE 's' END AS what
 	  FROM overflow_statements AS o
 	  CROSS JOIN params
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = o.usesysid
 	  LEFT JOIN activity AS a ON a.pid = o.last_pid
 	  LEFT JOIN savepoints AS sp ON sp.dbid = o.datid AND sp.userid = o.usesysid
-	  LEFT JOIN recent AS rs
-		ON rs.indexrelid IS NULL AND rs.dbid = o.datid AND rs.userid = o.usesysid
-		   AND rs.query_id = o.query_id AND rs.overflow_events > 0
 	UNION ALL
-	SELECT l.datid, l.usesysid, l.query_id, 0, 1, l.xact_start,
+	SELECT l.datid, l.usesysid, l.query_id,
+		   CASE WHEN l.query_id IS NOT NULL THEN jsonb_build_array(l.query_id) END,
+		   0, 1, l.xact_start,
 		   jsonb_build_array(l.pid), NULL, NULL,
 		   'pid ' || l.pid || ' ('
 		   || concat_ws(', ', 'application ' || nullif(l.application_name, ''),
@@ -153,7 +204,8 @@ overflow_findings AS (
 		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
 		   || '; cost: ' || c.text || '.'
 		   || coalesce(' ' || @extschema@.pg_contention_victims_text(window_length, 'suboverflowed_snapshots', o.pids,
-																	  jsonb_build_array(o.query_id, o.nested_query_id)), '') AS evidence,
+																	  coalesce(o.query_ids, '[]'::jsonb)
+																	  || jsonb_build_array(o.query_id, o.nested_query_id)), '') AS evidence,
 		   CASE c.level
 				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
 				ELSE 'K' END
@@ -164,7 +216,8 @@ overflow_findings AS (
 				   THEN '; on PostgreSQL 17 and later a larger subtransaction_buffers shortens the pg_subtrans waits, not the lookups.'
 				   ELSE '.' END AS advice,
 		   jsonb_build_object(
-			   'pids', o.pids, 'query_id', o.query_id, 'database_oid', o.datid::bigint,
+			   'pids', o.pids, 'query_id', o.query_id, 'query_ids', o.query_ids,
+			   'database_oid', o.datid::bigint,
 			   'user_oid', o.usesysid::bigint, 'overflow_events', o.events,
 			   'nested_query_id', o.nested_query_id, 'nesting_depth', o.nesting_depth,
 			   'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,

@@ -30,7 +30,8 @@ dead_here AS MATERIALIZED (
 	  FROM pg_catalog.pg_stat_user_tables AS t
 ),
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback
+	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r
 ),
 index_findings AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
@@ -42,10 +43,29 @@ horizon_findings AS (
 								 WHERE f.severity = 'critical' AND f.details -> 'holder' ->> 'holder' = h.holder)
 				THEN 'critical' ELSE 'warning' END AS severity,
 		   h.subject,
-		   'Its xmin is ' || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old'
-		   || coalesce(', held for ' || @extschema@.pg_contention_duration(h.held_for), '')
+		   -- A logical slot holds by its catalog_xmin: call it that.
+		   'Its ' || CASE WHEN h.catalog_only THEN 'catalog_xmin' ELSE 'xmin' END || ' is '
+		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990')
+		   || CASE WHEN h.xmin_age = 1 THEN ' transaction old' ELSE ' transactions old' END
+		   || coalesce(CASE WHEN h.kind = 'replication slot' THEN ', inactive for ' ELSE ', held for ' END
+					   || @extschema@.pg_contention_duration(h.held_for), '')
 		   || CASE WHEN h.catalog_only THEN '; it holds back the removal of dead catalog rows only'
-				   ELSE '; the tables of database ' || pg_catalog.current_database() || ' hold '
+				   -- A standby vacuums nothing and its n_dead_tup are its own
+				   -- (near zero): what its horizon keeps is on the primary.
+				   WHEN params.standby AND h.feedback
+				   THEN '; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary,'
+						|| ' which cannot remove the row versions deleted or updated by the '
+						|| pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions since'
+						|| ' (on the primary: n_dead_tup in pg_stat_user_tables, and backend_xmin of this standby''s'
+						|| ' walsender in pg_stat_replication; this standby''s own dead tuple counts do not show it)'
+				   WHEN params.standby
+				   THEN '; this is a standby with hot_standby_feedback off: it does not hold back the primary''s horizon,'
+						|| ' replay of the primary''s cleanup waits for it or cancels it (max_standby_streaming_delay)'
+				   ELSE CASE WHEN h.kind = 'standby feedback' OR (h.kind = 'replication slot' AND h.datname IS NULL)
+							 THEN '; queries on that standby hold it through hot_standby_feedback'
+								  || ' (pg_contention_horizon on the standby names them)'
+							 ELSE '' END
+						|| '; the tables of database ' || pg_catalog.current_database() || ' hold '
 						|| pg_catalog.to_char((SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t), 'FM999,999,999,990')
 						|| ' dead tuples' END
 		   || CASE WHEN (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder) > 0
@@ -61,21 +81,31 @@ horizon_findings AS (
 						 THEN 'End the transaction: have the application commit, or SELECT pg_terminate_backend(' || h.pid
 							  || '); idle_in_transaction_session_timeout keeps it from recurring.'
 						 ELSE 'If the statement can go, SELECT pg_cancel_backend(' || h.pid
-							  || ') (pg_terminate_backend ends the session); long reports belong on a standby or under statement_timeout.' END
+							  || ') (pg_terminate_backend ends the session); long reports belong '
+							  || CASE WHEN params.standby THEN 'under statement_timeout' ELSE 'on a standby or under statement_timeout' END
+							  || '.' END
 				WHEN 'replication slot' THEN
+					CASE WHEN h.datname IS NULL AND NOT h.catalog_only AND h.state = 'active'
+						 THEN 'A query on the standby of slot ' || h.holder
+							  || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
+							  || ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it. '
+						 ELSE '' END ||
 					'If nothing consumes slot ' || h.holder || ' any more, drop it: SELECT pg_drop_replication_slot('
 					|| pg_catalog.quote_literal(h.holder) || '); otherwise get its consumer running again.'
 				WHEN 'prepared transaction' THEN
 					'Finish it: COMMIT PREPARED ' || pg_catalog.quote_literal(h.holder) || ' or ROLLBACK PREPARED '
 					|| pg_catalog.quote_literal(h.holder) || ' (whoever prepared it should decide which).'
 				WHEN 'standby feedback' THEN
-					'A query on the standby holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it; with hot_standby_feedback = off such queries get cancelled instead.'
+					'A query on the standby' || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
+					|| ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it; with hot_standby_feedback = off such queries get cancelled instead.'
 				ELSE 'End it.' END AS advice,
 		   jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'database', h.datname,
 							  'xmin', h.xmin::text, 'xmin_age', h.xmin_age,
 							  'held_seconds', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric),
 							  'catalog_only', h.catalog_only,
-							  'dead_tuples', (SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t),
+							  -- a standby's own counts say nothing of what it holds
+							  'dead_tuples', CASE WHEN NOT params.standby
+												  THEN (SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t) END,
 							  'index_findings', (SELECT coalesce(jsonb_agg(f.details -> 'indexrelid'), '[]')
 												   FROM index_findings AS f
 												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,

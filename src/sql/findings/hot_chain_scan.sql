@@ -1,0 +1,127 @@
+--
+-- Rule hot_chain_scan: an index lookup reads many buffers per row it
+-- returns, behind a held xmin horizon, on a table updated mostly by HOT:
+-- each index entry leads to a chain of heap versions that pruning cannot
+-- remove, so the lookup walks them although the index holds few dead
+-- entries (too few for dead_tuple_index_scan).  Judged on the worst
+-- execution (the one with the most dead entries) of each statement and
+-- index; names the table, the statement and the holder.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_hot_chain_scan(
+	window_length interval DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+),
+recent AS MATERIALIZED (
+	SELECT r.*, d.datname
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
+	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
+	   AND r.worst_buffers IS NOT NULL AND r.worst_dead_visits > 0
+	   AND r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
+),
+root_holders AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+),
+candidates AS (
+	SELECT r.*, i.indrelid,
+		   pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) AS index_name,
+		   pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname) AS table_name,
+		   t.n_tup_upd, t.n_tup_hot_upd,
+		   r.worst_buffers::float8 / greatest(r.worst_rows, 1) AS blks_per_row,
+		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call
+	  FROM recent AS r
+	  CROSS JOIN params
+	  JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid
+	  JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
+	  JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
+	  JOIN pg_catalog.pg_stat_user_tables AS t ON t.relid = i.indrelid
+	 WHERE r.worst_buffers >= params.hot_chain_buffers * greatest(r.worst_rows, 1)
+	   -- Mostly HOT updates: the versions sit in chains behind few entries.
+	   AND t.n_tup_hot_upd > 0 AND t.n_tup_hot_upd >= 0.5 * t.n_tup_upd
+	   -- Many dead entries per execution are dead_tuple_index_scan's.
+	   AND NOT (r.worst_dead_visits >= params.dead_warning
+				AND r.worst_dead_visits >= params.dead_ratio * r.worst_entries_read)
+	   AND NOT (r.dead_visits >= params.dead_warning * r.scans
+				AND r.dead_visits >= params.dead_ratio * r.entries_read)
+),
+-- One finding per normalised text and index (its query ids in details),
+-- on the group's worst execution.
+hot_findings AS (
+	SELECT DISTINCT ON (x.dbid, x.indexrelid, x.query)
+		   'hot_chain_scan'::text AS problem,
+		   'warning'::text AS severity,
+		   'table ' || x.table_name || ': lookups by index ' || x.index_name || ' of '
+		   || @extschema@.pg_contention_shorten(x.query)
+		   || coalesce(' (query id' || CASE WHEN g.n > 1 THEN 's ' ELSE ' ' END || coalesce(g.ids_text, x.query_id::text) || ')', '') AS subject,
+		   'the worst of ' || pg_catalog.to_char(x.calls, 'FM999,999,999,990') || ' executions from '
+		   || pg_catalog.to_char(x.period_start, 'HH24:MI:SS') || ' to '
+		   || pg_catalog.to_char(x.period_end, 'HH24:MI:SS') || ', at '
+		   || pg_catalog.to_char(x.worst_at, 'HH24:MI:SS') || ', read '
+		   || pg_catalog.to_char(x.worst_buffers, 'FM999,999,999,990') || ' buffers for '
+		   || pg_catalog.to_char(x.worst_rows, 'FM999,999,999,990') || ' row'
+		   || CASE WHEN x.worst_rows = 1 THEN '' ELSE 's' END || ' ('
+		   || pg_catalog.to_char(x.worst_entries_read, 'FM999,999,999,990') || ' index entries, '
+		   || pg_catalog.to_char(x.worst_dead_visits, 'FM999,999,999,990') || ' of them to no visible version'
+		   || coalesce('; ' || pg_catalog.to_char(x.blks_per_call, 'FM999,999,999,990') || ' buffers per execution on average', '')
+		   || coalesce('; the worst execution ran with ' || nullif(x.worst_literals, '<insufficient privilege>'), '')
+		   || '); ' || pg_catalog.to_char(x.n_tup_hot_upd, 'FM999,999,999,990') || ' of '
+		   || pg_catalog.to_char(x.n_tup_upd, 'FM999,999,999,990') || ' updates of ' || x.table_name || ' were HOT ('
+		   || pg_catalog.to_char(100.0 * x.n_tup_hot_upd / x.n_tup_upd, 'FM990') || '%): each entry leads to a chain of versions'
+		   || ' that pruning cannot remove while ' || h.label || ' holds the xmin horizon ('
+		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old).' AS evidence,
+		   'End what holds the horizon ('
+		   || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END
+		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
+		   || ' read behind a long transaction or snapshot.' AS advice,
+		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'query_id', x.query_id, 'query_ids', coalesce(g.ids, jsonb_build_array(x.query_id)), 'calls', x.calls, 'executions', x.scans,
+							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,
+							  'buffers_per_row', pg_catalog.round(x.blks_per_row::numeric, 1),
+							  'worst', jsonb_build_object('dead_visits', x.worst_dead_visits, 'entries_read', x.worst_entries_read,
+														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
+														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
+							  'period_start', x.period_start, 'period_end', x.period_end,
+							  'holder', jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid,
+														   'xmin', h.xmin::text, 'xmin_age', h.xmin_age)) AS details,
+		   x.period_start AS since
+	  FROM candidates AS x
+	  CROSS JOIN params
+	  -- The oldest root holder of this database (or a slot, or standby
+	  -- feedback) that was holding when the worst execution ran; without
+	  -- one, the next access prunes the chains: no finding.
+	  JOIN LATERAL (SELECT * FROM root_holders AS r
+					 WHERE NOT r.catalog_only
+					   AND (r.kind IN ('replication slot', 'standby feedback')
+							OR r.datname IS NOT DISTINCT FROM x.datname)
+					   AND (params.now - r.held_for <= x.worst_at
+							OR (r.held_for IS NULL AND r.blocks_cleanup))
+					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
+								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,
+								coalesce(jsonb_agg(DISTINCT o.query_id) FILTER (WHERE o.query_id IS NOT NULL), '[]') AS ids
+						   FROM recent AS o
+						  WHERE o.dbid = x.dbid AND o.indexrelid = x.indexrelid
+							AND o.query = x.query AND x.query <> '<insufficient privilege>') AS g ON true
+	 ORDER BY x.dbid, x.indexrelid, x.query, x.blks_per_row DESC
+)
+SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
+  FROM hot_findings AS f;
+END
+$$;
