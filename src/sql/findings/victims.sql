@@ -22,6 +22,14 @@
 -- the backends that hold the xmin horizon back (pg_contention_horizon_roots).
 -- only_kind: the rows of one kind only.
 --
+-- A text normalised as the statement store keeps statements: constants
+-- replaced by $n (who pays finds the statements of pg_contention's own
+-- SQL-language functions in their bodies normalised).
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_normalize(query text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'pg_contention_normalize'
+LANGUAGE C STRICT STABLE PARALLEL SAFE;
+
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims(
 	window_length interval DEFAULT NULL,
 	culprit_pids jsonb DEFAULT NULL,
@@ -64,12 +72,14 @@ culprit_query AS MATERIALIZED (
 					ELSE '[]'::jsonb END) AS q(value)
 	 WHERE q.value ~ '^-?[0-9]+$'
 ),
--- The bodies of pg_contention's SQL-language functions: a statement they
--- run is counted under its own text, a slice of one of them.  (A few kB:
+-- The bodies of pg_contention's SQL-language functions, normalised: a
+-- statement they run is counted under its own text normalised, a slice of
+-- one of them (numbered alike when the body is one statement, as theirs
+-- are).  (A few kB:
 -- a search in them per row costs little, in all function bodies, 60 kB,
 -- milliseconds with full stores.)
 own_bodies AS MATERIALIZED (
-	SELECT coalesce(pg_catalog.string_agg(p.prosrc, E'\n'), '') AS src
+	SELECT coalesce(pg_catalog.string_agg(@extschema@.pg_contention_normalize(p.prosrc), E'\n'), '') AS src
 	  FROM pg_catalog.pg_depend AS d
 	  JOIN pg_catalog.pg_proc AS p ON p.oid = d.objid
 	 WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
