@@ -1118,6 +1118,35 @@ put_period_scan(const PgcPeriodScan *ps, Datum *values, bool *nulls, int col)
 	nulls[col + 10] = ps->clean_since == 0;
 }
 
+/*
+ * Can an entry give a row of pg_contention_recent(..., notable_only): in a
+ * period that reaches into the window, an execution on a suboverflowed
+ * snapshot, near an overflow, an overflow, dead index entries, or it is a
+ * SAVEPOINT.  Cheap: read before anything is summed.
+ */
+static bool
+entry_is_notable(const PgcStatementEntry *e, TimestampTz cutoff)
+{
+	const PgcPeriod *periods[2] = {&e->previous, &e->current};
+	bool		in_window = false;
+
+	for (int j = 0; j < 2; j++)
+	{
+		const PgcPeriod *p = periods[j];
+
+		if (p->start == 0 || p->end < cutoff)
+			continue;
+		in_window = true;
+		if (p->suboverflowed_calls > 0 || p->near_overflow_calls > 0 ||
+			p->overflow_events > 0)
+			return true;
+		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+			if (p->index_dead[k] > 0)
+				return true;
+	}
+	return in_window && is_savepoint_text(e->query);
+}
+
 /* Order entries by statement (database, user, query id), to sum them. */
 static int
 compare_statements(const void *a, const void *b)
@@ -1199,8 +1228,48 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 	long		next;
 
 	order = palloc_extended(Max(n, 1) * sizeof(PgcStatementEntry *), MCXT_ALLOC_HUGE);
-	for (long i = 0; i < n; i++)
-		order[i] = (PgcStatementEntry *) (copy + i * size);
+	if (notable_only)
+	{
+		/*
+		 * Only the entries that can give a row, found by a look at their
+		 * periods (most of a busy server's give none: summing them cost
+		 * milliseconds), and the other applications' entries of the same
+		 * statements (their figures are part of the statement's sums).
+		 */
+		bool	   *keep = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE);
+		long		nkept = 0;
+
+		for (long i = 0; i < n; i++)
+		{
+			PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+
+			keep[i] = entry_is_notable(e, cutoff);
+			if (keep[i])
+				order[nkept++] = e;
+		}
+		if (!by_application && nkept > 0)
+		{
+			long		nnotable = nkept;
+
+			qsort(order, nnotable, sizeof(PgcStatementEntry *), compare_statements);
+			for (long i = 0; i < n; i++)
+			{
+				PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+
+				if (!keep[i] &&
+					bsearch(&e, order, nnotable, sizeof(PgcStatementEntry *),
+							compare_statements) != NULL)
+					order[nkept++] = e;
+			}
+		}
+		pfree(keep);
+		n = nkept;
+	}
+	else
+	{
+		for (long i = 0; i < n; i++)
+			order[i] = (PgcStatementEntry *) (copy + i * size);
+	}
 	if (!by_application)
 		qsort(order, n, sizeof(PgcStatementEntry *), compare_statements);
 
@@ -1268,10 +1337,23 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 			continue;
 		}
 
-		visible = put_key_columns(e, values, nulls);
 		notable = !notable_only ||
 			sum.suboverflowed_calls > 0 || sum.near_overflow_calls > 0 ||
 			sum.overflow_events > 0 || is_savepoint_text(e->query);
+		if (!notable)
+		{
+			int			x;
+
+			for (x = 0; x < nindexes; x++)
+				if (indexes[x].dead > 0)
+					break;
+			if (x == nindexes)
+			{
+				pfree(indexes);
+				continue;		/* no row: its text is not even copied */
+			}
+		}
+		visible = put_key_columns(e, values, nulls);
 		nulls[3] = true;
 		values[4] = TimestampTzGetDatum(sum.start);
 		values[5] = TimestampTzGetDatum(sum.end);
