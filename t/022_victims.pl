@@ -194,6 +194,37 @@ is($node->safe_psql('postgres',
 ok($node->safe_psql('postgres',
 	"SELECT coalesce(sum(dead_visits), 0) FROM pg_contention_index_scans() WHERE application_name = 'reporter'") > 0,
 	'the holder\'s own statement visited dead entries (its exclusion is tested)');
+
+# The lookup ran under two applications (the holder's and api's): one row
+# per application with by_application, and the default form sums them,
+# the executions' figures too: scans and bad executions added, the worst
+# of either, the latest last and last bad, the clean_since of the one
+# whose bad execution is the latest, the application NULL.
+is($node->safe_psql('postgres', q{
+	WITH per_app AS (
+		SELECT * FROM pg_contention_recent(300, true, true)
+		 WHERE indexrelid IS NOT NULL AND query LIKE 'SELECT * FROM orders WHERE customer = %'),
+	summed AS (
+		SELECT * FROM pg_contention_recent(300, true)
+		 WHERE indexrelid IS NOT NULL AND query LIKE 'SELECT * FROM orders WHERE customer = %'),
+	a AS (
+		SELECT sum(scans) AS scans, sum(dead_visits) AS dead, sum(bad_scans) AS bad_scans,
+			   sum(bad_dead_visits) AS bad_dead, max(worst_dead_visits) AS worst,
+			   max(last_at) AS last_at, max(last_bad_at) AS last_bad_at,
+			   (array_agg(clean_since ORDER BY last_bad_at DESC NULLS LAST))[1] AS clean_since
+		  FROM per_app)
+	SELECT (SELECT string_agg(application_name, ',' ORDER BY application_name) FROM per_app)
+		   || '|' || (SELECT count(*) FROM summed)
+		   || '|' || (SELECT bool_and(application_name IS NULL) FROM summed)
+		   || '|' || (SELECT min(bad_scans) > 0 FROM per_app)
+		   || '|' || (SELECT bool_and(s.scans = a.scans AND s.dead_visits = a.dead
+									  AND s.bad_scans = a.bad_scans AND s.bad_dead_visits = a.bad_dead
+									  AND s.worst_dead_visits = a.worst AND s.last_at = a.last_at
+									  AND s.last_bad_at = a.last_bad_at
+									  AND s.clean_since IS NOT DISTINCT FROM a.clean_since)
+						FROM summed AS s, a)}),
+	'api,reporter|1|true|true|true',
+	'pg_contention_recent: two applications\' executions of the lookup summed, the worst, last and bad ones too');
 $holder->query_safe('COMMIT');
 $holder->quit;
 
