@@ -162,6 +162,7 @@ typedef struct StatementRow
 	double		max_subxacts;
 	double		blks_per_row;	/* NAN unknown */
 	char	   *query;
+	char	   *application;	/* "" before 1.4 */
 } StatementRow;
 
 typedef struct IndexRow
@@ -186,6 +187,19 @@ typedef struct EventRow
 	char	   *application;
 	char	   *query;
 } EventRow;
+
+/* Who pays (pg_contention_victims, extension 1.4 and later). */
+typedef struct VictimRow
+{
+	char	   *kind;			/* suboverflowed_snapshots, dead_index_entries */
+	char	   *application;
+	char	   *usename;
+	char	   *datname;
+	char	   *query_id;
+	double		executions;
+	double		paid;			/* suboverflowed executions, dead entries */
+	char	   *query;
+} VictimRow;
 
 typedef enum SortMode
 {
@@ -215,6 +229,8 @@ typedef struct Snapshot
 	IndexRow   *indexes;
 	int			nevents;
 	EventRow   *events;
+	int			nvictims;
+	VictimRow  *victims;
 	bool		sampler_running;
 	char	   *findings_window;	/* "5 min" */
 } Snapshot;
@@ -229,6 +245,7 @@ typedef struct SnapshotScope
 	bool		findings_only;	/* check: nothing else */
 } SnapshotScope;
 
+extern const char *victim_kind_label(const char *kind);	/* report.c */
 extern bool snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message);
 extern void snapshot_free(Snapshot *s);
 extern int	severity_rank(const char *severity);	/* 2 critical, 1 warning, 0 */

@@ -263,13 +263,15 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 
 	buf_printf(&sql,
 			   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
-			   " subtrans_wait_samples, max_subxacts, blks_per_row, query"
+			   " subtrans_wait_samples, max_subxacts, blks_per_row, query, %s"
 			   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most"
 			   " FROM %s.pg_contention_statements AS s"
 			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0) AS s"
 			   /* Not the long tail of statements that merely ran beside. */
 			   " WHERE subtrans_wait_samples > 0 OR suboverflowed_calls >= most / 100"
-			   " ORDER BY %s LIMIT %d", x, statement_order(scope->sort), limit);
+			   " ORDER BY %s LIMIT %d",
+			   c->ext_version >= 104 ? "application_name" : "NULL::text", x,
+			   statement_order(scope->sort), limit);
 	if ((res = run(c, &sql, message)) == NULL)
 		goto failed;
 	s->statements = rows_alloc(res, sizeof(StatementRow), &s->nstatements);
@@ -286,6 +288,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		r->max_subxacts = number_at(res, i, 6);
 		r->blks_per_row = number_at(res, i, 7);
 		r->query = line_at(res, i, 8);
+		r->application = line_at(res, i, 9);
 	}
 	PQclear(res);
 
@@ -313,6 +316,35 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		r->query = line_at(res, i, 8);
 	}
 	PQclear(res);
+
+	/*
+	 * Who pays: per application and statement, what each paid in the
+	 * findings' window (pg_contention's own and the culprits' excluded by
+	 * the function; a culprit of one finding may be another's victim).
+	 */
+	if (c->ext_version >= 104)
+	{
+		buf_printf(&sql,
+				   "SELECT kind, application_name, usename, datname, query_id, executions, paid, query"
+				   " FROM %s.pg_contention_victims() ORDER BY paid DESC LIMIT %d", x, limit);
+		if ((res = run(c, &sql, message)) == NULL)
+			goto failed;
+		s->victims = rows_alloc(res, sizeof(VictimRow), &s->nvictims);
+		for (int i = 0; i < s->nvictims; i++)
+		{
+			VictimRow  *v = &s->victims[i];
+
+			v->kind = line_at(res, i, 0);
+			v->application = line_at(res, i, 1);
+			v->usename = line_at(res, i, 2);
+			v->datname = line_at(res, i, 3);
+			v->query_id = line_at(res, i, 4);
+			v->executions = number_at(res, i, 5);
+			v->paid = number_at(res, i, 6);
+			v->query = line_at(res, i, 7);
+		}
+		PQclear(res);
+	}
 
 	if (scope->events)
 	{
@@ -385,6 +417,7 @@ snapshot_free(Snapshot *s)
 		free(s->statements[i].datname);
 		free(s->statements[i].usename);
 		free(s->statements[i].query);
+		free(s->statements[i].application);
 	}
 	for (int i = 0; i < s->nindexes; i++)
 	{
@@ -392,6 +425,15 @@ snapshot_free(Snapshot *s)
 		free(s->indexes[i].datname);
 		free(s->indexes[i].query_id);
 		free(s->indexes[i].query);
+	}
+	for (int i = 0; i < s->nvictims; i++)
+	{
+		free(s->victims[i].kind);
+		free(s->victims[i].application);
+		free(s->victims[i].usename);
+		free(s->victims[i].datname);
+		free(s->victims[i].query_id);
+		free(s->victims[i].query);
 	}
 	for (int i = 0; i < s->nevents; i++)
 	{
@@ -408,6 +450,7 @@ snapshot_free(Snapshot *s)
 	free(s->statements);
 	free(s->indexes);
 	free(s->events);
+	free(s->victims);
 	free(s->findings_window);
 	memset(s, 0, sizeof(*s));
 }

@@ -32,6 +32,7 @@ static const char *const page_style =
 ".critical .sev{color:#c62828}.warning .sev{color:#b26a00}.info .sev{color:#1565c0}\n"
 ".finding p{margin:4px 0}.subject{font-weight:600}.advice b{color:#333}\n"
 "pre.details{font-size:11px;white-space:pre-wrap;word-break:break-all;color:#444;margin:4px 0}\n"
+"details summary{font-size:11px;color:#666;cursor:pointer}\n"
 ".ok{padding:8px 12px;border-left:6px solid #2e7d32;background:#f3faf3}\n"
 "svg.chart{width:100%;height:auto;margin:6px 0 14px;break-inside:avoid}\n"
 "svg .chart-title{font-size:14px;font-weight:600;fill:#1a1a1a}svg .unit{font-weight:normal;fill:#555}\n"
@@ -126,12 +127,54 @@ html_findings(Buf *b, const Snapshot *s)
 		buf_append(b, "</p>\n");
 		if (f->details)
 		{
-			buf_append(b, "<pre class=\"details\">");
+			/* For machines: folded away, the evidence says it in words. */
+			buf_append(b, "<details><summary>Details (JSON)</summary><pre class=\"details\">");
 			buf_html(b, f->details);
-			buf_append(b, "</pre>\n");
+			buf_append(b, "</pre></details>\n");
 		}
 		buf_append(b, "</section>\n");
 	}
+}
+
+/* What a victim row paid, in words. */
+const char *
+victim_kind_label(const char *kind)
+{
+	if (strcmp(kind, "suboverflowed_snapshots") == 0)
+		return "executions on suboverflowed snapshots";
+	if (strcmp(kind, "dead_index_entries") == 0)
+		return "dead index entries visited";
+	return kind;
+}
+
+/* Who pays: the victims' statements and applications, most paid first. */
+static void
+html_victims(Buf *b, const Snapshot *s, const Conn *c)
+{
+	static const char *const victim_headers[] = {
+		"application", "user", "database", "paid", "in", "executions", "statement"
+	};
+
+	if (c->ext_version < 104)
+		return;
+	table_start(b, "Who pays: the statements that paid for the findings' problems, by application",
+				victim_headers, 7, s->nvictims,
+				"Nobody: no statement but the culprits' and pg_contention's own paid in the window.");
+	for (int i = 0; i < s->nvictims; i++)
+	{
+		const VictimRow *v = &s->victims[i];
+
+		buf_append(b, "<tr>");
+		cell(b, v->application[0] ? v->application : "(none)");
+		cell(b, v->usename);
+		cell(b, v->datname);
+		cell_number(b, fmt_count(v->paid));
+		cell(b, victim_kind_label(v->kind));
+		cell_number(b, fmt_count(v->executions));
+		cell_query(b, v->query);
+		buf_append(b, "</tr>\n");
+	}
+	table_end(b, s->nvictims);
 }
 
 static void
@@ -191,8 +234,8 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 		"blocks cleanup", "follows", "state", "statement"
 	};
 	static const char *const statement_headers[] = {
-		"query id", "database", "user", "calls", "suboverflowed calls", "pg_subtrans wait samples",
-		"max subxacts", "buffers per row", "statement"
+		"query id", "database", "user", "application", "calls", "suboverflowed calls",
+		"pg_subtrans wait samples", "max subxacts", "buffers per row", "statement"
 	};
 	static const char *const index_headers[] = {
 		"index", "database", "scans", "dead entries", "dead per scan", "max per scan", "dead %",
@@ -253,7 +296,7 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 	}
 	table_end(b, s->nholders);
 
-	table_start(b, "Statements by pg_subtrans waits, since the last reset", statement_headers, 9,
+	table_start(b, "Statements by pg_subtrans waits, since the last reset", statement_headers, 10,
 				s->nstatements, "None: no statement ran on a suboverflowed snapshot.");
 	for (int i = 0; i < s->nstatements; i++)
 	{
@@ -264,6 +307,7 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 		cell(b, r->query_id);
 		cell(b, r->datname);
 		cell(b, r->usename);
+		cell(b, r->application);
 		cell_number(b, fmt_count(r->calls));
 		cell_number(b, fmt_count(r->suboverflowed_calls));
 		cell_number(b, fmt_count(r->subtrans_waits));
@@ -377,6 +421,7 @@ report_html(Conn *c, const char *path)
 	buf_append(&b, "</p>\n");
 
 	html_findings(&b, &s);
+	html_victims(&b, &s, c);
 	html_charts(&b, &s);
 	html_tables(&b, &s, c);
 

@@ -325,6 +325,49 @@ draw_findings(TopState *t, int shown)
 	}
 }
 
+/*
+ * Who pays: the statements and applications that paid for the findings'
+ * problems in the window (none before extension 1.4: no title either).
+ */
+static void
+draw_victims(TopState *t, int shown)
+{
+	const Snapshot *s = &t->last;
+	char		title[160];
+
+	if (t->c->ext_version < 104)
+		return;
+	snprintf(title, sizeof(title), "Who pays, over the last %s",
+			 s->findings_window ? s->findings_window : "window");
+	section_title(t, title, s->nvictims, shown);
+	if (shown == 0)
+		return;
+	{
+		char		head[256];
+
+		snprintf(head, sizeof(head), "%-14s %-12s %12s %-21s %s", "application", "user", "paid",
+				 "in", "statement");
+		column_header(t, head);
+	}
+	for (int i = 0; i < shown; i++)
+	{
+		const VictimRow *v = &s->victims[i];
+		Buf		   *l = new_line(t);
+		Buf			row;
+
+		buf_init(&row);
+		buf_fit(&row, v->application[0] ? v->application : "(none)", 14, true);
+		buf_append(&row, " ");
+		buf_fit(&row, v->usename, 12, true);
+		buf_printf(&row, " %12s ", fmt_count(v->paid));
+		buf_fit(&row, strcmp(v->kind, "suboverflowed_snapshots") == 0 ?
+				"suboverflowed execs" : "dead index entries", 21, true);
+		buf_printf(&row, " %s", v->query);
+		buf_fit(l, row.data, t->width, false);
+		buf_free(&row);
+	}
+}
+
 static void
 draw_backends(TopState *t, int shown)
 {
@@ -533,8 +576,8 @@ draw_statements(TopState *t, int shown)
 	{
 		char		head[256];
 
-		snprintf(head, sizeof(head), "%9s %12s %12s %8s  %s", "waits", "subovfl calls", "calls",
-				 "max subx", "statement");
+		snprintf(head, sizeof(head), "%9s %12s %12s %8s  %-14s %s", "waits", "subovfl calls", "calls",
+				 "max subx", "application", "statement");
 		column_header(t, head);
 	}
 	for (int i = 0; i < shown; i++)
@@ -544,9 +587,11 @@ draw_statements(TopState *t, int shown)
 		Buf			row;
 
 		buf_init(&row);
-		buf_printf(&row, "%9s %12s %12s %8s  %s", fmt_count(r->subtrans_waits),
+		buf_printf(&row, "%9s %12s %12s %8s  ", fmt_count(r->subtrans_waits),
 				   fmt_count(r->suboverflowed_calls), fmt_count(r->calls),
-				   fmt_count(r->max_subxacts), r->query);
+				   fmt_count(r->max_subxacts));
+		buf_fit(&row, r->application, 14, true);
+		buf_printf(&row, " %s", r->query);
 		buf_fit(l, row.data, t->width, false);
 		buf_free(&row);
 	}
@@ -591,14 +636,16 @@ draw_indexes(TopState *t, int shown)
  * from the table that has the most, keeping at least one finding.
  */
 static void
-plan_rows(TopState *t, int *findings, int *backends, int *holders, int *statements,
-		  int *indexes)
+plan_rows(TopState *t, int *findings, int *victims, int *backends, int *holders,
+		  int *statements, int *indexes)
 {
 	const Snapshot *s = &t->last;
-	int		   *tables[4] = {backends, holders, statements, indexes};
+	int		   *tables[5] = {victims, backends, holders, statements, indexes};
+	bool		who_pays = t->c->ext_version >= 104;
 	int			fixed;
 
 	*findings = s->nfindings;
+	*victims = s->nvictims;
 	*backends = s->nbackends;
 	*holders = s->nholders;
 	*statements = s->nstatements;
@@ -606,21 +653,24 @@ plan_rows(TopState *t, int *findings, int *backends, int *holders, int *statemen
 	if (t->height <= 0)
 		return;
 
-	/* Header, connection and error lines, five titles, five blank lines. */
+	/*
+	 * Header, connection and error lines, five titles, five blank lines;
+	 * and the title and blank line of who pays (extension 1.4).
+	 */
 	fixed = 1 + (t->lost_since > 0 || t->reconnected_at > 0) + (t->error != NULL) + 5 + 5 +
-		history_lines(t);
+		(who_pays ? 2 : 0) + history_lines(t);
 	for (;;)
 	{
 		int			used = fixed + 2 * *findings;
 		int		   *largest = NULL;
 		int			most = 0;
 
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 5; k++)
 			used += *tables[k] + (*tables[k] > 0);	/* rows and column header */
 		if (used <= t->height)
 			break;
 		/* On a tie the lower table gives up a row. */
-		for (int k = 3; k >= 0; k--)
+		for (int k = 4; k >= 0; k--)
 			if (*tables[k] > most)
 				most = *(largest = tables[k]);
 		/* Findings go last, and the first one stays. */
@@ -636,6 +686,7 @@ static void
 render(TopState *t)
 {
 	int			nf = 0,
+				nv = 0,
 				nb = 0,
 				nh = 0,
 				ns = 0,
@@ -649,9 +700,14 @@ render(TopState *t)
 		text_line(t, "", "Waiting for the first figures.");
 		return;
 	}
-	plan_rows(t, &nf, &nb, &nh, &ns, &ni);
+	plan_rows(t, &nf, &nv, &nb, &nh, &ns, &ni);
 	draw_findings(t, nf);
 	new_line(t);
+	if (t->c->ext_version >= 104)
+	{
+		draw_victims(t, nv);
+		new_line(t);
+	}
 	draw_backends(t, nb);
 	new_line(t);
 	draw_holders(t, nh);

@@ -315,7 +315,8 @@ one_line(char *s)
 			continue;
 		}
 		space = false;
-		*w++ = *r;
+		/* Nor any other control character (a terminal's escapes). */
+		*w++ = ((unsigned char) *r < 0x20 || *r == 0x7f) ? '?' : *r;
 	}
 	if (w > s && w[-1] == ' ')
 		w--;

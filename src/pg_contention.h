@@ -229,12 +229,17 @@ extern void pgc_hooks_install(void);
 
 /* ---- statements.c: the statement hash ---- */
 
-/* The key of the statement hash: who ran which statement where. */
+/*
+ * The key of the statement hash: who ran which statement where, and from
+ * which application (a hash of its application_name, cut at NAMEDATALEN;
+ * 0 for none; the entry keeps the name).
+ */
 typedef struct PgcStatementKey
 {
 	Oid			userid;
 	Oid			dbid;
 	int64		query_id;		/* 0 when query ids are off */
+	uint64		app_hash;
 } PgcStatementKey;
 
 /* Index scans: kinds, and one execution's counts for one index. */

@@ -13,8 +13,9 @@
  *		entry's spinlock is taken; a bounded copy under it).
  *
  * Owns the statement hash (ShmemInitHash "pg_contention statements", at
- * most pgc_max_statements entries, keyed by user, database and query id),
- * its header (ShmemInitStruct "pg_contention statements header": the
+ * most pgc_max_statements entries, keyed by user, database, query id and
+ * application: a hash of application_name, see current_application), its
+ * header (ShmemInitStruct "pg_contention statements header": the
  * eviction count and the generation) and its LWLock.
  *
  * Locking, as in pg_stat_statements: the LWLock in shared mode to find
@@ -48,6 +49,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "funcapi.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
@@ -149,6 +151,7 @@ typedef struct PgcStatementEntry
 	PgcIndexCounters indexes[PGC_INDEX_SLOTS];
 	PgcPeriod	current;		/* this period of findings_window */
 	PgcPeriod	previous;		/* the one before */
+	char		application_name[NAMEDATALEN];	/* the key's app_hash is of it */
 	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen, normalised */
 } PgcStatementEntry;
 
@@ -173,6 +176,49 @@ typedef struct LocalCacheSlot
 } LocalCacheSlot;
 
 static LocalCacheSlot local_cache[LOCAL_CACHE_SIZE];
+
+/*
+ * This backend's application: application_name as the statement store
+ * keeps it (cut at NAMEDATALEN - 1 bytes, as pg_stat_activity shows it),
+ * and its hash, the key's app_hash.
+ */
+static char current_app_name[NAMEDATALEN];
+static uint64 current_app_hash = 0;
+
+/* application_name changed: note the new name and hash it, once. */
+static pg_noinline void
+application_changed(const char *name)
+{
+	strlcpy(current_app_name, name, NAMEDATALEN);
+	current_app_hash = current_app_name[0] == '\0' ? 0 :
+		hash_bytes_extended((const unsigned char *) current_app_name,
+							strlen(current_app_name), 0);
+}
+
+/*
+ * The key's app_hash for this backend's statement now.  The hash is
+ * computed only when application_name changes; what tells is a comparison
+ * of the string with the name last hashed (strncmp, which ends at the
+ * first byte that differs or at the name's end: about 35 instructions per
+ * statement in all, measured in BENCHMARKS.md; an inline test of the first
+ * byte measured no cheaper).  The variable's pointer would not do: a SET
+ * frees the old string, and two assignments between two counted
+ * statements ("RESET ALL; SET application_name = 'b'", as a pool does on
+ * checkout) can leave a different name at the address seen last, so a
+ * pointer test would need the string test behind it anyway.  The GUC's
+ * check hook keeps the name printable ASCII, so a cut at any byte is a
+ * whole character.  Two names with the same 64-bit hash would share
+ * entries (under the first one's name).
+ */
+static inline uint64
+current_application(void)
+{
+	const char *name = application_name ? application_name : "";
+
+	if (unlikely(strncmp(name, current_app_name, NAMEDATALEN - 1) != 0))
+		application_changed(name);
+	return current_app_hash;
+}
 
 static Size
 entry_size(void)
@@ -328,6 +374,9 @@ enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 		memset((char *) entry + after_mutex, 0,
 			   offsetof(PgcStatementEntry, query) - after_mutex);
 		entry->first_seen = now;
+		/* The name of this backend's application, the key's app_hash. */
+		if (key->app_hash == current_app_hash)
+			strlcpy(entry->application_name, current_app_name, NAMEDATALEN);
 		SpinLockRelease(&entry->mutex);
 
 		/* Only readers under the LWLock read the text: we hold it. */
@@ -522,8 +571,8 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
  */
 static pg_noinline void
 count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
-			 const char *source_text, int stmt_location, int stmt_len,
-			 const PgcExecution *exec)
+			 uint64 app_hash, const char *source_text, int stmt_location,
+			 int stmt_len, const PgcExecution *exec)
 {
 	PgcStatementEntry *entry;
 	PgcStatementKey key;
@@ -533,6 +582,7 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 	key.userid = userid;
 	key.dbid = MyDatabaseId;
 	key.query_id = query_id;
+	key.app_hash = app_hash;
 
 	LWLockAcquire(stmts->lock, LW_SHARED);
 	entry = hash_search(statements, &key, HASH_FIND, NULL);
@@ -585,6 +635,7 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 {
 	PgcStatementEntry *entry;
 	LocalCacheSlot *slot;
+	uint64		app_hash = current_application();
 
 	/* The hooks exist only where the shared state was attached at start. */
 	Assert(stmts != NULL);
@@ -592,10 +643,11 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		userid = GetUserId();
 
 	/* Fast path: a cached entry, still live (see the header comment). */
-	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32)) % LOCAL_CACHE_SIZE];
+	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32) ^ app_hash) % LOCAL_CACHE_SIZE];
 	entry = slot->entry;
 	if (entry != NULL && slot->key.query_id == query_id &&
-		slot->key.userid == userid && slot->key.dbid == MyDatabaseId)
+		slot->key.userid == userid && slot->key.dbid == MyDatabaseId &&
+		slot->key.app_hash == app_hash)
 	{
 		TimestampTz now = GetCurrentStatementStartTimestamp();
 
@@ -609,8 +661,8 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		SpinLockRelease(&entry->mutex);
 	}
 
-	count_locked(slot, userid, query_id, source_text, stmt_location, stmt_len,
-				 exec);
+	count_locked(slot, userid, query_id, app_hash, source_text, stmt_location,
+				 stmt_len, exec);
 }
 
 /* For pg_contention_info: entries in the hash, and evictions. */
@@ -721,6 +773,7 @@ static const PgcResultColumn statement_columns[] = {
 	{"shared_blks_read", INT8OID, PGC_SQL_V(1, 1)},
 	{"max_subxacts", INT4OID, PGC_SQL_V(1, 1)},
 	{"near_overflow_calls", INT8OID, PGC_SQL_V(1, 1)},
+	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape statement_shape = {
 	"pg_contention_statements", statement_columns, lengthof(statement_columns)
@@ -762,6 +815,7 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 		values[12] = Int64GetDatum(e->shared_blks_read);
 		values[13] = Int32GetDatum(e->max_subxacts);
 		values[14] = Int64GetDatum(e->near_overflow_calls);
+		values[15] = CStringGetTextDatum(e->application_name);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);
@@ -787,6 +841,7 @@ static const PgcResultColumn index_scan_columns[] = {
 	{"indexes_untracked", INT8OID, PGC_SQL_V(1, 0)},
 	{"bitmap_lossy_pages", INT8OID, PGC_SQL_V(1, 1)},
 	{"worst_literals", TEXTOID, PGC_SQL_V(1, 4)},
+	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape index_scan_shape = {
 	"pg_contention_index_scans", index_scan_columns, lengthof(index_scan_columns)
@@ -844,6 +899,7 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 			put_literals(e->current.literals_dead >= e->previous.literals_dead ?
 						 e->current.literals : e->previous.literals,
 						 visible, values, nulls, 16);
+			values[17] = CStringGetTextDatum(e->application_name);
 			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
 	}
@@ -882,6 +938,7 @@ static const PgcResultColumn recent_columns[] = {
 	{"last_bad_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
 	{"clean_since", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
 	{"worst_literals", TEXTOID, PGC_SQL_V(1, 4)},
+	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape recent_shape = {
 	"pg_contention_recent", recent_columns, lengthof(recent_columns)
@@ -958,8 +1015,8 @@ is_savepoint_text(const char *query)
 }
 
 /*
- * pg_contention_recent(window_seconds, notable_only): what each statement
- * did in the periods that reach into the last window_seconds (the current
+ * pg_contention_recent(window_seconds, notable_only, by_application): what
+ * each statement did in the periods that reach into the last window_seconds (the current
  * period of pg_contention.findings_window and the previous one;
  * period_start and period_end say what the figures cover): one row per
  * statement with indexrelid NULL, then one per index it scanned with the
@@ -968,6 +1025,10 @@ is_savepoint_text(const char *query)
  * suboverflowed snapshot, came near an overflow, caused one, or are
  * SAVEPOINTs, and only indexes whose scans met dead entries.  A busy
  * server's thousands of other statements then cost a copy, not rows.
+ * A statement's entries of several applications are summed into one row
+ * (application_name NULL when they are more than one), unless
+ * by_application (new in 1.4): then a row per application, as the store
+ * keeps them (who pays, pg_contention_victims).
  */
 /*
  * The rows of pg_contention_recent, kept for the rest of the client's
@@ -983,19 +1044,36 @@ typedef struct RecentCacheKey
 	Oid			userid;			/* the texts' visibility */
 	int32		window_seconds;
 	bool		notable_only;
+	bool		by_application;
 	int			natts;
 } RecentCacheKey;
 
+typedef struct RecentCache
+{
+	MemoryContext cxt;
+	MemoryContextCallback callback;
+	RecentCacheKey key;
+	List	   *rows;			/* HeapTuples, in cxt */
+} RecentCache;
+
+/*
+ * Two: the rules' read (a row per statement) and who pays (a row per
+ * application) alternate within one pg_contention_findings(); with
+ * notable_only both are built from one copy of the store.
+ */
+static RecentCache recent_caches[2];
+
+/* Where build_recent_rows puts its rows. */
 static MemoryContext recent_cxt = NULL;
-static MemoryContextCallback recent_cxt_callback;
-static RecentCacheKey recent_key;
-static List *recent_rows = NIL;	/* HeapTuples, in recent_cxt */
+static List *recent_rows = NIL;
 
 static void
 recent_cache_gone(void *arg)
 {
-	recent_cxt = NULL;
-	recent_rows = NIL;
+	RecentCache *cache = (RecentCache *) arg;
+
+	cache->cxt = NULL;
+	cache->rows = NIL;
 }
 
 /*
@@ -1040,38 +1118,242 @@ put_period_scan(const PgcPeriodScan *ps, Datum *values, bool *nulls, int col)
 	nulls[col + 10] = ps->clean_since == 0;
 }
 
-/* Build the rows of one read of the store into recent_rows. */
-static void
-build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only)
+/*
+ * Can an entry give a row of pg_contention_recent(..., notable_only): in a
+ * period that reaches into the window, an execution on a suboverflowed
+ * snapshot, near an overflow, an overflow, dead index entries, or it is a
+ * SAVEPOINT.  Cheap: read before anything is summed.
+ */
+static bool
+entry_is_notable(const PgcStatementEntry *e, TimestampTz cutoff)
 {
-	char	   *copy;
-	long		n;
-	Size		size = entry_size();
-	TimestampTz cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
-	MemoryContext oldcontext;
+	const PgcPeriod *periods[2] = {&e->previous, &e->current};
+	bool		in_window = false;
 
-	copy = copy_entries(&n);
-	for (long i = 0; i < n; i++)
+	for (int j = 0; j < 2; j++)
 	{
-		PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+		const PgcPeriod *p = periods[j];
+
+		if (p->start == 0 || p->end < cutoff)
+			continue;
+		in_window = true;
+		if (p->suboverflowed_calls > 0 || p->near_overflow_calls > 0 ||
+			p->overflow_events > 0)
+			return true;
+		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+			if (p->index_dead[k] > 0)
+				return true;
+	}
+	return in_window && is_savepoint_text(e->query);
+}
+
+/* Order entries by statement (database, user, query id), to sum them. */
+static int
+compare_statements(const void *a, const void *b)
+{
+	const PgcStatementKey *ka = &(*(PgcStatementEntry *const *) a)->key;
+	const PgcStatementKey *kb = &(*(PgcStatementEntry *const *) b)->key;
+
+	if (ka->dbid != kb->dbid)
+		return ka->dbid < kb->dbid ? -1 : 1;
+	if (ka->userid != kb->userid)
+		return ka->userid < kb->userid ? -1 : 1;
+	if (ka->query_id != kb->query_id)
+		return ka->query_id < kb->query_id ? -1 : 1;
+	return 0;
+}
+
+static bool
+same_statement(const PgcStatementEntry *a, const PgcStatementEntry *b)
+{
+	return a->key.dbid == b->key.dbid && a->key.userid == b->key.userid &&
+		a->key.query_id == b->key.query_id;
+}
+
+/* One index's window figures, summed over a statement's entries. */
+typedef struct RecentIndex
+{
+	Oid			indexoid;
+	int64		scans;
+	int64		entries;
+	int64		dead;
+	PgcPeriodScan exec;			/* the executions, combined by add_app_scan */
+} RecentIndex;
+
+/*
+ * Combine one application's executions of an index (its periods already
+ * added) into a statement's: the worst of the worst, the latest last, the
+ * bad ones summed, and clean_since of the one whose bad execution is the
+ * latest (the earliest clean start when none was bad).
+ */
+static void
+add_app_scan(PgcPeriodScan *into, const PgcPeriodScan *from)
+{
+	if (from->worst_at == 0)
+		return;					/* no execution */
+	if (into->worst_at == 0 || from->worst_dead > into->worst_dead)
+	{
+		into->worst_dead = from->worst_dead;
+		into->worst_entries = from->worst_entries;
+		into->worst_blks = from->worst_blks;
+		into->worst_rows = from->worst_rows;
+		into->worst_at = from->worst_at;
+	}
+	if (from->last_at >= into->last_at)
+	{
+		into->last_dead = from->last_dead;
+		into->last_at = from->last_at;
+	}
+	into->bad_scans += from->bad_scans;
+	into->bad_dead += from->bad_dead;
+	if (from->last_bad_at > into->last_bad_at)
+	{
+		into->last_bad_at = from->last_bad_at;
+		into->clean_since = from->clean_since;
+	}
+	else if (from->last_bad_at == 0 && into->last_bad_at == 0 &&
+			 from->clean_since != 0 &&
+			 (into->clean_since == 0 || from->clean_since < into->clean_since))
+		into->clean_since = from->clean_since;
+}
+
+/* Build the rows of one copy of the store into recent_rows. */
+static void
+build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
+				  bool notable_only, bool by_application)
+{
+	PgcStatementEntry **order;
+	Size		size = entry_size();
+	MemoryContext oldcontext;
+	long		next;
+
+	order = palloc_extended(Max(n, 1) * sizeof(PgcStatementEntry *), MCXT_ALLOC_HUGE);
+	if (notable_only)
+	{
+		/*
+		 * Only the entries that can give a row, found by a look at their
+		 * periods (most of a busy server's give none: summing them cost
+		 * milliseconds), and the other applications' entries of the same
+		 * statements (their figures are part of the statement's sums).
+		 */
+		bool	   *keep = palloc_extended(Max(n, 1), MCXT_ALLOC_HUGE);
+		long		nkept = 0;
+
+		for (long i = 0; i < n; i++)
+		{
+			PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+
+			keep[i] = entry_is_notable(e, cutoff);
+			if (keep[i])
+				order[nkept++] = e;
+		}
+		if (!by_application && nkept > 0)
+		{
+			long		nnotable = nkept;
+
+			qsort(order, nnotable, sizeof(PgcStatementEntry *), compare_statements);
+			for (long i = 0; i < n; i++)
+			{
+				PgcStatementEntry *e = (PgcStatementEntry *) (copy + i * size);
+
+				if (!keep[i] &&
+					bsearch(&e, order, nnotable, sizeof(PgcStatementEntry *),
+							compare_statements) != NULL)
+					order[nkept++] = e;
+			}
+		}
+		pfree(keep);
+		n = nkept;
+	}
+	else
+	{
+		for (long i = 0; i < n; i++)
+			order[i] = (PgcStatementEntry *) (copy + i * size);
+	}
+	if (!by_application)
+		qsort(order, n, sizeof(PgcStatementEntry *), compare_statements);
+
+	for (long i = 0; i < n; i = next)
+	{
+		PgcStatementEntry *e = order[i];
 		PgcPeriod	sum;
+		RecentIndex *indexes;
+		int			nindexes = 0;
+		const char *app = NULL;
+		bool		several_apps = false;
 		Datum		values[RECENT_COLS] = {0};
 		bool		nulls[RECENT_COLS] = {0};
 		bool		visible;
 		bool		notable;
 
+		/* The statement's entries: one, or one per application. */
+		next = i + 1;
+		if (!by_application)
+			while (next < n && same_statement(order[next], e))
+				next++;
+		indexes = palloc((next - i) * PGC_INDEX_SLOTS * sizeof(RecentIndex));
 		memset(&sum, 0, sizeof(sum));
-		if (e->previous.start != 0 && e->previous.end >= cutoff)
-			add_period(&sum, &e->previous);
-		if (e->current.start != 0 && e->current.end >= cutoff)
-			add_period(&sum, &e->current);
-		if (sum.start == 0)
-			continue;
+		for (long g = i; g < next; g++)
+		{
+			PgcStatementEntry *m = order[g];
+			PgcPeriod	part;
 
-		visible = put_key_columns(e, values, nulls);
+			memset(&part, 0, sizeof(part));
+			if (m->previous.start != 0 && m->previous.end >= cutoff)
+				add_period(&part, &m->previous);
+			if (m->current.start != 0 && m->current.end >= cutoff)
+				add_period(&part, &m->current);
+			if (part.start == 0)
+				continue;
+			add_period(&sum, &part);	/* its index figures unused: slots differ */
+			if (app == NULL)
+				app = m->application_name;
+			else if (strcmp(app, m->application_name) != 0)
+				several_apps = true;
+			for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+			{
+				int			x;
+
+				if (m->indexes[k].indexoid == InvalidOid || part.index_scans[k] == 0)
+					continue;
+				for (x = 0; x < nindexes; x++)
+					if (indexes[x].indexoid == m->indexes[k].indexoid)
+						break;
+				if (x == nindexes)
+				{
+					memset(&indexes[x], 0, sizeof(RecentIndex));
+					indexes[x].indexoid = m->indexes[k].indexoid;
+					nindexes++;
+				}
+				indexes[x].scans += part.index_scans[k];
+				indexes[x].entries += part.index_entries[k];
+				indexes[x].dead += part.index_dead[k];
+				add_app_scan(&indexes[x].exec, &part.index_exec[k]);
+			}
+		}
+		if (sum.start == 0)
+		{
+			pfree(indexes);
+			continue;
+		}
+
 		notable = !notable_only ||
 			sum.suboverflowed_calls > 0 || sum.near_overflow_calls > 0 ||
 			sum.overflow_events > 0 || is_savepoint_text(e->query);
+		if (!notable)
+		{
+			int			x;
+
+			for (x = 0; x < nindexes; x++)
+				if (indexes[x].dead > 0)
+					break;
+			if (x == nindexes)
+			{
+				pfree(indexes);
+				continue;		/* no row: its text is not even copied */
+			}
+		}
+		visible = put_key_columns(e, values, nulls);
 		nulls[3] = true;
 		values[4] = TimestampTzGetDatum(sum.start);
 		values[5] = TimestampTzGetDatum(sum.end);
@@ -1088,28 +1370,55 @@ build_recent_rows(TupleDesc tupdesc, int32 window_seconds, bool notable_only)
 		for (int c = 17; c <= 27; c++)
 			nulls[c] = true;
 		put_literals(sum.literals, visible, values, nulls, 28);
+		if (several_apps)
+			nulls[29] = true;
+		else
+			values[29] = CStringGetTextDatum(app);
 		oldcontext = MemoryContextSwitchTo(recent_cxt);
 		if (notable)
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 
 		/* The same statement columns, with one index's scan figures. */
 		nulls[3] = nulls[13] = nulls[14] = nulls[15] = false;
-		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+		for (int x = 0; x < nindexes; x++)
 		{
-			if (e->indexes[k].indexoid == InvalidOid || sum.index_scans[k] == 0 ||
-				(notable_only && sum.index_dead[k] == 0))
+			if (notable_only && indexes[x].dead == 0)
 				continue;
-			values[3] = ObjectIdGetDatum(e->indexes[k].indexoid);
-			values[13] = Int64GetDatum(sum.index_scans[k]);
-			values[14] = Int64GetDatum(sum.index_entries[k]);
-			values[15] = Int64GetDatum(sum.index_dead[k]);
-			put_period_scan(&sum.index_exec[k], values, nulls, 17);
+			values[3] = ObjectIdGetDatum(indexes[x].indexoid);
+			values[13] = Int64GetDatum(indexes[x].scans);
+			values[14] = Int64GetDatum(indexes[x].entries);
+			values[15] = Int64GetDatum(indexes[x].dead);
+			put_period_scan(&indexes[x].exec, values, nulls, 17);
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 		}
 		MemoryContextSwitchTo(oldcontext);
 		pfree(DatumGetPointer(values[16]));
+		pfree(indexes);
 	}
-	pfree(copy);
+	pfree(order);
+}
+
+/* Replace a cache's rows by those of one copy of the store. */
+static void
+fill_recent_cache(RecentCache *cache, const RecentCacheKey *key, TupleDesc tupdesc,
+				  char *copy, long n, TimestampTz cutoff)
+{
+	if (cache->cxt != NULL)
+		MemoryContextDelete(cache->cxt);	/* its callback forgets it */
+	cache->cxt = AllocSetContextCreate(TopTransactionContext,
+									   "pg_contention recent rows",
+									   ALLOCSET_DEFAULT_SIZES);
+	memset(&cache->key, 0, sizeof(cache->key));	/* until rows are whole */
+	cache->callback.func = recent_cache_gone;
+	cache->callback.arg = cache;
+	MemoryContextRegisterResetCallback(cache->cxt, &cache->callback);
+	recent_cxt = cache->cxt;
+	recent_rows = NIL;
+	build_recent_rows(tupdesc, copy, n, cutoff, key->notable_only, key->by_application);
+	cache->rows = recent_rows;
+	recent_cxt = NULL;
+	recent_rows = NIL;
+	cache->key = *key;			/* only once the rows are whole */
 }
 
 Datum
@@ -1117,9 +1426,12 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 {
 	int32		window_seconds = PG_GETARG_INT32(0);
 	bool		notable_only = PG_GETARG_BOOL(1);
+	/* A 1.1 to 1.3 declaration has no third argument. */
+	bool		by_application = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	RecentCacheKey key;
+	RecentCache *cache;
 	ListCell   *lc;
 
 	pgc_require_loaded();
@@ -1135,22 +1447,33 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 	key.userid = GetUserId();
 	key.window_seconds = window_seconds;
 	key.notable_only = notable_only;
+	key.by_application = by_application;
 	key.natts = tupdesc->natts;
-	if (recent_cxt == NULL || memcmp(&key, &recent_key, sizeof(key)) != 0)
+	cache = &recent_caches[by_application ? 1 : 0];
+	if (cache->cxt == NULL || memcmp(&key, &cache->key, sizeof(key)) != 0)
 	{
-		if (recent_cxt != NULL)
-			MemoryContextDelete(recent_cxt);	/* its callback forgets it */
-		recent_cxt = AllocSetContextCreate(TopTransactionContext,
-										   "pg_contention recent rows",
-										   ALLOCSET_DEFAULT_SIZES);
-		memset(&recent_key, 0, sizeof(recent_key));	/* until rows are whole */
-		recent_cxt_callback.func = recent_cache_gone;
-		recent_cxt_callback.arg = NULL;
-		MemoryContextRegisterResetCallback(recent_cxt, &recent_cxt_callback);
-		build_recent_rows(tupdesc, window_seconds, notable_only);
-		recent_key = key;		/* only once the rows are whole */
+		RecentCache *other = &recent_caches[by_application ? 0 : 1];
+		RecentCacheKey other_key = key;
+		char	   *copy;
+		long		n;
+		TimestampTz cutoff;
+
+		copy = copy_entries(&n);
+		cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
+		fill_recent_cache(cache, &key, tupdesc, copy, n, cutoff);
+
+		/*
+		 * The findings read both forms (the rules a row per statement, who
+		 * pays a row per application): with notable_only, whose rows are
+		 * few, build the other from the same copy, which is what costs.
+		 */
+		other_key.by_application = !by_application;
+		if (notable_only &&
+			(other->cxt == NULL || memcmp(&other_key, &other->key, sizeof(key)) != 0))
+			fill_recent_cache(other, &other_key, tupdesc, copy, n, cutoff);
+		pfree(copy);
 	}
-	foreach(lc, recent_rows)
+	foreach(lc, cache->rows)
 		tuplestore_puttuple(tupstore, (HeapTuple) lfirst(lc));
 	return (Datum) 0;
 }
@@ -1173,7 +1496,7 @@ pgc_statements_record_size(void)
 /*
  * The section: the eviction count, then every entry, a batch at a time.
  * The hash cannot be walked across lock releases, so one pass under the
- * lock in shared mode notes the keys (24 bytes an entry, memory only);
+ * lock in shared mode notes the keys (32 bytes an entry, memory only);
  * then each batch looks its keys up and copies the entries under the
  * lock, as copy_entries does, and is written after releasing it.
  * An entry evicted or reset between batches is not found and not saved;

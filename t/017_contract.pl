@@ -194,7 +194,7 @@ my @wrong = (
 	  qr/pg_contention_info\(\) declares column 2 as bigint, this library fills integer/,
 	  qr/DETAIL:  Column 2 is statements_max in / ],
 	[ 'SELECT * FROM wrong_statements()',
-	  qr/pg_contention_statements\(\) is declared with 3 columns, this library fills 10 or 15/,
+	  qr/pg_contention_statements\(\) is declared with 3 columns, this library fills 10, 15 or 16/,
 	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
 	[ 'SELECT * FROM wrong_subxact_type()',
 	  qr/pg_contention_subxact\(\) declares column 1 as text, this library fills integer/,

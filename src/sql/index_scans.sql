@@ -1,6 +1,7 @@
 --
 -- Index scans that visit dead or invisible entries, per statement and index
--- (plain scans, and bitmap scans whose heap side can be attributed).
+-- (plain scans, and bitmap scans whose heap side can be attributed).  The
+-- function has a row per application (1.4); the view sums them.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT userid oid,
@@ -19,7 +20,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
 	OUT query text,
 	OUT indexes_untracked bigint,
 	OUT bitmap_lossy_pages bigint,
-	OUT worst_literals text
+	OUT worst_literals text,
+	OUT application_name text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_scans'

@@ -5,11 +5,14 @@
 -- with notable_only, only the rows a finding can use.  Per index also the
 -- worst execution, the most recent one, and the bad ones (at least
 -- pg_contention.dead_visits_warning dead entries); per statement the
--- constants its worst execution ran with.
+-- constants its worst execution ran with.  A statement run by several
+-- applications is one row (application_name NULL), or with by_application
+-- (1.4) one row per application.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
 	notable_only boolean DEFAULT false,
+	by_application boolean DEFAULT false,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,
@@ -38,7 +41,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	OUT bad_dead_visits bigint,
 	OUT last_bad_at timestamp with time zone,
 	OUT clean_since timestamp with time zone,
-	OUT worst_literals text
+	OUT worst_literals text,
+	OUT application_name text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_recent'

@@ -1,7 +1,8 @@
 --
 -- Per-statement counters: calls, rows and buffers, calls on suboverflowed
 -- snapshots and the pg_subtrans waits sampled for them, the subtransaction
--- cache's high-water mark, calls on a hot standby, overflow events caused.
+-- cache's high-water mark, calls on a hot standby, overflow events caused;
+-- one row per user, database, query id and application (1.4).
 -- (After the sampler's functions: the view reads the wait profile.)
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements(
@@ -19,7 +20,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements(
 	OUT shared_blks_hit bigint,
 	OUT shared_blks_read bigint,
 	OUT max_subxacts integer,
-	OUT near_overflow_calls bigint
+	OUT near_overflow_calls bigint,
+	OUT application_name text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_statements'
@@ -45,7 +47,8 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.standby_calls,
 		   s.first_seen,
 		   s.last_seen,
-		   s.query
+		   s.query,
+		   s.application_name
 	  FROM @extschema@.pg_contention_statements() AS s
 	  LEFT JOIN (SELECT p.dbid, p.roleid, p.query_id,
 						sum(p.samples)::bigint AS subtrans_wait_samples

@@ -197,12 +197,29 @@ overflow_culprits AS (
 	 WHERE l.subxact_overflowed
 	   AND NOT EXISTS (SELECT 1 FROM events AS e WHERE e.pid = l.pid)
 ),
+-- Who pays, for every culprit in one call: each is left out of its own
+-- victims with every query id it has and the statement inside it.
+culprits_keyed AS MATERIALIZED (
+	SELECT (row_number() OVER ())::text AS culprit_key, o.*
+	  FROM overflow_culprits AS o
+),
+paid_by AS MATERIALIZED (
+	SELECT t.culprit, t.sentence
+	  FROM @extschema@.pg_contention_victims_texts(
+			   window_length, 'suboverflowed_snapshots',
+			   (SELECT coalesce(jsonb_agg(jsonb_build_object(
+						   'culprit', o.culprit_key, 'pids', o.pids,
+						   'query_ids', coalesce(o.query_ids, '[]'::jsonb)
+										|| jsonb_build_array(o.query_id, o.nested_query_id))), '[]'::jsonb)
+				  FROM culprits_keyed AS o)) AS t
+),
 overflow_findings AS (
 	SELECT 'subxact_overflow'::text AS problem,
 		   c.level AS severity,
 		   o.subject,
 		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
-		   || '; cost: ' || c.text || '.' AS evidence,
+		   || '; cost: ' || c.text || '.'
+		   || coalesce(' ' || pb.sentence, '') AS evidence,
 		   CASE c.level
 				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
 				ELSE 'K' END
@@ -223,7 +240,9 @@ overflow_findings AS (
 			   'subtrans_wait_samples', c.wait_samples, 'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 			   'active_samples', c.active_samples, 'window_seconds', params.w_s) AS details,
 		   o.since
-	  FROM overflow_culprits AS o, victims AS v, cost_text AS c, params
+	  FROM culprits_keyed AS o
+	  LEFT JOIN paid_by AS pb ON pb.culprit = o.culprit_key
+	  CROSS JOIN victims AS v CROSS JOIN cost_text AS c CROSS JOIN params
 	UNION ALL
 	-- A standby has no overflowed backend of its own: the primary's
 	-- overflow reaches it through the snapshots built from its WAL.

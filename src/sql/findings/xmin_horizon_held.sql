@@ -30,8 +30,19 @@ dead_here AS MATERIALIZED (
 	  FROM pg_catalog.pg_stat_user_tables AS t
 ),
 root_holders AS MATERIALIZED (
-	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback
+	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback,
+		   (row_number() OVER ())::text AS culprit_key
 	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r
+),
+-- Who pays, for every holder that is a finding, in one call.
+paid_by AS MATERIALIZED (
+	SELECT t.culprit, t.sentence
+	  FROM @extschema@.pg_contention_victims_texts(
+			   window_length, 'dead_index_entries',
+			   (SELECT coalesce(jsonb_agg(jsonb_build_object(
+						   'culprit', h.culprit_key, 'pids', jsonb_build_array(h.pid))), '[]'::jsonb)
+				  FROM root_holders AS h
+				 WHERE h.blocks_cleanup)) AS t
 ),
 index_findings AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
@@ -72,7 +83,8 @@ horizon_findings AS (
 				   THEN '; it keeps the dead index entries of '
 						|| (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder)
 						|| ' dead_tuple_index_scan finding(s)'
-				   ELSE '' END || '.' AS evidence,
+				   ELSE '' END || '.'
+		   || coalesce(' ' || (SELECT pb.sentence FROM paid_by AS pb WHERE pb.culprit = h.culprit_key), '') AS evidence,
 		   CASE h.kind
 				WHEN 'backend' THEN
 					CASE WHEN h.state LIKE 'idle in transaction%'

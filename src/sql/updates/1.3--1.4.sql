@@ -13,11 +13,18 @@
 DROP VIEW @extschema@.pg_contention_history;
 DROP FUNCTION @extschema@.pg_contention_history();
 
--- pg_contention_recent and pg_contention_index_scans gain columns (the
--- worst execution of each statement and index): dropped here, with the
--- view over the latter, and created again by their files (with the view's
--- grant).  The rules that read them are PL/pgSQL: nothing else depends on
+-- The statement store keys statements by application too (who pays):
+-- pg_contention_statements() and pg_contention_index_scans() gain an
+-- application_name column, pg_contention_recent() an argument
+-- (by_application) and the column; pg_contention_recent and
+-- pg_contention_index_scans gain columns for the worst execution of each
+-- statement and index too.  A function's result type or arguments cannot
+-- be replaced: they and the views over them are dropped here and created
+-- again by their files (with the views' grants).  The functions that read
+-- them are PL/pgSQL or SQL without a parsed body: nothing else depends on
 -- them.
+DROP VIEW @extschema@.pg_contention_statements;
+DROP FUNCTION @extschema@.pg_contention_statements();
 DROP VIEW @extschema@.pg_contention_index_scans;
 DROP FUNCTION @extschema@.pg_contention_index_scans();
 DROP FUNCTION @extschema@.pg_contention_recent(integer, boolean);
