@@ -421,8 +421,9 @@ report_html(Conn *c, const char *path)
 	buf_append(&b, "</p>\n");
 
 	html_findings(&b, &s);
-	html_victims(&b, &s, c);
+	/* The charts before the tables: the top of the page shows the story. */
 	html_charts(&b, &s);
+	html_victims(&b, &s, c);
 	html_tables(&b, &s, c);
 
 	buf_append(&b, "<footer>Written by the pg_contention client ");
