@@ -947,14 +947,12 @@ static const PgcResultShape recent_shape = {
 #define RECENT_COLS lengthof(recent_columns)
 
 /*
- * Add one index's executions of a period to a sum of periods; the periods
- * are added in order, the previous one first.
+ * What every sum of one index's executions shares: the worst of the worst,
+ * the latest last, the bad ones summed.
  */
 static void
-add_period_scan(PgcPeriodScan *into, const PgcPeriodScan *from)
+add_scan_figures(PgcPeriodScan *into, const PgcPeriodScan *from)
 {
-	if (from->worst_at == 0)
-		return;					/* no execution */
 	if (into->worst_at == 0 || from->worst_dead > into->worst_dead)
 	{
 		into->worst_dead = from->worst_dead;
@@ -970,6 +968,18 @@ add_period_scan(PgcPeriodScan *into, const PgcPeriodScan *from)
 	}
 	into->bad_scans += from->bad_scans;
 	into->bad_dead += from->bad_dead;
+}
+
+/*
+ * Add one index's executions of a period to a sum of periods; the periods
+ * are added in order, the previous one first.
+ */
+static void
+add_period_scan(PgcPeriodScan *into, const PgcPeriodScan *from)
+{
+	if (from->worst_at == 0)
+		return;					/* no execution */
+	add_scan_figures(into, from);
 	/* from is the later period: a bad execution there starts it over. */
 	if (from->last_bad_at != 0 || into->clean_since == 0)
 		into->clean_since = from->clean_since;
@@ -1191,21 +1201,7 @@ add_app_scan(PgcPeriodScan *into, const PgcPeriodScan *from)
 {
 	if (from->worst_at == 0)
 		return;					/* no execution */
-	if (into->worst_at == 0 || from->worst_dead > into->worst_dead)
-	{
-		into->worst_dead = from->worst_dead;
-		into->worst_entries = from->worst_entries;
-		into->worst_blks = from->worst_blks;
-		into->worst_rows = from->worst_rows;
-		into->worst_at = from->worst_at;
-	}
-	if (from->last_at >= into->last_at)
-	{
-		into->last_dead = from->last_dead;
-		into->last_at = from->last_at;
-	}
-	into->bad_scans += from->bad_scans;
-	into->bad_dead += from->bad_dead;
+	add_scan_figures(into, from);
 	if (from->last_bad_at > into->last_bad_at)
 	{
 		into->last_bad_at = from->last_bad_at;
