@@ -87,7 +87,7 @@ statement_query_id(PlannedStmt *stmt, const char *source_text)
 	return pgc_text_query_id(stmt, source_text);
 }
 
-static void
+static PGC_FLATTEN void
 pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	bool		top_level;
@@ -119,7 +119,7 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
  * over several runs (before PG16, see compat.h): add each run's to the
  * execution's frame.
  */
-static void
+static PGC_FLATTEN void
 pgc_ExecutorRun(PGC_EXECUTOR_RUN_PARAMS)
 {
 	if (prev_ExecutorRun)
@@ -129,7 +129,7 @@ pgc_ExecutorRun(PGC_EXECUTOR_RUN_PARAMS)
 	pgc_index_scans_ran(queryDesc);
 }
 
-static void
+static PGC_FLATTEN void
 pgc_ExecutorEnd(QueryDesc *queryDesc)
 {
 	if (!IsParallelWorker())

@@ -26,6 +26,17 @@
 
 #include "compat.h"
 
+/*
+ * On the executor hooks: compile every call they make into them (with the
+ * Makefile's link-time optimisation, across files too), except what is
+ * marked pg_noinline (the cold paths).  GCC and clang only.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define PGC_FLATTEN __attribute__((flatten))
+#else
+#define PGC_FLATTEN
+#endif
+
 /* ---- pg_contention.c: settings ---- */
 extern int	pgc_max_query_length;
 extern int	pgc_max_events;
