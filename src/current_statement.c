@@ -7,8 +7,10 @@
  *
  * Owns the array of published statements (ShmemInitStruct "pg_contention
  * query ids"), one slot per PGPROC, indexed like ProcGlobal->allProcs.
- * Each slot holds a statement number and a query id; only the process
- * owning the PGPROC writes its slot, the sampler reads them all.
+ * Each slot holds a statement number, a query id and the pid of the
+ * process that wrote them; only the process owning the PGPROC writes its
+ * slot, the sampler reads them all, and believes a slot only for the
+ * process whose pid it carries.
  *
  * Protocol, without locks (two aligned atomics, ordered by a barrier):
  * the number counts the client's statements twice, 2k while statement k
@@ -23,10 +25,22 @@
  *     block; at the transaction's end when the transaction ends with it
  *     (an implicit transaction, COMMIT, ROLLBACK, PREPARE TRANSACTION),
  *     so that the commit's waits are the statement's; at any abort.
+ *   - A utility statement runs until ProcessUtility returns, whatever
+ *     happens inside: the commits of a procedure, a DO block, VACUUM or
+ *     CREATE INDEX CONCURRENTLY do not end it, and the executors it runs
+ *     (CREATE TABLE AS, EXPLAIN ANALYZE, COPY's query) are nested in it,
+ *     not statements of their own (pgc_client_utility_running).  Only
+ *     DECLARE CURSOR is left out: its executor is the cursor's, which
+ *     outlives it.
  *   - A statement that fails before it starts executing (in parse
  *     analysis) writes query id 0 and skips a number at the abort.
- *   - At exit both go back to 0, so the next process in the slot inherits
- *     nothing.
+ *   - At exit the number becomes odd (whatever ran is over) and the slot
+ *     keeps the last query id and the pid: the sampler can still credit
+ *     what it held for a statement that ran too briefly to be seen (a
+ *     connection that sends one statement and leaves).  The next process
+ *     in the PGPROC writes its own pid before anything else; until then,
+ *     and for processes that serve no client, the pid differs from the
+ *     PGPROC's and the sampler reads the slot as empty.
  * The server computes a query id only when parse analysis has finished,
  * so a statement waiting in parse analysis or planning (a lock wait behind
  * an ALTER TABLE) runs under an odd number: the sampler holds its samples
@@ -53,6 +67,7 @@ typedef struct PublishedSlot
 {
 	pg_atomic_uint64 query_id;
 	pg_atomic_uint32 statement_no;
+	pg_atomic_uint32 pid;		/* of the process that wrote the rest */
 } PublishedSlot;
 
 static PublishedSlot *published = NULL;
@@ -61,6 +76,7 @@ static int	published_slots = 0;
 /* This backend's slot, found at authentication or its first statement. */
 static PublishedSlot *my_slot = NULL;
 static uint32 my_statement_no = 0;
+static bool exiting = false;	/* left the slot: never take it again */
 
 /*
  * The noted statement.  top_statement_text (NULL: none) is never
@@ -79,6 +95,14 @@ static const char *top_statement_text = NULL;
  * autocommit statement makes no call at its end.
  */
 const char *pgc_executor_end_text = NULL;
+
+/*
+ * A client's utility statement (other than DECLARE CURSOR) is running:
+ * the transactions it ends inside do not end it, and the executors it
+ * starts are nested in it.  Set and cleared by hooks.c around the call,
+ * also when it fails (PG_FINALLY), so it never outlives the statement.
+ */
+bool		pgc_client_utility_running = false;
 static int64 top_query_id;
 static int	top_stmt_location;
 static int	top_stmt_len;
@@ -109,32 +133,47 @@ pgc_query_ids_shmem_init(LWLock *lock)
 		{
 			pg_atomic_init_u64(&published[i].query_id, 0);
 			pg_atomic_init_u32(&published[i].statement_no, 0);
+			pg_atomic_init_u32(&published[i].pid, 0);
 		}
 }
 
-/* At exit: the next process in this PGPROC slot must not inherit ours. */
+/*
+ * At exit: whatever ran is over (an odd number); the query id and the pid
+ * stay for the sampler (see the header comment).  Nothing is written
+ * after this: an abort that the exit runs later finds no slot.
+ */
 static void
-clear_my_slot(int code, Datum arg)
+leave_my_slot(int code, Datum arg)
 {
-	if (my_slot != NULL)
-	{
-		pg_atomic_write_u32(&my_slot->statement_no, 0);
-		pg_atomic_write_u64(&my_slot->query_id, 0);
-	}
+	if (my_slot != NULL && (my_statement_no & 1) == 0 && my_statement_no != 0)
+		pg_atomic_write_u32(&my_slot->statement_no, my_statement_no + 1);
+	my_slot = NULL;
+	my_statement_no = 0;
+	exiting = true;
 }
 
+/*
+ * Take this PGPROC's slot: the number to 0 (empty) first, so that no
+ * reader pairs our pid with our predecessor's statement, then our pid and
+ * no query id; the caller then sets the first number.
+ */
 static bool
 attach_my_slot(void)
 {
 	int			index;
 
-	if (published == NULL || MyProc == NULL)
+	if (published == NULL || MyProc == NULL || exiting)
 		return false;
 	index = MyProc - ProcGlobal->allProcs;
 	if (index < 0 || index >= published_slots)
 		return false;
 	my_slot = &published[index];
-	before_shmem_exit(clear_my_slot, (Datum) 0);
+	pg_atomic_write_u32(&my_slot->statement_no, 0);
+	pg_write_barrier();
+	pg_atomic_write_u32(&my_slot->pid, (uint32) MyProcPid);
+	pg_atomic_write_u64(&my_slot->query_id, 0);
+	pg_write_barrier();
+	before_shmem_exit(leave_my_slot, (Datum) 0);
 	return true;
 }
 
@@ -181,16 +220,18 @@ set_statement_no(uint32 no)
  * id, then (if no statement was running) the even number that says the
  * id is this statement's.  A cursor's executor started by a top-level
  * DECLARE lands here too, with the number already even: it only replaces
- * the id.  in_block: IsTransactionBlock(), which the caller reads (so
- * that this stays a leaf function).
+ * the id.  ends_at_executor_end: an executor's statement inside a
+ * transaction block (IsTransactionBlock(), which the caller reads so that
+ * this stays a leaf function); false for a utility statement, which ends
+ * when ProcessUtility returns (pgc_statement_end_utility).
  */
 void
 pgc_statement_begin(int64 query_id, const char *source_text,
-					int stmt_location, int stmt_len, bool in_block)
+					int stmt_location, int stmt_len, bool ends_at_executor_end)
 {
 	top_query_id = query_id;
 	top_statement_text = source_text;
-	pgc_executor_end_text = in_block ? source_text : NULL;
+	pgc_executor_end_text = ends_at_executor_end ? source_text : NULL;
 	top_stmt_location = stmt_location;
 	top_stmt_len = stmt_len;
 
@@ -249,13 +290,17 @@ pgc_statement_end_utility(bool ends_transaction)
 }
 
 /*
- * The transaction has ended: whatever ran is over.  After an abort, a
- * statement that failed before it started executing (in parse analysis)
- * had an odd number and no id: it ends with id 0.
+ * The transaction has ended: whatever ran is over, unless it was one of
+ * the transactions a client's utility statement ends inside (a procedure's
+ * COMMIT, VACUUM's, CREATE INDEX CONCURRENTLY's): that statement goes on.
+ * After an abort, a statement that failed before it started executing (in
+ * parse analysis) had an odd number and no id: it ends with id 0.
  */
 void
 pgc_transaction_end(bool aborted)
 {
+	if (unlikely(pgc_client_utility_running) && !aborted)
+		return;
 	top_statement_text = NULL;
 	pgc_executor_end_text = NULL;
 	if (my_statement_no == 0)
@@ -304,4 +349,5 @@ pgc_read_published(int procno, PgcPublishedStatement *out)
 	out->statement_no = pg_atomic_read_u32(&published[procno].statement_no);
 	pg_read_barrier();
 	out->query_id = (int64) pg_atomic_read_u64(&published[procno].query_id);
+	out->pid = (int) pg_atomic_read_u32(&published[procno].pid);
 }

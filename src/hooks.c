@@ -101,8 +101,13 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	if (IsParallelWorker())
 		return;
 
-	/* The statement the client sent: what an overflow event will name. */
-	top_level = is_client_statement(queryDesc->sourceText);
+	/*
+	 * The statement the client sent: what an overflow event will name.  An
+	 * executor a client's utility statement runs (CREATE TABLE AS, EXPLAIN
+	 * ANALYZE) has the same text, and is nested in it.
+	 */
+	top_level = is_client_statement(queryDesc->sourceText) &&
+		!pgc_client_utility_running;
 	query_id = statement_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
 	if (top_level)
 		pgc_statement_begin(query_id, queryDesc->sourceText,
@@ -263,16 +268,40 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	bool		client_statement = context == PROCESS_UTILITY_TOPLEVEL &&
 		!IsParallelWorker() && is_client_statement(queryString);
 
+	/*
+	 * It runs until this call returns, across the transactions it may end
+	 * inside (CALL, DO, VACUUM, CREATE INDEX CONCURRENTLY), with the
+	 * executors it starts nested in it; DECLARE CURSOR's executor is the
+	 * cursor's, a statement of its own (current_statement.c).
+	 */
+	bool		whole_call = client_statement && !declares;
+
 	if (client_statement)
 		pgc_statement_begin(query_id, queryString,
-							pstmt->stmt_location, pstmt->stmt_len,
-							IsTransactionBlock());
+							pstmt->stmt_location, pstmt->stmt_len, false);
 
 	/* An error leaves it set: the abort callback clears it. */
 	if (declares)
 		declaring_query_id = query_id;
 
-	if (prev_ProcessUtility)
+	if (whole_call)
+	{
+		/* The transactions inside are not this statement's end, even on error. */
+		pgc_client_utility_running = true;
+		PG_TRY();
+		{
+			if (prev_ProcessUtility)
+				prev_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
+			else
+				standard_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
+		}
+		PG_FINALLY();
+		{
+			pgc_client_utility_running = false;
+		}
+		PG_END_TRY();
+	}
+	else if (prev_ProcessUtility)
 		prev_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);
 	else
 		standard_ProcessUtility(PGC_PROCESS_UTILITY_ARGS);

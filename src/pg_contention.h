@@ -177,7 +177,9 @@ extern Size pgc_query_ids_shmem_size(void);
 extern void pgc_query_ids_shmem_init(LWLock *lock);
 extern void pgc_current_statement_init(void);
 extern void pgc_statement_begin(int64 query_id, const char *source_text,
-								int stmt_location, int stmt_len, bool in_block);
+								int stmt_location, int stmt_len,
+								bool ends_at_executor_end);
+extern bool pgc_client_utility_running;
 extern void pgc_statement_ended(void);
 extern void pgc_statement_end_utility(bool ends_transaction);
 extern void pgc_transaction_end(bool aborted);
@@ -187,12 +189,14 @@ extern bool pgc_current_statement(int64 *query_id, int *stmt_location,
 /*
  * What the sampler reads of one process's slot: statement_no is 2k while
  * the client's statement k runs with query_id, 2k + 1 once it has ended
- * (query_id is still k's), 0 for a process that serves no client.
+ * (query_id is still k's), 0 for a process that serves no client; pid is
+ * the writer's, and the rest holds only for that process.
  */
 typedef struct PgcPublishedStatement
 {
 	int64		query_id;
 	uint32		statement_no;
+	int			pid;
 } PgcPublishedStatement;
 
 /*

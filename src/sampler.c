@@ -184,6 +184,7 @@ typedef struct PendingSamples
 {
 	int			pid;
 	uint32		statement_no;
+	uint64		seen_tick;		/* the last tick that sampled the process */
 	int			n;
 	PgcProfileKey keys[PENDING_PER_PROC];	/* query_id 0 */
 	int64		samples[PENDING_PER_PROC];
@@ -197,6 +198,7 @@ static uint32 named_wait_info[PGC_NUM_NAMED_WAITS];
 static uint32 client_read_info;
 static TickSample *tick_samples = NULL;
 static PendingSamples *pending = NULL;	/* one per PGPROC */
+static int	held_procs = 0;		/* how many of them hold samples */
 static int64 last_subtrans_lookups = -1;
 static int64 last_subtrans_reads = -1;
 static uint64 last_next_xid = 0;	/* 0: not read yet */
@@ -330,9 +332,11 @@ is_idle_wait(uint32 info, uint32 statement_no)
  * What it does not guarantee: that a process just starting has already
  * overwritten its predecessor's roleId and databaseId (InitProcess sets
  * pid first).  The role only decides who may see a sample's query id, and
- * such a sample has none: a process clears its published query id before
- * it releases its PGPROC, and publishes one only after it has set its
- * role, with many LWLock acquisitions (full barriers) in between.  Fields
+ * such a sample has none: the published statement carries the pid of the
+ * process that wrote it and is read as empty for any other (a process
+ * keeps its last one at exit, see current_statement.c), and a process
+ * publishes one only after it has set its role, with many LWLock
+ * acquisitions (full barriers) in between.  Fields
  * of one backend may otherwise come from moments a few instructions apart,
  * which is harmless for sampling; taking ProcArrayLock 100 times a second
  * would not be.
@@ -369,6 +373,10 @@ gather_tick(int *idle, int *overflowed)
 		pg_read_barrier();
 		if (proc->pid != pid)
 			continue;			/* recycled while we looked */
+		/* Another process's statement (our predecessor's, see
+		 * current_statement.c): this one serves no client yet. */
+		if (stmt.pid != pid)
+			memset(&stmt, 0, sizeof(stmt));
 
 		if (ovf)
 			(*overflowed)++;
@@ -463,6 +471,8 @@ release_pending(PendingSamples *p, int64 query_id)
 		p->keys[k].query_id = query_id;
 		add_to_profile(&p->keys[k], p->samples[k]);
 	}
+	if (p->n > 0)
+		held_procs--;
 	p->n = 0;
 }
 
@@ -482,6 +492,7 @@ profile_sample(const TickSample *s)
 	const PgcPublishedStatement *stmt = &s->stmt;
 	PgcProfileKey key;
 
+	p->seen_tick = sampler->status.ticks;
 	if (p->n > 0 && (p->pid != s->pid || p->statement_no != stmt->statement_no))
 	{
 		uint32		steps = stmt->statement_no - p->statement_no;
@@ -510,12 +521,43 @@ profile_sample(const TickSample *s)
 		}
 	if (p->n < PENDING_PER_PROC)
 	{
+		if (p->n == 0)
+			held_procs++;
 		p->keys[p->n] = key;
 		p->samples[p->n] = 1;
 		p->n++;
 	}
 	else
 		add_to_profile(&key, 1);	/* too many kinds of wait: unknown */
+}
+
+/*
+ * Held samples of processes that this tick did not see: they have exited
+ * (a live process is sampled every tick, idle or not).  A process that
+ * sent one statement and left, after it waited in parse analysis, may
+ * never have been seen running it: its slot still says which statement
+ * came next (current_statement.c keeps it at exit), and the samples go
+ * to it as they would have; otherwise to query id 0.
+ */
+static void
+settle_exited(void)
+{
+	int			slots = pgc_query_id_slots();
+
+	for (int i = 0; i < (int) ProcGlobal->allProcCount && held_procs > 0; i++)
+	{
+		PendingSamples *p = &pending[i];
+		PgcPublishedStatement stmt = {0};
+		uint32		steps;
+
+		if (p->n == 0 || p->seen_tick == sampler->status.ticks)
+			continue;
+		if (i < slots)
+			pgc_read_published(i, &stmt);
+		steps = stmt.statement_no - p->statement_no;
+		release_pending(p, (stmt.pid == p->pid && (steps == 1 || steps == 2)) ?
+						stmt.query_id : 0);
+	}
 }
 
 /* Read the Subtrans SLRU counters; false if they cannot be read. */
@@ -712,6 +754,7 @@ sampler_tick(TimestampTz now)
 		rebuild_profile_index();
 		for (int i = 0; i < (int) ProcGlobal->allProcCount; i++)
 			pending[i].n = 0;	/* reset: drop what was held too */
+		held_procs = 0;
 	}
 	if (new_second)
 		close_bucket(second, slru_ok, lookups, reads, next_xid, lock_ops,
@@ -737,6 +780,8 @@ sampler_tick(TimestampTz now)
 					cur->named_samples[w]++;
 		}
 	}
+	if (held_procs > 0)
+		settle_exited();
 	cur->ticks++;
 	cur->active_samples += active;
 	cur->idle_samples += idle;
