@@ -351,8 +351,8 @@ GRANT SELECT ON @extschema@.pg_contention_history TO PUBLIC;
 -- ---- src/sql/sampler_status.sql ----
 
 --
--- The sampler (a background worker): whether it runs, its period, and
--- how many samples it has taken.
+-- The sampler (a background worker): whether it runs, its period, how
+-- many samples it has taken, when it last sampled and whether it is late.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT running boolean,
@@ -368,7 +368,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT profile_max integer,
 	OUT profile_evictions bigint,
 	OUT history_buckets integer,
-	OUT memory_bytes bigint
+	OUT memory_bytes bigint,
+	OUT last_tick_at timestamp with time zone,
+	OUT next_tick_due timestamp with time zone,
+	OUT stale boolean
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_sampler_status'
@@ -450,9 +453,11 @@ GRANT SELECT ON @extschema@.pg_contention_statements TO PUBLIC;
 --
 -- old_snapshot_threshold (PostgreSQL 13-16): the server's state and the
 -- spinlock pressure figures, over a recent window and since the last reset.
+-- The window: window_seconds, 1 to pg_contention.history_seconds; NULL (the
+-- default) for 60 seconds, or the whole history when it keeps fewer.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_old_snapshot(
-	window_seconds integer DEFAULT 60,
+	window_seconds integer DEFAULT NULL,
 	OUT setting_minutes integer,
 	OUT enabled boolean,
 	OUT applicable boolean,
@@ -482,11 +487,11 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_old_snapshot(
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_old_snapshot'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_old_snapshot AS
 	SELECT pg_catalog.current_setting('old_snapshot_threshold', true) AS setting, o.*
-	  FROM @extschema@.pg_contention_old_snapshot(60) AS o;
+	  FROM @extschema@.pg_contention_old_snapshot() AS o;
 
 GRANT SELECT ON @extschema@.pg_contention_old_snapshot TO PUBLIC;
 
@@ -585,9 +590,10 @@ $$;
 -- ---- src/sql/findings/params.sql ----
 
 --
--- The findings' inputs that are not evidence: the window, the clock, the
--- server's role and version, and every threshold, read once per rule from
--- the pg_contention.* settings (a session can SET one to ask "what if").
+-- The findings' inputs that are not evidence: the window (checked: 1 s to
+-- 7 days), the clock, the server's role and version, and every threshold,
+-- read once per rule from the pg_contention.* settings (a session can SET
+-- one to ask "what if").
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 	window_length interval DEFAULT NULL,
@@ -617,10 +623,23 @@ LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 -- PL/pgSQL, not SQL: each rule calls it, and a SQL function returning a
 -- record is planned again at every call.
 AS $$
+DECLARE
+	seconds double precision;
 BEGIN
 	now := pg_catalog.clock_timestamp();
-	w_s := pg_catalog.date_part('epoch', coalesce(window_length,
-				pg_catalog.current_setting('pg_contention.findings_window', true)::interval))::integer;
+	-- Every rule, the findings, who pays and the report check the window
+	-- here.  Longer than 7 days adds nothing: the history keeps at most a
+	-- day, the statements two periods of at most a day.  Infinite
+	-- intervals (PostgreSQL 17 and later) have an infinite epoch.
+	seconds := pg_catalog.date_part('epoch', coalesce(window_length,
+				pg_catalog.current_setting('pg_contention.findings_window', true)::interval));
+	IF NOT (seconds >= 1 AND seconds <= 7 * 86400) THEN
+		RAISE EXCEPTION 'window_length must be between 1 second and 7 days, not %', window_length
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Pass NULL for pg_contention.findings_window (' ||
+						 pg_catalog.current_setting('pg_contention.findings_window', true) || ').';
+	END IF;
+	w_s := pg_catalog.round(seconds)::integer;
 	cutoff := now - pg_catalog.make_interval(secs => w_s);
 	w_text := @extschema@.pg_contention_duration(pg_catalog.make_interval(secs => w_s));
 	standby := pg_catalog.pg_is_in_recovery();
@@ -2254,6 +2273,62 @@ SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.sinc
 END
 $$;
 
+-- ---- src/sql/findings/sampler_stale.sql ----
+
+--
+-- Rule sampler_stale (warning): the sampler has not sampled when it said
+-- it would (pg_contention_sampler_status.stale): the wait profile and the
+-- per-second history stop at its last tick, so every finding that reads
+-- them is blind since.  It says so first among the warnings.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_sampler_stale(
+	window_length interval DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	-- Only to check the argument as every rule does: staleness is now.
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+)
+SELECT 'sampler_stale'::text AS problem, 'warning'::text AS severity,
+	   'the pg_contention sampler' || CASE WHEN s.running THEN ' (pid ' || s.pid || ')'
+										   ELSE ' (not running)' END AS subject,
+	   CASE WHEN s.last_tick_at IS NULL THEN 'It has not sampled since the server started'
+			ELSE 'It last sampled at ' || pg_catalog.to_char(s.last_tick_at, 'HH24:MI:SS') || ', '
+				 || @extschema@.pg_contention_duration(params.now - s.last_tick_at) || ' ago' END
+	   || '; its next sample was due at ' || pg_catalog.to_char(s.next_tick_due, 'HH24:MI:SS')
+	   || ' (period ' || s.period_ms || ' ms).  The wait profile and the per-second history stop there: '
+	   || 'the findings that read them (subxact_overflow''s lookups, subtrans_slru_contention, '
+	   || 'old_snapshot_threshold_spinlock) cannot see what happened since, and their silence means nothing.' AS evidence,
+	   CASE WHEN s.running THEN
+			'Look at process ' || s.pid || ' (pg_stat_activity.backend_type pg_contention sampler, and the operating system: '
+			|| 'stopped by a signal or a debugger, swapping, a disk that hangs while it saves pg_stat/pg_contention.stat); '
+			|| 'SELECT pg_terminate_backend(' || s.pid || ') makes the postmaster start a new one within a second.'
+	   ELSE 'The sampler exited and has not come back: the server log says why; the postmaster restarts it within a second unless it keeps failing.'
+	   END AS advice,
+	   jsonb_build_object('pid', s.pid, 'last_tick_at', s.last_tick_at, 'next_tick_due', s.next_tick_due,
+						  'period_ms', s.period_ms,
+						  'seconds_since_last_tick',
+						  pg_catalog.round(pg_catalog.date_part('epoch', params.now - s.last_tick_at)::numeric, 1)) AS details,
+	   coalesce(s.last_tick_at, s.started_at) AS since
+  FROM @extschema@.pg_contention_sampler_status AS s, params
+ WHERE s.stale;
+END
+$$;
+
 -- ---- src/sql/findings/findings.sql ----
 
 --
@@ -2290,11 +2365,14 @@ WITH found AS (
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_sampler_stale(window_length)
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM found AS f
  ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
+		  -- A stale sampler first: it says how far to trust the rest.
 		  CASE f.problem
+			   WHEN 'sampler_stale' THEN -1
 			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
 			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
 			   WHEN 'hot_chain_scan' THEN 4
@@ -2324,13 +2402,15 @@ DECLARE
 	report text;
 	section text;
 	n integer;
+	w_s integer;
 BEGIN
+	-- The window, checked as the findings check it, before anything is read.
+	SELECT p.w_s INTO w_s FROM @extschema@.pg_contention_findings_params(window_length) AS p;
 	report := pg_catalog.format(E'pg_contention report at %s\nPostgreSQL %s, %s, findings window %s\n',
 		pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),
 		pg_catalog.current_setting('server_version'),
 		CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END,
-		@extschema@.pg_contention_duration(coalesce(window_length,
-			pg_catalog.current_setting('pg_contention.findings_window', true)::interval)));
+		@extschema@.pg_contention_duration(pg_catalog.make_interval(secs => w_s)));
 
 	SELECT count(*),
 		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   %s\n   Advice: %s\n   Since: %s',
@@ -2565,7 +2645,8 @@ BEGIN
 		RETURN QUERY
 		WITH problems(problem) AS (
 			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock'),
+				   ('sampler_stale')
 		), severities(severity) AS (
 			VALUES ('info'), ('warning'), ('critical')
 		), f AS MATERIALIZED (
@@ -2579,9 +2660,18 @@ BEGIN
 
 	IF families IS NULL OR 'sampler' = ANY (families) THEN
 		RETURN QUERY
-		SELECT 'sampler_running', '{}'::jsonb, (CASE WHEN s.running THEN 1 ELSE 0 END)::float8,
-			   'Whether the sampler background worker is running (1) or not (0).', 'gauge'
-		  FROM @extschema@.pg_contention_sampler_status AS s;
+		-- Running means sampling: a worker that stopped (stale) counts as 0.
+		WITH s AS MATERIALIZED (
+			SELECT * FROM @extschema@.pg_contention_sampler_status
+		)
+		SELECT 'sampler_running', '{}'::jsonb, (CASE WHEN s.running AND NOT s.stale THEN 1 ELSE 0 END)::float8,
+			   'Whether the sampler background worker is running and sampling on time (1) or not (0: not running, or stale: its last tick is more than max(5 s, 5 periods) older than it promised).', 'gauge'
+		  FROM s
+		UNION ALL
+		SELECT 'sampler_last_tick_age_seconds', '{}',
+			   coalesce(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - s.last_tick_at), 0)::float8,
+			   'Seconds since the sampler last sampled (0 before its first sample); a few sample periods while it runs.', 'gauge'
+		  FROM s;
 	END IF;
 END
 $$;

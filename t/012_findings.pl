@@ -344,6 +344,6 @@ like($node->safe_psql('postgres', 'SELECT pg_contention_report()'),
 	'the report has its sections');
 my ($ret, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_contention_findings('-1 minute')",
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-like($err, qr/22023: window must be at least one second/, 'a bad window is refused with SQLSTATE 22023');
+like($err, qr/22023: window_length must be between 1 second and 7 days, not -00:01:00/, 'a bad window is refused with SQLSTATE 22023, naming the argument and its range');
 
 done_testing();

@@ -12,13 +12,15 @@ DECLARE
 	report text;
 	section text;
 	n integer;
+	w_s integer;
 BEGIN
+	-- The window, checked as the findings check it, before anything is read.
+	SELECT p.w_s INTO w_s FROM @extschema@.pg_contention_findings_params(window_length) AS p;
 	report := pg_catalog.format(E'pg_contention report at %s\nPostgreSQL %s, %s, findings window %s\n',
 		pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),
 		pg_catalog.current_setting('server_version'),
 		CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END,
-		@extschema@.pg_contention_duration(coalesce(window_length,
-			pg_catalog.current_setting('pg_contention.findings_window', true)::interval)));
+		@extschema@.pg_contention_duration(pg_catalog.make_interval(secs => w_s)));
 
 	SELECT count(*),
 		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   %s\n   Advice: %s\n   Since: %s',
