@@ -75,7 +75,7 @@ SELECT pg_temp.try($$SELECT pg_contention_victims_text(NULL, 'suboverflowed_snap
 SELECT pg_temp.try($$SELECT pg_contention_victims_text(NULL, 'nothing')$$);
 
 -- ---- pg_contention_recent(window_seconds): 1 and more.
-SELECT w AS window_seconds, pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_recent(%s, %s, %s)', w, n, b)) AS result
+SELECT w AS window_seconds, pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_recent(%s, %L, %L)', w, n, b)) AS result
   FROM (VALUES (1, true, false), (2147483647, false, true), (0, false, false), (-1, true, true)) AS t(w, n, b);
 
 -- ---- pg_contention_old_snapshot(window_seconds): 1 to
