@@ -108,7 +108,7 @@ SKIP:
 			'>', \$log, '2>', \$log);
 	}
 	my $http = HTTP::Tiny->new(timeout => 10);
-	for (1 .. 300)
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
 	{
 		my $r = $http->get("http://127.0.0.1:$port/metrics");
 		$served = $r->{content} if $r->{success};
