@@ -423,7 +423,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.rows,
 		   s.shared_blks_hit,
 		   s.shared_blks_read,
-		   ((s.shared_blks_hit + s.shared_blks_read)::double precision
+		   ((s.shared_blks_hit::double precision + s.shared_blks_read)
 			/ nullif(s.rows, 0)) AS blks_per_row,
 		   s.suboverflowed_calls,
 		   coalesce(w.subtrans_wait_samples, 0) AS subtrans_wait_samples,
@@ -715,7 +715,7 @@ cost AS (
 		   coalesce(sum(h.xids_assigned), 0) AS xids_assigned,
 		   count(*) FILTER (WHERE h.subtrans_reader_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
-		   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples), 0) AS wait_samples,
+		   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
 	  FROM params, @extschema@.pg_contention_history() AS h
 	 WHERE h.bucket_start >= params.cutoff
@@ -1648,7 +1648,7 @@ slru_findings AS (
 													  jsonb_array_elements(o.pids) AS p),
 							  'window_seconds', params.w_s) AS details,
 		   coalesce((SELECT min(h.bucket_start) FROM history AS h
-					  WHERE h.subtrans_slru_samples + h.subtrans_buffer_samples > 0
+					  WHERE h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples > 0
 						 OR h.subtrans_reader_lookups >= params.lookups_warning),
 					c.first_overflow_second) AS since
 	  FROM cost_text AS c, victims AS v, params
@@ -2450,7 +2450,8 @@ BEGIN
 				@extschema@.pg_contention_shorten(s.query)), E'\n')
 	  INTO section
 	  FROM (SELECT * FROM @extschema@.pg_contention_statements
-			 ORDER BY shared_blks_hit + shared_blks_read DESC, suboverflowed_calls DESC
+			 -- numeric: counters loaded from a damaged file may be near 2^63.
+			 ORDER BY shared_blks_hit::numeric + shared_blks_read DESC, suboverflowed_calls DESC
 			 LIMIT 10) AS s;
 	report := report || E'\n== Top statements by buffers used, since the last reset\n'
 		|| pg_catalog.format('%10s %12s %10s %12s %8s  %s', 'calls', 'rows', 'blks/row',
@@ -2488,7 +2489,7 @@ BEGIN
 				pg_catalog.to_char(h.bucket_start, 'HH24:MI:SS'),
 				pg_catalog.round(h.avg_active_backends::numeric, 1), h.cpu_samples, h.lwlock_samples,
 				h.lock_samples, h.io_samples, h.ipc_samples,
-				h.subtrans_slru_samples + h.subtrans_buffer_samples,
+				h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples,
 				h.max_overflowed_backends, coalesce(h.subtrans_reader_lookups::text, '-'),
 				coalesce(h.xids_assigned::text, '-'),
 				coalesce(h.horizon_xid_age::text, '-')),
@@ -2583,7 +2584,7 @@ BEGIN
 		  FROM h
 		UNION ALL
 		SELECT 'subtrans_wait_share', '{}',
-			   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples)::float8
+			   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples)::float8
 						/ nullif(sum(h.avg_active_backends * h.ticks), 0), 0),
 			   'Share of active backends'' samples waiting on SubtransSLRU or SubtransBuffer over the last 15 seconds (0 to 1).', 'gauge'
 		  FROM h

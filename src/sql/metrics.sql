@@ -74,7 +74,7 @@ BEGIN
 		  FROM h
 		UNION ALL
 		SELECT 'subtrans_wait_share', '{}',
-			   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples)::float8
+			   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples)::float8
 						/ nullif(sum(h.avg_active_backends * h.ticks), 0), 0),
 			   'Share of active backends'' samples waiting on SubtransSLRU or SubtransBuffer over the last 15 seconds (0 to 1).', 'gauge'
 		  FROM h

@@ -38,7 +38,8 @@ BEGIN
 				@extschema@.pg_contention_shorten(s.query)), E'\n')
 	  INTO section
 	  FROM (SELECT * FROM @extschema@.pg_contention_statements
-			 ORDER BY shared_blks_hit + shared_blks_read DESC, suboverflowed_calls DESC
+			 -- numeric: counters loaded from a damaged file may be near 2^63.
+			 ORDER BY shared_blks_hit::numeric + shared_blks_read DESC, suboverflowed_calls DESC
 			 LIMIT 10) AS s;
 	report := report || E'\n== Top statements by buffers used, since the last reset\n'
 		|| pg_catalog.format('%10s %12s %10s %12s %8s  %s', 'calls', 'rows', 'blks/row',
@@ -76,7 +77,7 @@ BEGIN
 				pg_catalog.to_char(h.bucket_start, 'HH24:MI:SS'),
 				pg_catalog.round(h.avg_active_backends::numeric, 1), h.cpu_samples, h.lwlock_samples,
 				h.lock_samples, h.io_samples, h.ipc_samples,
-				h.subtrans_slru_samples + h.subtrans_buffer_samples,
+				h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples,
 				h.max_overflowed_backends, coalesce(h.subtrans_reader_lookups::text, '-'),
 				coalesce(h.xids_assigned::text, '-'),
 				coalesce(h.horizon_xid_age::text, '-')),
