@@ -86,8 +86,9 @@ $start = $watcher->query_safe("SELECT date_trunc('second', now()) + interval '1 
 cmp_ok($active, '>=', 0.8, "a client in pg_sleep is active (measured $active)");
 cmp_ok($timeout, '>', 0, 'in class Timeout');
 is($extension, '0', 'the neighbours still add nothing');
-$node->safe_psql('postgres', "SELECT pg_cancel_backend($sleeper_pid)");
-$sleeper->quit;
+# Its psql stops at the cancelled statement (ON_ERROR_STOP): ended, not quit.
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($sleeper_pid)");
+$sleeper->{run}->kill_kill;
 
 # A busy server: two pgbench clients, the neighbours beside them.  Each
 # transaction is server work of about a tenth of a second, so the clients

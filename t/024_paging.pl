@@ -144,8 +144,9 @@ my $seconds = "FROM pg_contention_history WHERE bucket_start >= '$from'::timesta
 ok($node->poll_query_until('postgres', "SELECT count(*) >= 2 $seconds"), 'seconds inside the sleep were sampled');
 my $active = $node->safe_psql('postgres', "SELECT round((sum(avg_active_backends * ticks) / sum(ticks))::numeric, 2) $seconds");
 ok($active >= 0.9 && $active < 2, "one active backend, six idle connected clients: $active active per tick");
-$node->safe_psql('postgres', "SELECT pg_cancel_backend($sleeper_pid)");
-$sleeper->quit;
+# Its psql stops at the cancelled statement (ON_ERROR_STOP): ended, not quit.
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($sleeper_pid)");
+$sleeper->{run}->kill_kill;
 $_->quit for @idle;
 
 # ---- Boundaries.  Autovacuum would assign XIDs (ANALYZE) and vacuum the

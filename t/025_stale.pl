@@ -4,7 +4,8 @@
 # evidence stops there (sampler_stale, first), `pg_contention check` exits
 # 3 (UNKNOWN) with the reason, or 2 when a critical finding stands anyway,
 # and `top` says so; after SIGCONT all of it clears.  Turned off, the
-# sampler promises no tick and is never stale.  Synchronised by polling
+# sampler promises no tick and is never stale.  A hot standby's sampler is
+# judged the same way.  Synchronised by polling
 # only: the margin (max(5 s, 5 periods) past the promised tick) is the
 # server's, and no step waits for it by the clock.
 use strict;
@@ -17,7 +18,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('stale');
-$node->init;
+$node->init(allows_streaming => 1);
 # One tick a second: the worker holds its lock for well under a millisecond
 # a second, so the SIGSTOP below all but never lands while it holds it
 # (readers of the status would then wait for SIGCONT).
@@ -141,6 +142,31 @@ $node->reload;
 ok($node->poll_query_until('postgres',
 	"SELECT enabled AND NOT stale AND next_tick_due IS NOT NULL FROM pg_contention_sampler_status"),
 	'on again: a tick is due');
+
+# ---- A hot standby's sampler: the same, seen from the standby.
+$node->backup('b');
+my $standby = PostgreSQL::Test::Cluster->new('stale_standby');
+$standby->init_from_backup($node, 'b', has_streaming => 1);
+$standby->start;
+ok($standby->poll_query_until('postgres',
+	'SELECT running AND ticks > 1 AND NOT stale FROM pg_contention_sampler_status'),
+	'standby: its sampler ticks');
+my $standby_pid = $standby->safe_psql('postgres', 'SELECT pid FROM pg_contention_sampler_status');
+ok(kill('STOP', $standby_pid), 'standby: SIGSTOP its sampler');
+ok($standby->poll_query_until('postgres', 'SELECT stale FROM pg_contention_sampler_status'),
+	'standby: the status says stale');
+is($standby->safe_psql('postgres',
+	"SELECT problem || ' ' || severity FROM pg_contention_findings WHERE problem = 'sampler_stale'"),
+	'sampler_stale warning', 'standby: the finding');
+is($standby->safe_psql('postgres',
+	"SELECT value FROM pg_contention_metrics('{sampler}') WHERE metric = 'sampler_running'"),
+	'0', 'standby: metrics sampler_running 0');
+is($node->safe_psql('postgres', 'SELECT stale FROM pg_contention_sampler_status'), 'f',
+	'the primary\'s own sampler is not stale');
+ok(kill('CONT', $standby_pid), 'standby: SIGCONT');
+ok($standby->poll_query_until('postgres', 'SELECT NOT stale FROM pg_contention_sampler_status'),
+	'standby: not stale again');
+$standby->stop;
 
 $node->stop;
 done_testing();
