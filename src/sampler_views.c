@@ -219,10 +219,10 @@ static const PgcResultShape status_shape = {
  * 5 s, or 5 periods when that is longer.  The worker publishes when its
  * next tick is due (it sleeps exactly until then), so lateness is not the
  * sampler's own choice: it is the time the machine takes to schedule it,
- * a tick's own time (max_tick_us), and a save of
- * the stores' file between two ticks (a write and an fsync, which a busy
- * disk can stretch to seconds).  5 s rides over those; a sampler stopped
- * for longer is seen within 5 s.
+ * a tick's own time (max_tick_us), and a save of the stores' file between
+ * two ticks (a write and an fsync, which a busy disk can stretch to
+ * seconds).  5 s rides over those; a sampler stopped for longer is seen
+ * within 5 s of its due tick.
  */
 #define STALE_MARGIN_US(period_ms) \
 	((TimestampTz) Max(5000, 5 * (period_ms)) * 1000)
