@@ -5,7 +5,10 @@
  *		status line in the monitoring-plugin format ("PG_CONTENTION
  *		WARNING - ... | perfdata"), then one line per finding; exit 0 when
  *		nothing is above info, 1 for a warning, 2 for a critical finding,
- *		3 when it could not tell.  --json prints one JSON document instead.
+ *		3 when it could not tell: the server did not answer, or the sampler
+ *		has stopped (the finding sampler_stale: the evidence stops at its
+ *		last sample, so "no finding" means nothing; a critical finding
+ *		still says 2).  --json prints one JSON document instead.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,6 +44,7 @@ command_check(Conn *c, bool json)
 	char	   *message = NULL;
 	int			counts[3] = {0, 0, 0};
 	int			worst;
+	const Finding *stale = NULL;
 	Buf			out;
 
 	scope.findings_only = true;
@@ -53,6 +57,11 @@ command_check(Conn *c, bool json)
 	for (int i = 0; i < s.nfindings; i++)
 		counts[severity_rank(s.findings[i].severity)]++;
 	worst = snapshot_worst(&s);
+	for (int i = 0; i < s.nfindings; i++)
+		if (s.findings[i].problem && strcmp(s.findings[i].problem, "sampler_stale") == 0)
+			stale = &s.findings[i];
+	if (stale && worst < 2)
+		worst = EXIT_UNKNOWN;
 
 	buf_init(&out);
 	if (json)
@@ -65,6 +74,11 @@ command_check(Conn *c, bool json)
 		buf_printf(&out, ", \"in_recovery\": %s, \"checked_at\": %.3f, \"findings_window\": ",
 				   c->in_recovery ? "true" : "false", s.taken);
 		buf_json_string(&out, s.findings_window);
+		if (stale)
+		{
+			buf_append(&out, ", \"error\": ");
+			buf_json_string(&out, "the sampler has stopped: the findings are blind since its last sample");
+		}
 		buf_printf(&out, ", \"counts\": {\"critical\": %d, \"warning\": %d, \"info\": %d}",
 				   counts[2], counts[1], counts[0]);
 		buf_append(&out, ", \"findings\": [");
@@ -95,6 +109,8 @@ command_check(Conn *c, bool json)
 	else
 	{
 		buf_printf(&out, "PG_CONTENTION %s - ", status_names[worst]);
+		if (stale)
+			buf_append(&out, "the sampler has stopped, the findings are blind since its last sample; ");
 		if (s.nfindings == 0)
 			buf_append(&out, "no findings");
 		else

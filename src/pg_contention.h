@@ -439,6 +439,8 @@ typedef struct PgcSamplerStatus
 	int64		profile_evictions;
 	int64		profile_samples;	/* all non-idle samples since reset */
 	int64		buckets_written;	/* completed buckets since reset */
+	TimestampTz last_tick_at;	/* 0: never */
+	TimestampTz next_tick_due;	/* when the worker will tick next; 0: unknown */
 } PgcSamplerStatus;
 
 extern Size pgc_sampler_shmem_size(void);

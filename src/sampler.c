@@ -26,7 +26,9 @@
  * and never wait for the worker to answer anything.  Reset (from any
  * backend) clears the stores under the exclusive lock and bumps
  * reset_generation, so the worker drops its private index of the profile.
- * The status fields are written by the worker under the same lock.
+ * The status fields are written by the worker under the same lock; each
+ * tick also publishes when it ran and when the next one is due, so that a
+ * reader can tell a stopped sampler from a sleeping one.
  *
  * Memory: everything a tick allocates (statistics snapshots among it)
  * lives in a context reset after every tick.
@@ -660,8 +662,13 @@ read_horizon_xid_age(void)
 	return Max((int64) (int32) (next - horizon), 0);
 }
 
+/*
+ * One tick at "now"; next_due is when the loop will wake for the next one,
+ * published with the tick so that readers can tell a sampler that stopped
+ * (pg_contention_sampler_status.stale) from one that sleeps as planned.
+ */
 static void
-sampler_tick(TimestampTz now)
+sampler_tick(TimestampTz now, TimestampTz next_due)
 {
 	instr_time	start,
 				duration;
@@ -750,6 +757,8 @@ sampler_tick(TimestampTz now)
 	sampler->status.last_tick_us = us;
 	sampler->status.total_tick_us += us;
 	sampler->status.max_tick_us = Max(sampler->status.max_tick_us, us);
+	sampler->status.last_tick_at = now;
+	sampler->status.next_tick_due = next_due;
 	if (new_second)
 		sampler->status.memory_bytes = (int64) MemoryContextMemAllocated(TopMemoryContext, true);
 	LWLockRelease(sampler->lock);
@@ -768,12 +777,19 @@ sampler_exit(int code, Datum arg)
 	LWLockRelease(sampler->lock);
 }
 
+/*
+ * The settings in effect.  When sampling is on, the next tick is due within
+ * a period from now (the loop ticks at once after sampling is turned on).
+ */
 static void
 publish_settings(void)
 {
 	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
 	sampler->status.period_ms = pgc_sample_period;
 	sampler->status.enabled = pgc_sampler_enabled;
+	if (pgc_sampler_enabled)
+		sampler->status.next_tick_due = GetCurrentTimestamp() +
+			(TimestampTz) pgc_sample_period * 1000;
 	LWLockRelease(sampler->lock);
 }
 
@@ -858,14 +874,15 @@ pgc_sampler_main(Datum main_arg)
 		now = GetCurrentTimestamp();
 		if (pgc_sampler_enabled && now >= next_tick)
 		{
-			MemoryContext old = MemoryContextSwitchTo(tick_context);
+			MemoryContext old;
 
-			sampler_tick(now);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(tick_context);
 			next_tick += (TimestampTz) pgc_sample_period * 1000;
 			if (next_tick <= now)	/* fell behind: do not catch up */
 				next_tick = now + (TimestampTz) pgc_sample_period * 1000;
+			old = MemoryContextSwitchTo(tick_context);
+			sampler_tick(now, next_tick);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(tick_context);
 		}
 
 		/*

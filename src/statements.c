@@ -1434,8 +1434,8 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 	if (window_seconds <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("window must be at least one second: %d seconds", window_seconds),
-				 errhint("Pass a longer interval, or NULL for pg_contention.findings_window.")));
+				 errmsg("window_seconds must be at least 1, not %d", window_seconds),
+				 errhint("Pass the window's length in seconds.")));
 	tupstore = pgc_materialize(fcinfo, &recent_shape, &tupdesc);
 
 	memset(&key, 0, sizeof(key));

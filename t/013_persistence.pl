@@ -44,7 +44,14 @@ sub figures
 # pg_sleep, and some seconds of history.
 overflow(70);
 overflow(70);
-$node->safe_psql('postgres', 'SELECT pg_sleep(0.5)');
+# Slept until the sampler has seen a sleep (a busy machine can leave one
+# sleep unsampled): a poll, not a fixed spell.
+for (1 .. 100)
+{
+	$node->safe_psql('postgres', 'SELECT pg_sleep(0.5)');
+	last if $node->safe_psql('postgres',
+		"SELECT count(*) > 0 FROM pg_contention_waits WHERE wait_event = 'PgSleep'") eq 't';
+}
 ok($node->poll_query_until('postgres', 'SELECT count(*) >= 3 FROM pg_contention_history'),
 	'three seconds of history');
 my $before = figures();

@@ -189,10 +189,10 @@ $overflowed->query_safe("SET application_name = 'loader'; BEGIN;\n"
 	  . join('', map { "SAVEPOINT s$_; INSERT INTO side VALUES ($_);\n" } 1 .. 70));
 
 # The severity of the overflow comes from its cost: the warning bar (50,000
-# pg_subtrans lookups per second) lowered to 1,000 and the critical bar out
+# pg_subtrans lookups per second) lowered to 1 and the critical bar out
 # of reach, so the expected exit code does not depend on this machine's
 # speed (an assertion-enabled build is slow).
-my $pinned = '-c pg_contention.subtrans_lookups_warning=1000 -c pg_contention.subtrans_wait_critical=100';
+my $pinned = '-c pg_contention.subtrans_lookups_warning=1 -c pg_contention.subtrans_wait_critical=100';
 {
 	local $ENV{PGOPTIONS} = $pinned;
 	ok($node->poll_query_until('postgres',
@@ -249,7 +249,8 @@ while ($page =~ /<svg id="chart-(\w+)" [^>]*data-max="([^"]+)" data-points="(\d+
 }
 is_deeply([ sort keys %chart_max ], [qw(active horizon lookups overflowed)], 'four charts');
 ok($chart_max{overflowed} >= 1, 'the overflowed-backends chart shows the overflow');
-ok($chart_max{lookups} > 1000, 'the lookups chart shows the pg_subtrans lookups');
+# Any: the most lookups in one second depends on the machine's speed.
+ok($chart_max{lookups} > 0, 'the lookups chart shows the pg_subtrans lookups');
 ok($chart_max{horizon} >= 100, 'the horizon chart shows the held horizon\'s age');
 ok($chart_max{active} > 0, 'the wait-class chart shows active backends');
 like($page, qr{<g class="series" data-series="(LWLock|CPU)" data-max="[1-9]}, 'a wait class is stacked');
@@ -314,7 +315,7 @@ SKIP:
 	};
 	my $until = sub {
 		my ($re) = @_;
-		for (1 .. 300)
+		for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
 		{
 			my $s = $screen->();
 			return $s if $s =~ $re;
@@ -361,7 +362,7 @@ SKIP:
 
 	system(@tmux, 'send-keys', '-t', 'pgc', 'q');
 	my $gone = 0;
-	for (1 .. 100)
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
 	{
 		if (system(@tmux, 'has-session', '-t', 'pgc') != 0)
 		{
