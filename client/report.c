@@ -9,6 +9,10 @@
  *		overflowed backends, the xmin horizon's age), and the evidence
  *		tables.
  *
+ * Texts from the server are escaped as util.c says: in the page, each one
+ * is also isolated from the page's direction (<bdi>); in --text, lines and
+ * tabs are kept and every other control is shown escaped.
+ *
  *-------------------------------------------------------------------------
  */
 #include "client.h"
@@ -45,11 +49,15 @@ static const char *const page_style =
 ".none{color:#666;font-style:italic}footer{margin-top:28px;color:#777;font-size:12px}\n"
 "@media print{body{margin:0;max-width:none}h2{break-after:avoid}.finding{background:none}}\n";
 
+/*
+ * Every text from the server is escaped (buf_html) and isolated in a <bdi>:
+ * a right-to-left override in a name cannot reorder the rest of the line.
+ */
 static void
 cell(Buf *b, const char *text)
 {
 	buf_append(b, "<td>");
-	buf_html(b, text);
+	buf_html_isolated(b, text);
 	buf_append(b, "</td>");
 }
 
@@ -65,7 +73,7 @@ static void
 cell_query(Buf *b, const char *text)
 {
 	buf_append(b, "<td class=\"q\">");
-	buf_html(b, text);
+	buf_html_isolated(b, text);
 	buf_append(b, "</td>");
 }
 
@@ -115,13 +123,13 @@ html_findings(Buf *b, const Snapshot *s)
 		buf_append(b, "\"><h3><span class=\"sev\">");
 		buf_html(b, f->severity);
 		buf_append(b, "</span> ");
-		buf_html(b, f->problem);
+		buf_html_isolated(b, f->problem);
 		buf_append(b, "</h3>\n<p class=\"subject\">");
-		buf_html(b, f->subject);
+		buf_html_isolated(b, f->subject);
 		buf_append(b, "</p>\n<p class=\"evidence\">");
-		buf_html(b, f->evidence);
+		buf_html_isolated(b, f->evidence);
 		buf_append(b, "</p>\n<p class=\"advice\"><b>What to do:</b> ");
-		buf_html(b, f->advice);
+		buf_html_isolated(b, f->advice);
 		buf_append(b, "</p>\n<p class=\"meta\">Since ");
 		buf_html(b, f->since ? f->since : "unknown");
 		buf_append(b, "</p>\n");
@@ -129,7 +137,7 @@ html_findings(Buf *b, const Snapshot *s)
 		{
 			/* For machines: folded away, the evidence says it in words. */
 			buf_append(b, "<details><summary>Details (JSON)</summary><pre class=\"details\">");
-			buf_html(b, f->details);
+			buf_html_isolated(b, f->details);
 			buf_append(b, "</pre></details>\n");
 		}
 		buf_append(b, "</section>\n");
@@ -409,13 +417,13 @@ report_html(Conn *c, const char *path)
 	buf_append(&b, "</title>\n<style>\n");
 	buf_append(&b, page_style);
 	buf_append(&b, "</style>\n</head>\n<body>\n<h1>pg_contention report</h1>\n<p class=\"meta\">");
-	buf_html(&b, c->target);
+	buf_html_isolated(&b, c->target);
 	buf_append(&b, ", PostgreSQL ");
-	buf_html(&b, c->server_version);
+	buf_html_isolated(&b, c->server_version);
 	buf_printf(&b, " (%s), at ", c->in_recovery ? "hot standby" : "primary");
 	buf_html(&b, when);
 	buf_append(&b, "; findings over the last ");
-	buf_html(&b, s.findings_window);
+	buf_html_isolated(&b, s.findings_window);
 	buf_append(&b, s.sampler_running ? "." : "; <b>the sampler is not running</b>: "
 			   "no history or wait figures.");
 	buf_append(&b, "</p>\n");
@@ -460,7 +468,11 @@ report_text(Conn *c)
 		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
 		return EXIT_UNKNOWN;
 	}
-	fputs(PQgetvalue(res, 0, 0), stdout);
+	/* Server text: lines kept, every other control shown escaped. */
+	buf_init(&sql);
+	buf_text_lines(&sql, PQgetvalue(res, 0, 0));
+	fputs(sql.data, stdout);
+	buf_free(&sql);
 	PQclear(res);
 	return fflush(stdout) == 0 ? 0 : EXIT_UNKNOWN;
 }
