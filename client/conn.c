@@ -83,6 +83,7 @@ conn_open(Conn *c, char **message)
 	int			major = 0,
 				minor = 0;
 	const char *host;
+	const char *server_encoding;
 
 	*message = NULL;
 	c->conn = PQconnectdbParams(c->keywords, c->values, 1);
@@ -97,9 +98,15 @@ conn_open(Conn *c, char **message)
 
 	/*
 	 * Every text in UTF-8, whatever the database's encoding: the client
-	 * escapes what it shows, and JSON is UTF-8.
+	 * escapes what it shows, and JSON is UTF-8.  From a SQL_ASCII database,
+	 * which cannot convert, the bytes as they are: the server would refuse
+	 * a result with a byte that is not UTF-8 (an error for the whole
+	 * query), and the client escapes such bytes itself.
 	 */
-	if (PQsetClientEncoding(c->conn, "UTF8") != 0)
+	server_encoding = PQparameterStatus(c->conn, "server_encoding");
+	if (PQsetClientEncoding(c->conn, server_encoding &&
+							strcmp(server_encoding, "SQL_ASCII") == 0 ?
+							"SQL_ASCII" : "UTF8") != 0)
 	{
 		*message = first_line(PQerrorMessage(c->conn));
 		return CONN_QUERY_FAILED;

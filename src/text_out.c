@@ -14,7 +14,10 @@
  * - from the reader's own encoding, from SQL_ASCII, from a database
  *   dropped since (its encoding unknown), or read in SQL_ASCII: every
  *   character valid in the reader's encoding as it is, any other byte as
- *   the text \xNN;
+ *   the text \xNN.  Read in SQL_ASCII, the encoding that must hold is the
+ *   client's: the server checks what it sends a client against the
+ *   client's encoding when it cannot convert, and fails the whole query
+ *   on one invalid byte;
  * - from another encoding: converted (PostgreSQL's default conversion,
  *   without raising an error), invalid bytes and characters the reader's
  *   encoding lacks as \xNN, one per byte of the source; with no
@@ -139,9 +142,11 @@ pgc_text_datum(const char *s, Oid source_dbid)
 
 	reader = GetDatabaseEncoding();
 	source = database_encoding(source_dbid);
+	if (reader == PG_SQL_ASCII)
+		reader = pg_get_client_encoding();
 	initStringInfo(&buf);
 	if (source == reader || source < 0 || source == PG_SQL_ASCII ||
-		reader == PG_SQL_ASCII)
+		reader == PG_SQL_ASCII || GetDatabaseEncoding() == PG_SQL_ASCII)
 	{
 		if (pg_verify_mbstr(reader, s, len, true))
 			return PointerGetDatum(cstring_to_text_with_len(s, len));
