@@ -253,9 +253,10 @@ ok($chart_max{lookups} > 1000, 'the lookups chart shows the pg_subtrans lookups'
 ok($chart_max{horizon} >= 100, 'the horizon chart shows the held horizon\'s age');
 ok($chart_max{active} > 0, 'the wait-class chart shows active backends');
 like($page, qr{<g class="series" data-series="(LWLock|CPU)" data-max="[1-9]}, 'a wait class is stacked');
-like($page, qr{<section class="finding critical"><h3><span class="sev">critical</span> dead_tuple_index_scan</h3>},
+# (Every text from the server in a <bdi>, isolated from the page's direction.)
+like($page, qr{<section class="finding critical"><h3><span class="sev">critical</span> <bdi>dead_tuple_index_scan</bdi></h3>},
 	'the critical finding is on the page');
-like($page, qr{<td class="n">$overflowed_pid</td>.*?<td class="n">64</td><td>yes</td>}s,
+like($page, qr{<td class="n">$overflowed_pid</td>.*?<td class="n">64</td><td><bdi>yes</bdi></td>}s,
 	'the overflowed backend is in the evidence table');
 ($rc, $out) = client('report', '--text');
 like($out, qr/^pg_contention report at .*== Findings \(\d+\).*== The last 60 seconds .* xmin age$/ms,
