@@ -396,7 +396,7 @@ buf_html_isolated(Buf *b, const char *s)
  * bidirectional controls as \uXXXX (the same string, and safe to print); a
  * byte that is not UTF-8 as the text "\xff" (JSON is UTF-8: such a byte
  * has no escape).  quote_backslash: '"' and '\' escaped too (a string we
- * write, not the inside of one the server wrote).
+ * write); without it, a document the server wrote: its white space stays.
  */
 static void
 buf_json_chars(Buf *b, const char *s, bool quote_backslash)
@@ -413,6 +413,8 @@ buf_json_chars(Buf *b, const char *s, bool quote_backslash)
 			buf_appendn(b, "\\", 1);
 			buf_appendn(b, s, 1);
 		}
+		else if (!quote_backslash && (ch == '\n' || ch == '\t' || ch == '\r'))
+			buf_appendn(b, s, 1);	/* the document's white space */
 		else if (ch == '\n')
 			buf_append(b, "\\n");
 		else if (ch == '\t')

@@ -97,7 +97,7 @@ static void
 append_converted(StringInfo buf, Oid proc, int source, int reader,
 				 const char *s, int len)
 {
-	int			destlen = len * MAX_CONVERSION_GROWTH + 1;
+	int			destlen = (len + 1) * MAX_CONVERSION_GROWTH + 1;
 	char	   *dest = palloc(destlen);
 
 	while (len > 0)
