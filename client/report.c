@@ -9,9 +9,10 @@
  *		overflowed backends, the xmin horizon's age), and the evidence
  *		tables.
  *
- * Texts from the server are escaped as util.c says: in the page, each one
- * is also isolated from the page's direction (<bdi>); in --text, lines and
- * tabs are kept and every other control is shown escaped.
+ * Texts from the server are escaped as util.c says: in the page, those
+ * inline among the page's own words are also isolated from its direction
+ * (<bdi>); in --text, lines and tabs are kept and every other control is
+ * shown escaped.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,14 +51,17 @@ static const char *const page_style =
 "@media print{body{margin:0;max-width:none}h2{break-after:avoid}.finding{background:none}}\n";
 
 /*
- * Every text from the server is escaped (buf_html) and isolated in a <bdi>:
- * a right-to-left override in a name cannot reorder the rest of the line.
+ * Every text from the server is escaped (buf_html: its controls and
+ * bidirectional controls shown as \x1b, \u202e).  A table cell, a
+ * paragraph and a <pre> are blocks, each a bidirectional paragraph of its
+ * own: nothing in one reorders text outside it.  Server text inline among
+ * the page's own words is isolated in a <bdi> (buf_html_isolated).
  */
 static void
 cell(Buf *b, const char *text)
 {
 	buf_append(b, "<td>");
-	buf_html_isolated(b, text);
+	buf_html(b, text);
 	buf_append(b, "</td>");
 }
 
@@ -73,7 +77,7 @@ static void
 cell_query(Buf *b, const char *text)
 {
 	buf_append(b, "<td class=\"q\">");
-	buf_html_isolated(b, text);
+	buf_html(b, text);
 	buf_append(b, "</td>");
 }
 
@@ -125,9 +129,9 @@ html_findings(Buf *b, const Snapshot *s)
 		buf_append(b, "</span> ");
 		buf_html_isolated(b, f->problem);
 		buf_append(b, "</h3>\n<p class=\"subject\">");
-		buf_html_isolated(b, f->subject);
+		buf_html(b, f->subject);
 		buf_append(b, "</p>\n<p class=\"evidence\">");
-		buf_html_isolated(b, f->evidence);
+		buf_html(b, f->evidence);
 		buf_append(b, "</p>\n<p class=\"advice\"><b>What to do:</b> ");
 		buf_html_isolated(b, f->advice);
 		buf_append(b, "</p>\n<p class=\"meta\">Since ");
@@ -137,7 +141,7 @@ html_findings(Buf *b, const Snapshot *s)
 		{
 			/* For machines: folded away, the evidence says it in words. */
 			buf_append(b, "<details><summary>Details (JSON)</summary><pre class=\"details\">");
-			buf_html_isolated(b, f->details);
+			buf_html(b, f->details);
 			buf_append(b, "</pre></details>\n");
 		}
 		buf_append(b, "</section>\n");

@@ -108,7 +108,14 @@ append_converted(StringInfo buf, Oid proc, int source, int reader,
 		appendStringInfoString(buf, dest);
 		s += done;
 		len -= done;
-		if (len > 0)
+		if (len > 0 && !IS_HIGHBIT_SET(*s))
+		{
+			/* ASCII, the same in both (where nothing is converted: PG13) */
+			appendStringInfoChar(buf, *s);
+			s++;
+			len--;
+		}
+		else if (len > 0)
 		{
 			/* A character the reader's encoding lacks: its bytes. */
 			int			l = Min(pg_encoding_mblen(source, s), len);
