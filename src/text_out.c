@@ -73,13 +73,18 @@ append_byte_escape(StringInfo buf, const char *s, int n)
  * other byte as \xNN (ascii_only: every byte beyond ASCII).
  */
 static void
-append_valid(StringInfo buf, const char *s, int len, int encoding, bool ascii_only)
+append_valid(StringInfo buf, const char *s, int len, int encoding,
+			 bool ascii_only)
 {
 	while (len > 0)
 	{
-		int			l = 1;
+		int			l;
 
-		if (ascii_only ? IS_HIGHBIT_SET(*s) : (l = pgc_verify_char(encoding, s, len)) <= 0)
+		if (ascii_only)
+			l = IS_HIGHBIT_SET(*s) ? -1 : 1;
+		else
+			l = pgc_verify_char(encoding, s, len);
+		if (l <= 0)
 		{
 			append_byte_escape(buf, s, 1);
 			s++;
