@@ -67,8 +67,8 @@ my $plain_pid = $plain->query_safe('SELECT pg_backend_pid()');
 $plain_pid =~ s/\s+//g;
 # (query_until: nothing of psql's own is sent after the last statement.)
 $plain->query_until(qr/hostile sent/, "BEGIN;\n"
-	  . join('', map { qq{SAVEPOINT s$_; INSERT INTO "$table" (k) VALUES ($_) /* | $osc $c1 */;\n} } 1 .. 70)
-	  . "SELECT '$cjk', '$osc', '$rlo reversed', '|';\n\\echo hostile sent\n");
+	  . join('', map { qq{SAVEPOINT s$_; INSERT INTO "$table" (k) VALUES ($_) /* | $c1 $osc */;\n} } 1 .. 70)
+	  . "SELECT '$c1', '$cjk', '$osc', '$rlo reversed', '|';\n\\echo hostile sent\n");
 
 # Dead index entries behind it, visited by a hostile statement.
 $node->safe_psql('postgres', qq{DELETE FROM "$table" WHERE k = 42});
@@ -143,7 +143,8 @@ SKIP:
 	IPC::Run::run([ $script, '-qec', $cmd, '/dev/null' ], '<', \undef, '>', \$out, '2>', \$err);
 	is($? >> 8, 0, 'top on a terminal exits 0') or diag($err);
 	my $screen = no_server_escapes($out, 'top on a terminal', 1);
-	like($screen, qr/\\x1b\]0;TITLE\\x07/, 'top shows the escape as text');
+	like($screen, qr/\\x1b\]0;TIT/, 'top shows the escape as text');
+	like($screen, qr/\\u009b/, 'top shows the C1 control as text');
 	like($screen, qr/\\u202e/, 'top shows the override as text');
 	my @too_wide = grep { columns($_) > 120 } split(/\n/, $screen);
 	is(scalar @too_wide, 0, 'every line of top fits in 120 columns') or diag(join("\n", @too_wide));
@@ -197,7 +198,7 @@ SKIP:
 	my $doc = eval { decode_json($out) };
 	ok($doc, 'check --json parses') or diag($out);
 	my ($overflow) = grep { $_->{problem} eq 'subxact_overflow' } @{ $doc->{findings} // [] };
-	like($overflow ? $overflow->{subject} : '', qr/\e\]0;TITLE\a/,
+	like($overflow ? $overflow->{subject} : '', qr/\| \x{9b} \e\]0;TIT/,
 		'check --json: the statement text as it is, escaped the JSON way');
 	(my $flat = $out) =~ s/\n//g;
 	unlike($flat, qr/[\x00-\x1f\x7f]|\xe2\x80\xae|\xc2[\x80-\x9f]/,
