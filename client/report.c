@@ -460,6 +460,7 @@ static int
 report_text(Conn *c)
 {
 	Buf			sql;
+	Buf			out;
 	PGresult   *res;
 	char	   *message = NULL;
 
@@ -473,10 +474,10 @@ report_text(Conn *c)
 		return EXIT_UNKNOWN;
 	}
 	/* Server text: lines kept, every other control shown escaped. */
-	buf_init(&sql);
-	buf_text_lines(&sql, PQgetvalue(res, 0, 0));
-	fputs(sql.data, stdout);
-	buf_free(&sql);
+	buf_init(&out);
+	buf_text_lines(&out, PQgetvalue(res, 0, 0));
+	fputs(out.data, stdout);
+	buf_free(&out);
 	PQclear(res);
 	return fflush(stdout) == 0 ? 0 : EXIT_UNKNOWN;
 }

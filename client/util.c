@@ -175,11 +175,23 @@ utf8_decode(const char *str, int *len)
 	if (s[0] < 0x80)
 		return s[0];
 	if (s[0] >= 0xC2 && s[0] <= 0xDF)
-		n = 2, cp = s[0] & 0x1F, min = 0x80;
+	{
+		n = 2;
+		cp = s[0] & 0x1F;
+		min = 0x80;
+	}
 	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-		n = 3, cp = s[0] & 0x0F, min = 0x800;
+	{
+		n = 3;
+		cp = s[0] & 0x0F;
+		min = 0x800;
+	}
 	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-		n = 4, cp = s[0] & 0x07, min = 0x10000;
+	{
+		n = 4;
+		cp = s[0] & 0x07;
+		min = 0x10000;
+	}
 	else
 		return -1;
 	for (int i = 1; i < n; i++)
