@@ -495,6 +495,10 @@ extern void pgc_copy_statement_text(char *dest, int destsize,
 									const char *source_text,
 									int stmt_location, int stmt_len);
 
+/* ---- text_out.c: stored texts, valid in the reader's encoding ---- */
+extern Datum pgc_text_datum(const char *s, Oid source_dbid);
+extern Datum pgc_masked_text_datum(bool visible, const char *s, Oid source_dbid);
+
 /* ---- srf.c: the SQL functions' result shapes ---- */
 
 /* A released version of the SQL objects, comparable: PGC_SQL_V(1, 3). */

@@ -162,8 +162,8 @@ typedef struct PgcStatementEntry
 static StatementsShared *stmts = NULL;
 static HTAB *statements = NULL;
 
-static void put_literals(const char *literals, bool visible, Datum *values,
-						 bool *nulls, int col);
+static void put_literals(const char *literals, bool visible, Oid dbid,
+						 Datum *values, bool *nulls, int col);
 
 /* This backend's cache of entry locations, see the header comment. */
 #define LOCAL_CACHE_SIZE	64
@@ -808,8 +808,7 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 		values[6] = Int64GetDatum(e->overflow_events);
 		values[7] = TimestampTzGetDatum(e->first_seen);
 		values[8] = TimestampTzGetDatum(e->last_seen);
-		values[9] = CStringGetTextDatum(visible ? e->query :
-										"<insufficient privilege>");
+		values[9] = pgc_masked_text_datum(visible, e->query, e->key.dbid);
 		values[10] = Int64GetDatum(e->rows);
 		values[11] = Int64GetDatum(e->shared_blks_hit);
 		values[12] = Int64GetDatum(e->shared_blks_read);
@@ -891,14 +890,13 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 			values[10] = Int64GetDatum(c->bitmap_scans);
 			values[11] = Int64GetDatum(c->other_entries_read);
 			values[12] = TimestampTzGetDatum(e->last_seen);
-			values[13] = CStringGetTextDatum(visible ? e->query :
-											 "<insufficient privilege>");
+			values[13] = pgc_masked_text_datum(visible, e->query, e->key.dbid);
 			values[14] = Int64GetDatum(e->indexes_untracked);
 			values[15] = Int64GetDatum(c->bitmap_lossy_pages);
 			/* The statement's worst execution in the recent periods. */
 			put_literals(e->current.literals_dead >= e->previous.literals_dead ?
 						 e->current.literals : e->previous.literals,
-						 visible, values, nulls, 16);
+						 visible, e->key.dbid, values, nulls, 16);
 			values[17] = CStringGetTextDatum(e->application_name);
 			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
@@ -1091,13 +1089,12 @@ recent_cache_gone(void *arg)
  * none were kept.
  */
 static void
-put_literals(const char *literals, bool visible, Datum *values, bool *nulls,
-			 int col)
+put_literals(const char *literals, bool visible, Oid dbid, Datum *values,
+			 bool *nulls, int col)
 {
 	nulls[col] = literals[0] == '\0';
 	if (!nulls[col])
-		values[col] = CStringGetTextDatum(visible ? literals :
-										  "<insufficient privilege>");
+		values[col] = pgc_masked_text_datum(visible, literals, dbid);
 }
 
 /* One index's executions in the periods: columns col to col + 10. */
@@ -1361,11 +1358,10 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 		values[11] = Int64GetDatum(sum.top_level_calls);
 		values[12] = Int64GetDatum(sum.shared_blks);
 		nulls[13] = nulls[14] = nulls[15] = true;
-		values[16] = CStringGetTextDatum(visible ? e->query :
-										 "<insufficient privilege>");
+		values[16] = pgc_masked_text_datum(visible, e->query, e->key.dbid);
 		for (int c = 17; c <= 27; c++)
 			nulls[c] = true;
-		put_literals(sum.literals, visible, values, nulls, 28);
+		put_literals(sum.literals, visible, e->key.dbid, values, nulls, 28);
 		if (several_apps)
 			nulls[29] = true;
 		else

@@ -323,8 +323,8 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 		else
 			nulls[7] = true;
 		values[8] = Int32GetDatum(ev->nesting_depth);
-		values[9] = CStringGetTextDatum(visible ? ev->query :
-										"<insufficient privilege>");
+		/* Captured in its database's encoding: made valid in ours. */
+		values[9] = pgc_masked_text_datum(visible, ev->query, ev->dbid);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	if (copy)

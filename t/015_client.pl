@@ -146,7 +146,7 @@ $node->wait_for_catchup($standby);
 	IPC::Run::run([ 'pg_contention', 'top', '-n', '1', @at ], '<', \undef, '>', \$o, '2>', \$e);
 	like($o, qr/^ pg_contention top .* PostgreSQL \d+\.\d+ standby /, 'standby: top says standby');
 	IPC::Run::run([ 'pg_contention', 'report', '--html', '-', @at ], '<', \undef, '>', \$o, '2>', \$e);
-	like($o, qr/<p class="meta">[^<]*\(hot standby\)/, 'standby: the report says hot standby');
+	like($o, qr{<p class="meta">(?:[^<]|</?bdi>)*\(hot standby\)}, 'standby: the report says hot standby');
 }
 $standby->stop;
 
@@ -254,7 +254,8 @@ ok($chart_max{lookups} > 0, 'the lookups chart shows the pg_subtrans lookups');
 ok($chart_max{horizon} >= 100, 'the horizon chart shows the held horizon\'s age');
 ok($chart_max{active} > 0, 'the wait-class chart shows active backends');
 like($page, qr{<g class="series" data-series="(LWLock|CPU)" data-max="[1-9]}, 'a wait class is stacked');
-like($page, qr{<section class="finding critical"><h3><span class="sev">critical</span> dead_tuple_index_scan</h3>},
+# (Server text among the page's own words in a <bdi>, isolated from its direction.)
+like($page, qr{<section class="finding critical"><h3><span class="sev">critical</span> <bdi>dead_tuple_index_scan</bdi></h3>},
 	'the critical finding is on the page');
 like($page, qr{<td class="n">$overflowed_pid</td>.*?<td class="n">64</td><td>yes</td>}s,
 	'the overflowed backend is in the evidence table');
