@@ -30,7 +30,12 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # (BENCHMARKS.md, issue 23).  The bitcode for the server's JIT is built
 # apart and is not affected.
 PG_CFLAGS = -Wall -Wmissing-prototypes -fvisibility=hidden -flto $(PGC_WERROR)
+# GCC: one partition (a small library; no warning about serial jobs).
+ifneq (,$(findstring gcc,$(CC)))
+SHLIB_LINK += -flto -flto-partition=one
+else
 SHLIB_LINK += -flto
+endif
 
 # Every test server is a temporary one with the library preloaded.
 REGRESS = $(sort $(notdir $(basename $(wildcard sql/*.sql))))
