@@ -21,7 +21,7 @@ restart_after_crash = on
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention; CREATE TABLE t (id int)');
-my $file = $node->data_dir . '/pg_stat/pg_contention.stat';
+my $file = $node->data_dir . '/pg_stat_tmp/pg_contention.stat';
 
 sub overflow
 {
@@ -151,7 +151,7 @@ is($node->safe_psql('postgres',
 	'a ring of two keeps two events');
 is($node->safe_psql('postgres', 'SELECT events_written, events_dropped FROM pg_contention_info'),
 	'4|2', 'and counts the other two as dropped');
-ok($node->log_contains(qr/pg_contention: kept 2 of the 4 overflow events in "pg_stat\/pg_contention.stat": the store is smaller now/, $log_offset),
+ok($node->log_contains(qr/pg_contention: kept 2 of the 4 overflow events in "pg_stat_tmp\/pg_contention.stat": the store is smaller now/, $log_offset),
 	'one LOG line says so');
 ok($node->log_contains(qr/DETAIL:  The file was written with max_events = 1000, max_statements = 5000/, $log_offset),
 	'with the sizes the file was written with');
@@ -167,7 +167,7 @@ sub start_with_file
 	close $fh;
 	my $offset = -s $node->logfile;
 	$node->start;
-	ok($node->log_contains(qr/pg_contention: ignored "pg_stat\/pg_contention.stat": $why/, $offset),
+	ok($node->log_contains(qr/pg_contention: ignored "pg_stat_tmp\/pg_contention.stat": $why/, $offset),
 		"$name: ignored, with the reason in the log");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'), '0',
 		"$name: the server started with empty stores");
