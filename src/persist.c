@@ -3,13 +3,18 @@
  * persist.c
  *		The stores' file: events, statements (with their index counters),
  *		the wait profile and the history are written to
- *		pg_stat/pg_contention.stat at shutdown by the postmaster and every
- *		pg_contention.save_interval by the sampler, and read back when the
- *		postmaster creates shared memory: at start, and after a crash.
+ *		pg_stat_tmp/pg_contention.stat at shutdown by the postmaster and
+ *		every pg_contention.save_interval by the sampler, and read back when
+ *		the postmaster creates shared memory: at start, and after a crash.
+ *		pg_basebackup and pg_rewind copy nothing of pg_stat_tmp, and the
+ *		file names the data directory that wrote it: a copy of the data
+ *		directory starts with empty stores (see data_directory_identity).
  *
- * The file (format 2): a header (magic, format version, PostgreSQL major
+ * The file (format 3): a header (magic, format version, PostgreSQL major
  * version, when it was written, the last reset, the stores' sizes then,
- * the number of sections), each persisted store's records one section
+ * the number of sections, the data directory's identity; formats 1 and 2
+ * had no identity and were written to pg_stat/, where they are still
+ * read), each persisted store's records one section
  * after the other, a directory with one entry per section (its id, the
  * size of its fixed record part, the record count, its bytes), then a
  * CRC-32C of everything before it.  The directory comes last so that the
@@ -28,10 +33,19 @@
  * file.  Memory while saving does not grow with the stores: each store
  * copies a bounded batch at a time (see PgcStore.save).
  *
- * Failures: a file that is missing, short, corrupt, or of another format
- * or major version is ignored with one LOG line; a section with records
- * of another size is skipped; a store smaller than the file keeps what
- * fits, and says so.  Nothing here can stop the server from starting.  A
+ * Loading trusts nothing in the file: it is never read whole into memory
+ * (checked, then streamed through a fixed buffer by bytes.c's reader), a
+ * file larger than stores of the sizes it names can write is not read at
+ * all, and each store checks every field of its records against what it
+ * can hold (pgc_fix_*: counters, times, strings; its own rules for
+ * counts, ring positions and keys), clamping or skipping what does not
+ * fit; one LOG line per section says how many.
+ *
+ * Failures: a file that is missing, short, corrupt, too large, of another
+ * format, major version or data directory is ignored with one LOG line; a
+ * section with records of another size is skipped; a store smaller than
+ * the file keeps what fits, and says so.  Nothing here can stop the
+ * server from starting.  A
  * save that fails (no space, no permission, out of memory, any ERROR
  * inside) is one LOG line and keeps the previous file: it is never an
  * ERROR in the sampler, whose loop must go on, nor a FATAL in the

@@ -148,8 +148,12 @@ typedef struct PgcStore
 	void		(*save) (PgcWriter *writer, bool take_locks, uint64 *count);
 
 	/*
-	 * Fill the empty store from the section (count records); *kept is how
-	 * many it kept.  Postmaster only, before any other process exists.
+	 * Fill the empty store from the section (count records, at most what
+	 * its bytes hold); *kept is how many it kept.  Every field read is
+	 * untrusted: check it against the store (pgc_fix_*), clamp or skip
+	 * what does not fit (counted in reader->fixed), and allocate no more
+	 * than the store's own size.  Postmaster only, before any other
+	 * process exists.
 	 */
 	void		(*load) (PgcReader *reader, uint64 count, uint64 *kept);
 } PgcStore;

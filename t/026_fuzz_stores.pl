@@ -4,8 +4,8 @@
 # section's leading counters set to 0, -1, INT64_MAX, INT32_MAX and huge
 # lengths; every 4- and 8-byte field of each section's first and last
 # record) and at random (bytes flipped, a fixed seed), with the CRC-32C
-# recomputed so that the loader reads it.  On each the server starts, an
-# overflow is written, every view, the findings and the report are read
+# recomputed so that the loader reads it.  On each the server starts, two
+# overflows are written, every view, the findings and the report are read
 # under a statement_timeout: no crash, no PANIC, no hang, no error.  A
 # file far larger than the stores (sparse, 64 GB) is refused with one LOG
 # line and the server starts.
@@ -125,7 +125,7 @@ for my $s (@sections)
 
 my $INT64_MAX = '9223372036854775807';
 my @values8 = (pack('q<', 0), pack('q<', -1), pack('Q<', $INT64_MAX), pack('q<', 2147483647),
-	pack('q<', 4294967296), pack('q<', -9223372036854775807 - 1));
+	pack('q<', 4294967296));
 my @values4 = (pack('l<', 0), pack('l<', -1), pack('l<', 2147483647), pack('l<', -2147483648));
 
 my @cases;    # [ name, file ]
@@ -161,10 +161,11 @@ for my $f (@fields)
 my $structural = scalar(@cases);
 
 # Every field of each section's first and last record: case k sets, in
-# every section, the 8-byte fields k, k + 60, ... of the first record and
-# the 4-byte ones of the last, a value each in turn (the sections load
-# independently, so each case tests all four).
-my $stride = 60;
+# every section, the 8-byte fields k, k + 40, ... of the first record and
+# the second 4-byte halves of the same fields of the last record, a value
+# each in turn (the sections load independently, so each case tests all
+# four).
+my $stride = 40;
 for my $k (0 .. $stride - 1)
 {
 	my @edits;
@@ -189,7 +190,7 @@ for my $k (0 .. $stride - 1)
 
 # At random: a fixed seed, one to eight bytes flipped anywhere.
 srand(26);
-for my $k (1 .. 120)
+for my $k (1 .. 40)
 {
 	my @edits = map { my $at = int(rand(length($good) - 4)); [ $at, chr(int(rand(256))) ] }
 	  1 .. 1 + int(rand(8));
@@ -204,11 +205,12 @@ $views = $node->safe_psql('postgres', q{
 	SELECT string_agg(format('SELECT count(*), max(md5(v::text)) FROM %I v;', viewname), E'\n' ORDER BY viewname)
 	  FROM pg_views WHERE viewname LIKE 'pg\_contention\_%'});
 $node->stop;
+# Two overflows: the second is the one a count written wrapped by the
+# first would put outside the ring.
 my $read_sql = "SET statement_timeout = '20s';\n"
-  . overflow_sql()
+  . overflow_sql() . overflow_sql()
   . $views . "\n"
   . "SELECT count(*), max(md5(f::text)) FROM pg_contention_findings() f;\n"
-  . "SELECT md5(pg_contention_report());\n"
   . "SELECT md5(pg_contention_report('1 day'));\n";
 
 my @failed;
@@ -226,16 +228,24 @@ for my $case (@cases)
 		push @failed, "$name: the server did not start";
 		last;
 	}
-	my ($stdout, $stderr) = ('', '');
+	my ($stdout, $stderr, $timed_out) = ('', '', 0);
 	my $rc = $node->psql('postgres', $read_sql, stdout => \$stdout, stderr => \$stderr,
-		on_error_stop => 0, timeout => 60);
+		on_error_stop => 0, timeout => 60, timed_out => \$timed_out);
 	my $log = slurp_file($node->logfile, $offset);
-	push @failed, "$name: psql exited with $rc: $stderr" if $rc != 0;
+	my $failures = @failed;
+	push @failed, "$name: the reads hung" if $timed_out;
+	push @failed, "$name: psql exited with $rc: $stderr" if !$timed_out && $rc != 0;
 	push @failed, "$name: $1" if $stderr =~ /(ERROR:.*)/;
 	push @failed, "$name: the log says $1"
 	  if $log =~ /(terminated by signal \d+|PANIC:.*|TRAP:.*|stuck spinlock.*)/;
-	$node->stop('fast', fail_ok => 1);
-	last if @failed > 10;
+	if (@failed > $failures)
+	{
+		# A server in trouble may not stop cleanly; the next file is ours.
+		$node->stop('immediate', fail_ok => 1);
+		last if @failed > 5;
+		next;
+	}
+	$node->stop('fast');
 }
 my $elapsed = time - $started;
 is(join("\n", @failed), '', scalar(@cases) . " mutated files ($structural field by field): no crash, no PANIC, no hang, no error");
