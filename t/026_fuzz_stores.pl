@@ -274,8 +274,10 @@ print $out $good;
 close $out;
 $offset = -s $node->logfile;
 $node->start;
-ok($node->log_contains(qr/pg_contention: loaded 2 overflow events, \d+ statements/, $offset),
+ok($node->log_contains(qr/pg_contention: loaded 2 overflow events, \d+ statements, \d+ wait profile entries, \d+ seconds of history/, $offset),
 	'the unmutated file loads');
+ok(!$node->log_contains(qr/pg_contention: .*(implausible|skipped|ignored|end early|kept \d+ of)/, $offset),
+	'with nothing clamped, skipped or left out');
 $node->stop;
 
 done_testing();
