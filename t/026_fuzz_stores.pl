@@ -126,7 +126,7 @@ for my $s (@sections)
 my $INT64_MAX = '9223372036854775807';
 my @values8 = (pack('q<', 0), pack('q<', -1), pack('Q<', $INT64_MAX), pack('q<', 2147483647),
 	pack('q<', 4294967296));
-my @values4 = (pack('l<', 0), pack('l<', -1), pack('l<', 2147483647), pack('l<', -2147483648));
+my @values4 = (pack('l<', 0), pack('l<', -1), pack('l<', 2147483647));
 
 my @cases;    # [ name, file ]
 sub mutate
@@ -161,11 +161,11 @@ for my $f (@fields)
 my $structural = scalar(@cases);
 
 # Every field of each section's first and last record: case k sets, in
-# every section, the 8-byte fields k, k + 40, ... of the first record and
+# every section, the 8-byte fields k, k + 30, ... of the first record and
 # the second 4-byte halves of the same fields of the last record, a value
 # each in turn (the sections load independently, so each case tests all
 # four).
-my $stride = 40;
+my $stride = 30;
 for my $k (0 .. $stride - 1)
 {
 	my @edits;
@@ -190,7 +190,7 @@ for my $k (0 .. $stride - 1)
 
 # At random: a fixed seed, one to eight bytes flipped anywhere.
 srand(26);
-for my $k (1 .. 40)
+for my $k (1 .. 30)
 {
 	my @edits = map { my $at = int(rand(length($good) - 4)); [ $at, chr(int(rand(256))) ] }
 	  1 .. 1 + int(rand(8));
@@ -203,7 +203,7 @@ my $views;
 $node->start;
 $views = $node->safe_psql('postgres', q{
 	SELECT string_agg(format('SELECT count(*), max(md5(v::text)) FROM %I v;', viewname), E'\n' ORDER BY viewname)
-	  FROM pg_views WHERE viewname LIKE 'pg\_contention\_%'});
+	  FROM pg_views WHERE viewname LIKE 'pg\_contention\_%' AND viewname <> 'pg_contention_findings'});
 $node->stop;
 # Two overflows: the second is the one a count written wrapped by the
 # first would put outside the ring.
