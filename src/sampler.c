@@ -987,6 +987,13 @@ pgc_profile_save(PgcWriter *writer, bool take_locks, uint64 *count)
 	pfree(batch);
 }
 
+static int
+compare_profile_keys(const void *a, const void *b)
+{
+	return memcmp(&((const PgcProfileEntry *) a)->key,
+				  &((const PgcProfileEntry *) b)->key, sizeof(PgcProfileKey));
+}
+
 /* The least sampled at the root: profile[] is the heap while loading. */
 static void
 profile_sift_down(PgcProfileEntry *heap, uint64 n, uint64 i)
@@ -1027,11 +1034,11 @@ profile_sift_up(PgcProfileEntry *heap, uint64 i)
 /*
  * Put the saved profile back, the most sampled entries when the profile
  * is smaller now (the rest count as evictions): profile[] itself is the
- * heap that keeps them, so the load allocates no more than an index to
- * merge the entries of one key (a file the worker did not write could
- * repeat a key).  Counters are clamped to [0, PGC_COUNTER_MAX], an entry
- * without samples is skipped, and the samples since reset are at least
- * those of the entries.  Postmaster only, before the worker exists: no
+ * heap that keeps them, so the load allocates nothing; then sorted by
+ * key, so that the entries of one key (a file the worker did not write
+ * could repeat one) are merged.  Counters are clamped to [0,
+ * PGC_COUNTER_MAX], an entry without samples is skipped, and the samples
+ * since reset are at least those of the entries.  Postmaster only, before the worker exists: no
  * lock; the worker builds its index of the profile when it starts.
  */
 void
@@ -1044,8 +1051,7 @@ pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept)
 	uint64		read = 0;
 	uint64		most = (uint64) pgc_max_profile_entries;
 	uint64		merged = 0;
-	HTAB	   *keys;
-	HASHCTL		ctl;
+	uint64		kept_n = 0;
 
 	*kept = 0;
 	if (!pgc_read_bytes(reader, &evictions, sizeof(evictions)) ||
@@ -1078,37 +1084,22 @@ pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept)
 		}
 	}
 
-	/* One entry per key: merge repeated ones. */
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(PgcProfileKey);
-	ctl.entrysize = sizeof(PgcProfileEntry);
-	keys = hash_create("pg_contention profile load", Max(n, 1), &ctl,
-					   HASH_ELEM | HASH_BLOBS);
+	/* One entry per key: sorted by key, repeated ones merged. */
+	qsort(profile, n, sizeof(PgcProfileEntry), compare_profile_keys);
 	for (uint64 i = 0; i < n; i++)
 	{
-		bool		found;
-		PgcProfileEntry *e = hash_search(keys, &profile[i].key, HASH_ENTER, &found);
-
-		if (found)
+		if (kept_n > 0 &&
+			memcmp(&profile[kept_n - 1].key, &profile[i].key, sizeof(PgcProfileKey)) == 0)
 		{
-			e->samples = Min(e->samples + profile[i].samples, PGC_COUNTER_MAX);
+			profile[kept_n - 1].samples = Min(profile[kept_n - 1].samples + profile[i].samples,
+											  PGC_COUNTER_MAX);
 			merged++;
+			continue;
 		}
-		else
-			e->samples = profile[i].samples;
+		profile[kept_n++] = profile[i];
 	}
-	if (merged > 0)
-	{
-		HASH_SEQ_STATUS status;
-		PgcProfileEntry *e;
-
-		reader->fixed += merged;
-		n = 0;
-		hash_seq_init(&status, keys);
-		while ((e = hash_seq_search(&status)) != NULL)
-			profile[n++] = *e;
-	}
-	hash_destroy(keys);
+	reader->fixed += merged;
+	n = kept_n;
 	for (uint64 i = 0; i < n; i++)
 		sum = Min(sum + profile[i].samples, PGC_COUNTER_MAX);
 	*kept = n;
