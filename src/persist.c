@@ -83,7 +83,8 @@
  * 1.3 and earlier wrote pg_stat/, which they copy: read once from there,
  * removed by the first save.
  */
-#define PGC_SAVE_FILE		"pg_stat_tmp/pg_contention.stat"
+#define PGC_SAVE_DIR		"pg_stat_tmp"
+#define PGC_SAVE_FILE		PGC_SAVE_DIR "/pg_contention.stat"
 #define PGC_SAVE_FILE_TMP	PGC_SAVE_FILE ".tmp"
 #define PGC_LEGACY_FILE		"pg_stat/pg_contention.stat"
 #define PGC_FILE_MAGIC		0x50474331	/* "PGC1" */
@@ -232,6 +233,9 @@ write_file(bool take_locks, TimestampTz now)
 	}
 
 	save_fd = OpenTransientFile(PGC_SAVE_FILE_TMP, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
+	/* initdb makes pg_stat_tmp; should it be gone, make it again. */
+	if (save_fd < 0 && errno == ENOENT && MakePGDirectory(PGC_SAVE_DIR) == 0)
+		save_fd = OpenTransientFile(PGC_SAVE_FILE_TMP, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
 	if (save_fd < 0)
 	{
 		ereport(LOG,
