@@ -74,13 +74,13 @@ my $copy = PostgreSQL::Test::Cluster->new('copy');
 $copy->init_from_backup($node, 'copy', has_streaming => 1);
 ok(!-e $copy->data_dir . '/pg_stat_tmp/pg_contention.stat', 'the base backup has no stores\' file');
 $copy->start;
-is($copy->safe_psql('postgres', q{
+is($copy->safe_psql('postgres', qq{
 	SELECT (SELECT count(*) FROM pg_contention_overflow_events) || ' events, '
 		|| (SELECT count(*) FROM pg_contention_statements WHERE query LIKE 'INSERT INTO t VALUES%') || ' inserts, '
 		|| (SELECT count(*) FROM pg_contention_waits WHERE wait_event = 'PgSleep') || ' sleeps, '
-		|| (SELECT count(*) FROM pg_contention_history WHERE bucket_start < pg_postmaster_start_time()) || ' earlier seconds, '
+		|| (SELECT count(*) FROM pg_contention_history WHERE bucket_start <= '$history_before') || ' seconds of the primary, '
 		|| (SELECT last_loaded IS NULL FROM pg_contention_info)}),
-	'0 events, 0 inserts, 0 sleeps, 0 earlier seconds, true',
+	'0 events, 0 inserts, 0 sleeps, 0 seconds of the primary, true',
 	'a new standby from a base backup: none of the primary\'s events, statements, profile or history');
 # Promoted, restarted: still none of them (its own saves are its own).
 $copy->promote;
