@@ -928,7 +928,7 @@ $$;
 --
 -- Pids recorded before the server's last start belong to a previous server
 -- run: the same number may now be another process.  The stores outlive
--- restarts (pg_stat/pg_contention.stat), so a rule that names a pid from
+-- restarts (pg_stat_tmp/pg_contention.stat), so a rule that names a pid from
 -- them says so: "before the restart at 14:02:11" when everything it saw
 -- (first_seen to last_seen) predates the start, "partly before the restart
 -- at ..." when some of it does, NULL otherwise.  The start is the later of
@@ -2377,7 +2377,7 @@ SELECT 'sampler_stale'::text AS problem, 'warning'::text AS severity,
 	   || 'old_snapshot_threshold_spinlock) cannot see what happened since, and their silence means nothing.' AS evidence,
 	   CASE WHEN s.running THEN
 			'Look at process ' || s.pid || ' (pg_stat_activity.backend_type pg_contention sampler, and the operating system: '
-			|| 'stopped by a signal or a debugger, swapping, a disk that hangs while it saves pg_stat/pg_contention.stat); '
+			|| 'stopped by a signal or a debugger, swapping, a disk that hangs while it saves pg_stat_tmp/pg_contention.stat); '
 			|| 'SELECT pg_terminate_backend(' || s.pid || ') makes the postmaster start a new one within a second.'
 	   ELSE 'The sampler exited and has not come back: the server log says why; the postmaster restarts it within a second unless it keeps failing.'
 	   END AS advice,

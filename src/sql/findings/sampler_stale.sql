@@ -38,7 +38,7 @@ SELECT 'sampler_stale'::text AS problem, 'warning'::text AS severity,
 	   || 'old_snapshot_threshold_spinlock) cannot see what happened since, and their silence means nothing.' AS evidence,
 	   CASE WHEN s.running THEN
 			'Look at process ' || s.pid || ' (pg_stat_activity.backend_type pg_contention sampler, and the operating system: '
-			|| 'stopped by a signal or a debugger, swapping, a disk that hangs while it saves pg_stat/pg_contention.stat); '
+			|| 'stopped by a signal or a debugger, swapping, a disk that hangs while it saves pg_stat_tmp/pg_contention.stat); '
 			|| 'SELECT pg_terminate_backend(' || s.pid || ') makes the postmaster start a new one within a second.'
 	   ELSE 'The sampler exited and has not come back: the server log says why; the postmaster restarts it within a second unless it keeps failing.'
 	   END AS advice,
