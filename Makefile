@@ -30,7 +30,6 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # (BENCHMARKS.md, issue 23).  The bitcode for the server's JIT is built
 # apart and is not affected.
 PG_CFLAGS = -Wall -Wmissing-prototypes -fvisibility=hidden -flto $(PGC_WERROR)
-SHLIB_LINK += -flto
 
 # Every test server is a temporary one with the library preloaded.
 REGRESS = $(sort $(notdir $(basename $(wildcard sql/*.sql))))
@@ -44,6 +43,14 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso results regression.diff
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The link step of the link-time optimisation; with GCC in one partition
+# (a small library: no warning about serial jobs).
+ifneq (,$(findstring gcc,$(notdir $(CC))))
+SHLIB_LINK += -flto -flto-partition=one
+else
+SHLIB_LINK += -flto
+endif
 
 .PHONY: sql regresscheck isolationcheck tapcheck
 sql:

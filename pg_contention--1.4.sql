@@ -351,8 +351,8 @@ GRANT SELECT ON @extschema@.pg_contention_history TO PUBLIC;
 -- ---- src/sql/sampler_status.sql ----
 
 --
--- The sampler (a background worker): whether it runs, its period, and
--- how many samples it has taken.
+-- The sampler (a background worker): whether it runs, its period, how
+-- many samples it has taken, when it last sampled and whether it is late.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT running boolean,
@@ -368,7 +368,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT profile_max integer,
 	OUT profile_evictions bigint,
 	OUT history_buckets integer,
-	OUT memory_bytes bigint
+	OUT memory_bytes bigint,
+	OUT last_tick_at timestamp with time zone,
+	OUT next_tick_due timestamp with time zone,
+	OUT stale boolean
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_sampler_status'
@@ -420,7 +423,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.rows,
 		   s.shared_blks_hit,
 		   s.shared_blks_read,
-		   ((s.shared_blks_hit + s.shared_blks_read)::double precision
+		   ((s.shared_blks_hit::double precision + s.shared_blks_read)
 			/ nullif(s.rows, 0)) AS blks_per_row,
 		   s.suboverflowed_calls,
 		   coalesce(w.subtrans_wait_samples, 0) AS subtrans_wait_samples,
@@ -450,9 +453,11 @@ GRANT SELECT ON @extschema@.pg_contention_statements TO PUBLIC;
 --
 -- old_snapshot_threshold (PostgreSQL 13-16): the server's state and the
 -- spinlock pressure figures, over a recent window and since the last reset.
+-- The window: window_seconds, 1 to pg_contention.history_seconds; NULL (the
+-- default) for 60 seconds, or the whole history when it keeps fewer.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_old_snapshot(
-	window_seconds integer DEFAULT 60,
+	window_seconds integer DEFAULT NULL,
 	OUT setting_minutes integer,
 	OUT enabled boolean,
 	OUT applicable boolean,
@@ -482,11 +487,11 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_old_snapshot(
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_old_snapshot'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_old_snapshot AS
 	SELECT pg_catalog.current_setting('old_snapshot_threshold', true) AS setting, o.*
-	  FROM @extschema@.pg_contention_old_snapshot(60) AS o;
+	  FROM @extschema@.pg_contention_old_snapshot() AS o;
 
 GRANT SELECT ON @extschema@.pg_contention_old_snapshot TO PUBLIC;
 
@@ -585,9 +590,10 @@ $$;
 -- ---- src/sql/findings/params.sql ----
 
 --
--- The findings' inputs that are not evidence: the window, the clock, the
--- server's role and version, and every threshold, read once per rule from
--- the pg_contention.* settings (a session can SET one to ask "what if").
+-- The findings' inputs that are not evidence: the window (checked: 1 s to
+-- 7 days), the clock, the server's role and version, and every threshold,
+-- read once per rule from the pg_contention.* settings (a session can SET
+-- one to ask "what if").
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 	window_length interval DEFAULT NULL,
@@ -617,10 +623,23 @@ LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 -- PL/pgSQL, not SQL: each rule calls it, and a SQL function returning a
 -- record is planned again at every call.
 AS $$
+DECLARE
+	seconds double precision;
 BEGIN
 	now := pg_catalog.clock_timestamp();
-	w_s := pg_catalog.date_part('epoch', coalesce(window_length,
-				pg_catalog.current_setting('pg_contention.findings_window', true)::interval))::integer;
+	-- Every rule, the findings, who pays and the report check the window
+	-- here.  Longer than 7 days adds nothing: the history keeps at most a
+	-- day, the statements two periods of at most a day.  Infinite
+	-- intervals (PostgreSQL 17 and later) have an infinite epoch.
+	seconds := pg_catalog.date_part('epoch', coalesce(window_length,
+				pg_catalog.current_setting('pg_contention.findings_window', true)::interval));
+	IF NOT (seconds >= 1 AND seconds <= 7 * 86400) THEN
+		RAISE EXCEPTION 'window_length must be between 1 second and 7 days, not %', window_length
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Pass NULL for pg_contention.findings_window (' ||
+						 pg_catalog.current_setting('pg_contention.findings_window', true) || ').';
+	END IF;
+	w_s := pg_catalog.round(seconds)::integer;
 	cutoff := now - pg_catalog.make_interval(secs => w_s);
 	w_text := @extschema@.pg_contention_duration(pg_catalog.make_interval(secs => w_s));
 	standby := pg_catalog.pg_is_in_recovery();
@@ -696,7 +715,7 @@ cost AS (
 		   coalesce(sum(h.xids_assigned), 0) AS xids_assigned,
 		   count(*) FILTER (WHERE h.subtrans_reader_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
-		   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples), 0) AS wait_samples,
+		   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
 	  FROM params, @extschema@.pg_contention_history() AS h
 	 WHERE h.bucket_start >= params.cutoff
@@ -869,7 +888,7 @@ $$;
 --
 -- Pids recorded before the server's last start belong to a previous server
 -- run: the same number may now be another process.  The stores outlive
--- restarts (pg_stat/pg_contention.stat), so a rule that names a pid from
+-- restarts (pg_stat_tmp/pg_contention.stat), so a rule that names a pid from
 -- them says so: "before the restart at 14:02:11" when everything it saw
 -- (first_seen to last_seen) predates the start, "partly before the restart
 -- at ..." when some of it does, NULL otherwise.  The start is the later of
@@ -962,6 +981,15 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+IF only_kind IS NOT NULL AND only_kind NOT IN ('suboverflowed_snapshots', 'dead_index_entries') THEN
+	RAISE EXCEPTION 'only_kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', only_kind
+		USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL returns both kinds.';
+END IF;
+IF pg_catalog.jsonb_typeof(culprits) IS DISTINCT FROM 'array' AND culprits IS NOT NULL THEN
+	RAISE EXCEPTION 'culprits must be a JSON array or NULL, not %', culprits
+		USING ERRCODE = 'invalid_parameter_value',
+			  HINT = 'Each element is an object {"culprit": key, "pids": [...], "query_ids": [...]}; NULL: every culprit.';
+END IF;
 IF pg_catalog.jsonb_typeof(culprits) = 'array' AND pg_catalog.jsonb_array_length(culprits) = 0 THEN
 	RETURN;
 END IF;
@@ -1125,6 +1153,14 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+IF pg_catalog.jsonb_typeof(culprit_pids) IS DISTINCT FROM 'array' AND culprit_pids IS NOT NULL THEN
+	RAISE EXCEPTION 'culprit_pids must be a JSON array of pids or NULL, not %', culprit_pids
+		USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL: every culprit of the kind.';
+END IF;
+IF pg_catalog.jsonb_typeof(culprit_query_ids) IS DISTINCT FROM 'array' AND culprit_query_ids IS NOT NULL THEN
+	RAISE EXCEPTION 'culprit_query_ids must be a JSON array of query ids or NULL, not %', culprit_query_ids
+		USING ERRCODE = 'invalid_parameter_value';
+END IF;
 RETURN QUERY
 SELECT v.kind, v.application_name, v.userid, v.usename, v.dbid, v.datname,
 	   v.query_id, v.query, v.indexrelid, v.executions, v.paid
@@ -1158,6 +1194,11 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+IF pg_contention_victims_texts.kind IS NOT NULL
+   AND pg_contention_victims_texts.kind NOT IN ('suboverflowed_snapshots', 'dead_index_entries') THEN
+	RAISE EXCEPTION 'kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', pg_contention_victims_texts.kind
+		USING ERRCODE = 'invalid_parameter_value';
+END IF;
 RETURN QUERY
 WITH v AS (
 	SELECT * FROM @extschema@.pg_contention_victims_of(window_length, culprits,
@@ -1607,7 +1648,7 @@ slru_findings AS (
 													  jsonb_array_elements(o.pids) AS p),
 							  'window_seconds', params.w_s) AS details,
 		   coalesce((SELECT min(h.bucket_start) FROM history AS h
-					  WHERE h.subtrans_slru_samples + h.subtrans_buffer_samples > 0
+					  WHERE h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples > 0
 						 OR h.subtrans_reader_lookups >= params.lookups_warning),
 					c.first_overflow_second) AS since
 	  FROM cost_text AS c, victims AS v, params
@@ -2254,6 +2295,62 @@ SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.sinc
 END
 $$;
 
+-- ---- src/sql/findings/sampler_stale.sql ----
+
+--
+-- Rule sampler_stale (warning): the sampler has not sampled when it said
+-- it would (pg_contention_sampler_status.stale): the wait profile and the
+-- per-second history stop at its last tick, so every finding that reads
+-- them is blind since.  It says so first among the warnings.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_sampler_stale(
+	window_length interval DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH params AS MATERIALIZED (
+	-- Only to check the argument as every rule does: staleness is now.
+	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+)
+SELECT 'sampler_stale'::text AS problem, 'warning'::text AS severity,
+	   'the pg_contention sampler' || CASE WHEN s.running THEN ' (pid ' || s.pid || ')'
+										   ELSE ' (not running)' END AS subject,
+	   CASE WHEN s.last_tick_at IS NULL THEN 'It has not sampled since the server started'
+			ELSE 'It last sampled at ' || pg_catalog.to_char(s.last_tick_at, 'HH24:MI:SS') || ', '
+				 || @extschema@.pg_contention_duration(params.now - s.last_tick_at) || ' ago' END
+	   || '; its next sample was due at ' || pg_catalog.to_char(s.next_tick_due, 'HH24:MI:SS')
+	   || ' (period ' || s.period_ms || ' ms).  The wait profile and the per-second history stop there: '
+	   || 'the findings that read them (subxact_overflow''s lookups, subtrans_slru_contention, '
+	   || 'old_snapshot_threshold_spinlock) cannot see what happened since, and their silence means nothing.' AS evidence,
+	   CASE WHEN s.running THEN
+			'Look at process ' || s.pid || ' (pg_stat_activity.backend_type pg_contention sampler, and the operating system: '
+			|| 'stopped by a signal or a debugger, swapping, a disk that hangs while it saves pg_stat_tmp/pg_contention.stat); '
+			|| 'SELECT pg_terminate_backend(' || s.pid || ') makes the postmaster start a new one within a second.'
+	   ELSE 'The sampler exited and has not come back: the server log says why; the postmaster restarts it within a second unless it keeps failing.'
+	   END AS advice,
+	   jsonb_build_object('pid', s.pid, 'last_tick_at', s.last_tick_at, 'next_tick_due', s.next_tick_due,
+						  'period_ms', s.period_ms,
+						  'seconds_since_last_tick',
+						  pg_catalog.round(pg_catalog.date_part('epoch', params.now - s.last_tick_at)::numeric, 1)) AS details,
+	   coalesce(s.last_tick_at, s.started_at) AS since
+  FROM @extschema@.pg_contention_sampler_status AS s, params
+ WHERE s.stale;
+END
+$$;
+
 -- ---- src/sql/findings/findings.sql ----
 
 --
@@ -2290,11 +2387,14 @@ WITH found AS (
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_sampler_stale(window_length)
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM found AS f
  ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
+		  -- A stale sampler first: it says how far to trust the rest.
 		  CASE f.problem
+			   WHEN 'sampler_stale' THEN -1
 			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
 			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
 			   WHEN 'hot_chain_scan' THEN 4
@@ -2324,13 +2424,15 @@ DECLARE
 	report text;
 	section text;
 	n integer;
+	w_s integer;
 BEGIN
+	-- The window, checked as the findings check it, before anything is read.
+	SELECT p.w_s INTO w_s FROM @extschema@.pg_contention_findings_params(window_length) AS p;
 	report := pg_catalog.format(E'pg_contention report at %s\nPostgreSQL %s, %s, findings window %s\n',
 		pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),
 		pg_catalog.current_setting('server_version'),
 		CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END,
-		@extschema@.pg_contention_duration(coalesce(window_length,
-			pg_catalog.current_setting('pg_contention.findings_window', true)::interval)));
+		@extschema@.pg_contention_duration(pg_catalog.make_interval(secs => w_s)));
 
 	SELECT count(*),
 		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   %s\n   Advice: %s\n   Since: %s',
@@ -2348,7 +2450,8 @@ BEGIN
 				@extschema@.pg_contention_shorten(s.query)), E'\n')
 	  INTO section
 	  FROM (SELECT * FROM @extschema@.pg_contention_statements
-			 ORDER BY shared_blks_hit + shared_blks_read DESC, suboverflowed_calls DESC
+			 -- numeric: counters loaded from a damaged file may be near 2^63.
+			 ORDER BY shared_blks_hit::numeric + shared_blks_read DESC, suboverflowed_calls DESC
 			 LIMIT 10) AS s;
 	report := report || E'\n== Top statements by buffers used, since the last reset\n'
 		|| pg_catalog.format('%10s %12s %10s %12s %8s  %s', 'calls', 'rows', 'blks/row',
@@ -2386,7 +2489,7 @@ BEGIN
 				pg_catalog.to_char(h.bucket_start, 'HH24:MI:SS'),
 				pg_catalog.round(h.avg_active_backends::numeric, 1), h.cpu_samples, h.lwlock_samples,
 				h.lock_samples, h.io_samples, h.ipc_samples,
-				h.subtrans_slru_samples + h.subtrans_buffer_samples,
+				h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples,
 				h.max_overflowed_backends, coalesce(h.subtrans_reader_lookups::text, '-'),
 				coalesce(h.xids_assigned::text, '-'),
 				coalesce(h.horizon_xid_age::text, '-')),
@@ -2481,7 +2584,7 @@ BEGIN
 		  FROM h
 		UNION ALL
 		SELECT 'subtrans_wait_share', '{}',
-			   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples)::float8
+			   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples)::float8
 						/ nullif(sum(h.avg_active_backends * h.ticks), 0), 0),
 			   'Share of active backends'' samples waiting on SubtransSLRU or SubtransBuffer over the last 15 seconds (0 to 1).', 'gauge'
 		  FROM h
@@ -2565,7 +2668,8 @@ BEGIN
 		RETURN QUERY
 		WITH problems(problem) AS (
 			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock'),
+				   ('sampler_stale')
 		), severities(severity) AS (
 			VALUES ('info'), ('warning'), ('critical')
 		), f AS MATERIALIZED (
@@ -2579,9 +2683,18 @@ BEGIN
 
 	IF families IS NULL OR 'sampler' = ANY (families) THEN
 		RETURN QUERY
-		SELECT 'sampler_running', '{}'::jsonb, (CASE WHEN s.running THEN 1 ELSE 0 END)::float8,
-			   'Whether the sampler background worker is running (1) or not (0).', 'gauge'
-		  FROM @extschema@.pg_contention_sampler_status AS s;
+		-- Running means sampling: a worker that stopped (stale) counts as 0.
+		WITH s AS MATERIALIZED (
+			SELECT * FROM @extschema@.pg_contention_sampler_status
+		)
+		SELECT 'sampler_running', '{}'::jsonb, (CASE WHEN s.running AND NOT s.stale THEN 1 ELSE 0 END)::float8,
+			   'Whether the sampler background worker is running and sampling on time (1) or not (0: not running, or stale: its last tick is more than max(5 s, 5 periods) older than it promised).', 'gauge'
+		  FROM s
+		UNION ALL
+		SELECT 'sampler_last_tick_age_seconds', '{}',
+			   coalesce(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - s.last_tick_at), 0)::float8,
+			   'Seconds since the sampler last sampled (0 before its first sample); a few sample periods while it runs.', 'gauge'
+		  FROM s;
 	END IF;
 END
 $$;

@@ -5,7 +5,16 @@
  *		status line in the monitoring-plugin format ("PG_CONTENTION
  *		WARNING - ... | perfdata"), then one line per finding; exit 0 when
  *		nothing is above info, 1 for a warning, 2 for a critical finding,
- *		3 when it could not tell.  --json prints one JSON document instead.
+ *		3 when it could not tell: the server did not answer, or the sampler
+ *		has stopped (the finding sampler_stale: the evidence stops at its
+ *		last sample, so "no finding" means nothing; a critical finding
+ *		still says 2).  --json prints one JSON document instead.
+ *
+ * The monitoring-plugin format (monitoring-plugins.org, guidelines):
+ * "TEXT | PERFDATA", then long text lines, any of which may again carry
+ * " | PERFDATA".  So no text from the server may hold a "|" (shown as
+ * "\x7c") or a newline, and a performance-data label is quoted
+ * ('label'=value, a quote doubled) when it holds a space, "=" or "'".
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +39,38 @@ check_print_unknown(const char *message, bool json)
 		buf_free(&out);
 	}
 	else
-		printf("PG_CONTENTION UNKNOWN - %s\n", message);
+	{
+		Buf			out;
+
+		buf_init(&out);
+		buf_append(&out, "PG_CONTENTION UNKNOWN - ");
+		buf_text_plugin(&out, message);
+		buf_append(&out, "\n");
+		fputs(out.data, stdout);
+		buf_free(&out);
+	}
+}
+
+/* One performance-data value: 'label'=value, quoted when it must be. */
+static void
+perfdata(Buf *out, const char *label, int value)
+{
+	buf_append(out, " ");
+	if (strpbrk(label, " ='") == NULL)
+		buf_append(out, label);
+	else
+	{
+		buf_append(out, "'");
+		for (const char *p = label; *p; p++)
+		{
+			if (*p == '\'')
+				buf_append(out, "''");
+			else
+				buf_appendn(out, p, 1);
+		}
+		buf_append(out, "'");
+	}
+	buf_printf(out, "=%d", value);
 }
 
 int
@@ -41,6 +81,7 @@ command_check(Conn *c, bool json)
 	char	   *message = NULL;
 	int			counts[3] = {0, 0, 0};
 	int			worst;
+	const Finding *stale = NULL;
 	Buf			out;
 
 	scope.findings_only = true;
@@ -53,6 +94,11 @@ command_check(Conn *c, bool json)
 	for (int i = 0; i < s.nfindings; i++)
 		counts[severity_rank(s.findings[i].severity)]++;
 	worst = snapshot_worst(&s);
+	for (int i = 0; i < s.nfindings; i++)
+		if (s.findings[i].problem && strcmp(s.findings[i].problem, "sampler_stale") == 0)
+			stale = &s.findings[i];
+	if (stale && worst < 2)
+		worst = EXIT_UNKNOWN;
 
 	buf_init(&out);
 	if (json)
@@ -65,6 +111,11 @@ command_check(Conn *c, bool json)
 		buf_printf(&out, ", \"in_recovery\": %s, \"checked_at\": %.3f, \"findings_window\": ",
 				   c->in_recovery ? "true" : "false", s.taken);
 		buf_json_string(&out, s.findings_window);
+		if (stale)
+		{
+			buf_append(&out, ", \"error\": ");
+			buf_json_string(&out, "the sampler has stopped: the findings are blind since its last sample");
+		}
 		buf_printf(&out, ", \"counts\": {\"critical\": %d, \"warning\": %d, \"info\": %d}",
 				   counts[2], counts[1], counts[0]);
 		buf_append(&out, ", \"findings\": [");
@@ -87,7 +138,7 @@ command_check(Conn *c, bool json)
 			buf_json_string(&out, f->since);
 			/* Already JSON: the server's jsonb output. */
 			buf_append(&out, ", \"details\": ");
-			buf_append(&out, f->details ? f->details : "null");
+			buf_json_raw(&out, f->details);
 			buf_append(&out, "}");
 		}
 		buf_append(&out, s.nfindings ? "\n]}\n" : "]}\n");
@@ -95,19 +146,36 @@ command_check(Conn *c, bool json)
 	else
 	{
 		buf_printf(&out, "PG_CONTENTION %s - ", status_names[worst]);
+		if (stale)
+			buf_append(&out, "the sampler has stopped, the findings are blind since its last sample; ");
 		if (s.nfindings == 0)
 			buf_append(&out, "no findings");
 		else
 			buf_printf(&out, "%d finding%s (%d critical, %d warning, %d info)",
 					   s.nfindings, s.nfindings == 1 ? "" : "s", counts[2], counts[1], counts[0]);
-		buf_printf(&out, " on %s | findings=%d critical=%d warning=%d info=%d\n",
-				   c->target, s.nfindings, counts[2], counts[1], counts[0]);
+		buf_append(&out, " on ");
+		buf_text_plugin(&out, c->target);
+		buf_append(&out, " |");
+		perfdata(&out, "findings", s.nfindings);
+		perfdata(&out, "critical", counts[2]);
+		perfdata(&out, "warning", counts[1]);
+		perfdata(&out, "info", counts[0]);
+		buf_append(&out, "\n");
 		for (int i = 0; i < s.nfindings; i++)
 		{
 			Finding    *f = &s.findings[i];
 
-			buf_printf(&out, "%s %s: %s. %s Advice: %s\n", f->severity, f->problem,
-					   f->subject, f->evidence, f->advice);
+			/* One line each (data.c made them one line), no "|". */
+			buf_text_plugin(&out, f->severity);
+			buf_append(&out, " ");
+			buf_text_plugin(&out, f->problem);
+			buf_append(&out, ": ");
+			buf_text_plugin(&out, f->subject);
+			buf_append(&out, ". ");
+			buf_text_plugin(&out, f->evidence);
+			buf_append(&out, " Advice: ");
+			buf_text_plugin(&out, f->advice);
+			buf_append(&out, "\n");
 		}
 	}
 	fputs(out.data, stdout);

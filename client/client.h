@@ -47,7 +47,16 @@ extern void buf_append(Buf *b, const char *s);
 extern void buf_appendn(Buf *b, const char *s, size_t n);
 extern void buf_printf(Buf *b, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 extern void buf_html(Buf *b, const char *s);
+extern void buf_html_isolated(Buf *b, const char *s);	/* in a <bdi> */
 extern void buf_json_string(Buf *b, const char *s);
+extern void buf_json_raw(Buf *b, const char *json);
+
+/* Server text as a terminal shows it: controls and bidi escaped, see util.c. */
+extern void text_init(void);	/* after setlocale(): UTF-8 or ASCII out */
+extern void buf_text(Buf *b, const char *s);
+extern void buf_text_lines(Buf *b, const char *s);	/* newlines, tabs kept */
+extern void buf_text_plugin(Buf *b, const char *s);	/* and "|" as \x7c */
+extern char *text_shown(const char *s);	/* malloc'd buf_text() */
 
 extern void *xmalloc(size_t size);
 extern char *xstrdup(const char *s);
@@ -59,8 +68,8 @@ extern char *fmt_count(double value);	/* 12,345 (static buffer ring) */
 extern char *fmt_compact(double value); /* 12.3k, 4.5M */
 extern char *fmt_duration(double seconds);	/* 35 s, 14 min, 2 h 5 min */
 extern char *fmt_clock(double epoch);	/* HH:MM:SS, local time */
-extern void one_line(char *s);	/* newlines and tabs to spaces, in place */
-extern int	display_width(const char *s);	/* UTF-8 code points */
+extern void one_line(char *s);	/* white space to one space, in place */
+extern int	display_width(const char *s);	/* screen columns, as shown */
 extern void buf_fit(Buf *b, const char *s, int width, bool pad);
 
 /* ---- conn.c: the connection ---- */

@@ -14,12 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The first line of a libpq or server message, without its trailing newline. */
+/*
+ * The first line of a libpq or server message, without its trailing
+ * newline, as a terminal may show it (a message can quote names and texts
+ * from the server: text_shown()).
+ */
 static char *
 first_line(const char *message)
 {
 	char	   *s = xstrdup(message ? message : "");
 	char	   *nl = strchr(s, '\n');
+	char	   *shown;
 
 	if (nl)
 		*nl = '\0';
@@ -27,7 +32,19 @@ first_line(const char *message)
 		memmove(s, s + 8, strlen(s + 8) + 1);
 	if (strncmp(s, "FATAL:  ", 8) == 0)
 		memmove(s, s + 8, strlen(s + 8) + 1);
-	return s;
+	shown = text_shown(s);
+	free(s);
+	return shown;
+}
+
+/* A message built here, from names the user or the server gave. */
+static char *
+message_shown(Buf *m)
+{
+	char	   *shown = text_shown(m->data);
+
+	buf_free(m);
+	return shown;
 }
 
 PGresult *
@@ -66,6 +83,7 @@ conn_open(Conn *c, char **message)
 	int			major = 0,
 				minor = 0;
 	const char *host;
+	const char *server_encoding;
 
 	*message = NULL;
 	c->conn = PQconnectdbParams(c->keywords, c->values, 1);
@@ -76,6 +94,22 @@ conn_open(Conn *c, char **message)
 			PQfinish(c->conn);
 		c->conn = NULL;
 		return CONN_FAILED;
+	}
+
+	/*
+	 * Every text in UTF-8, whatever the database's encoding: the client
+	 * escapes what it shows, and JSON is UTF-8.  From a SQL_ASCII database,
+	 * which cannot convert, the bytes as they are: the server would refuse
+	 * a result with a byte that is not UTF-8 (an error for the whole
+	 * query), and the client escapes such bytes itself.
+	 */
+	server_encoding = PQparameterStatus(c->conn, "server_encoding");
+	if (PQsetClientEncoding(c->conn, server_encoding &&
+							strcmp(server_encoding, "SQL_ASCII") == 0 ?
+							"SQL_ASCII" : "UTF8") != 0)
+	{
+		*message = first_line(PQerrorMessage(c->conn));
+		return CONN_QUERY_FAILED;
 	}
 
 	host = PQhost(c->conn);
@@ -110,7 +144,7 @@ conn_open(Conn *c, char **message)
 		buf_printf(&m, "extension \"pg_contention\" is not created in database \"%s\": "
 				   "run CREATE EXTENSION pg_contention there, or connect to the database "
 				   "where it is (-d)", PQdb(c->conn));
-		*message = m.data;
+		*message = message_shown(&m);
 		PQclear(res);
 		return CONN_NO_EXTENSION;
 	}
@@ -133,7 +167,7 @@ conn_open(Conn *c, char **message)
 		buf_printf(&m, "extension pg_contention is version %s in database \"%s\", this client "
 				   "needs %s or later: run ALTER EXTENSION pg_contention UPDATE",
 				   version, PQdb(c->conn), PGC_CLIENT_VERSION);
-		*message = m.data;
+		*message = message_shown(&m);
 		PQclear(res);
 		return CONN_OLD_EXTENSION;
 	}

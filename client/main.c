@@ -130,6 +130,9 @@ main(int argc, char **argv)
 
 	progname_set(argv[0]);
 	setlocale(LC_ALL, "");
+	/* Numbers from the server are parsed with strtod(): always "1.5". */
+	setlocale(LC_NUMERIC, "C");
+	text_init();
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
 	{

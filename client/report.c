@@ -9,6 +9,11 @@
  *		overflowed backends, the xmin horizon's age), and the evidence
  *		tables.
  *
+ * Texts from the server are escaped as util.c says: in the page, those
+ * inline among the page's own words are also isolated from its direction
+ * (<bdi>); in --text, lines and tabs are kept and every other control is
+ * shown escaped.
+ *
  *-------------------------------------------------------------------------
  */
 #include "client.h"
@@ -45,6 +50,13 @@ static const char *const page_style =
 ".none{color:#666;font-style:italic}footer{margin-top:28px;color:#777;font-size:12px}\n"
 "@media print{body{margin:0;max-width:none}h2{break-after:avoid}.finding{background:none}}\n";
 
+/*
+ * Every text from the server is escaped (buf_html: its controls and
+ * bidirectional controls shown as \x1b, \u202e).  A table cell, a
+ * paragraph and a <pre> are blocks, each a bidirectional paragraph of its
+ * own: nothing in one reorders text outside it.  Server text inline among
+ * the page's own words is isolated in a <bdi> (buf_html_isolated).
+ */
 static void
 cell(Buf *b, const char *text)
 {
@@ -115,13 +127,13 @@ html_findings(Buf *b, const Snapshot *s)
 		buf_append(b, "\"><h3><span class=\"sev\">");
 		buf_html(b, f->severity);
 		buf_append(b, "</span> ");
-		buf_html(b, f->problem);
+		buf_html_isolated(b, f->problem);
 		buf_append(b, "</h3>\n<p class=\"subject\">");
 		buf_html(b, f->subject);
 		buf_append(b, "</p>\n<p class=\"evidence\">");
 		buf_html(b, f->evidence);
 		buf_append(b, "</p>\n<p class=\"advice\"><b>What to do:</b> ");
-		buf_html(b, f->advice);
+		buf_html_isolated(b, f->advice);
 		buf_append(b, "</p>\n<p class=\"meta\">Since ");
 		buf_html(b, f->since ? f->since : "unknown");
 		buf_append(b, "</p>\n");
@@ -409,13 +421,13 @@ report_html(Conn *c, const char *path)
 	buf_append(&b, "</title>\n<style>\n");
 	buf_append(&b, page_style);
 	buf_append(&b, "</style>\n</head>\n<body>\n<h1>pg_contention report</h1>\n<p class=\"meta\">");
-	buf_html(&b, c->target);
+	buf_html_isolated(&b, c->target);
 	buf_append(&b, ", PostgreSQL ");
-	buf_html(&b, c->server_version);
+	buf_html_isolated(&b, c->server_version);
 	buf_printf(&b, " (%s), at ", c->in_recovery ? "hot standby" : "primary");
 	buf_html(&b, when);
 	buf_append(&b, "; findings over the last ");
-	buf_html(&b, s.findings_window);
+	buf_html_isolated(&b, s.findings_window);
 	buf_append(&b, s.sampler_running ? "." : "; <b>the sampler is not running</b>: "
 			   "no history or wait figures.");
 	buf_append(&b, "</p>\n");
@@ -448,6 +460,7 @@ static int
 report_text(Conn *c)
 {
 	Buf			sql;
+	Buf			out;
 	PGresult   *res;
 	char	   *message = NULL;
 
@@ -460,7 +473,11 @@ report_text(Conn *c)
 		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
 		return EXIT_UNKNOWN;
 	}
-	fputs(PQgetvalue(res, 0, 0), stdout);
+	/* Server text: lines kept, every other control shown escaped. */
+	buf_init(&out);
+	buf_text_lines(&out, PQgetvalue(res, 0, 0));
+	fputs(out.data, stdout);
+	buf_free(&out);
 	PQclear(res);
 	return fflush(stdout) == 0 ? 0 : EXIT_UNKNOWN;
 }

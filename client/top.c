@@ -517,6 +517,7 @@ draw_history(TopState *t)
 	double		end = floor(s->taken) - 1;	/* the last completed second */
 	int			spark_width = t->width - 40;
 	char		title[128];
+	bool		stale = false;	/* the finding sampler_stale */
 
 	if (spark_width > HISTORY_SPAN)
 		spark_width = HISTORY_SPAN;
@@ -544,8 +545,12 @@ draw_history(TopState *t)
 		rows[9][i] = b->overflowed;
 		rows[10][i] = b->horizon_age;
 	}
+	for (int i = 0; i < s->nfindings; i++)
+		if (s->findings[i].problem && strcmp(s->findings[i].problem, "sampler_stale") == 0)
+			stale = true;
 	snprintf(title, sizeof(title), "Last %d seconds%s", HISTORY_SPAN,
-			 s->sampler_running ? "" : " (the sampler is not running)");
+			 !s->sampler_running ? " (the sampler is not running)" :
+			 stale ? " (the sampler has stopped)" : "");
 	{
 		Buf		   *l = new_line(t);
 		Buf			head;

@@ -4,6 +4,15 @@
  *		Growing strings, HTML and JSON escaping, and numbers as a DBA reads
  *		them, for the pg_contention client.
  *
+ * Every string from the server is untrusted (query texts, names, error
+ * messages): it reaches the output only through the functions here, which
+ * show control characters (C0, DEL, C1), bidirectional controls and bytes
+ * that are not UTF-8 visibly escaped ("\x1b", "\u202e", "\xff"), and
+ * count widths in screen columns (wcwidth: LC_CTYPE is the user's).  In a
+ * locale whose character set is not UTF-8, everything beyond ASCII is
+ * shown as \uXXXX: such a terminal could take bytes of UTF-8 for its own
+ * control codes (0x9b is CSI on an 8-bit terminal).
+ *
  * Allocation failure ends the program with a message (exit 3): the client
  * holds a few hundred kilobytes at most.
  *
@@ -11,11 +20,13 @@
  */
 #include "client.h"
 
+#include <langinfo.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <wchar.h>
 
 static const char *progname = "pg_contention";
 
@@ -135,13 +146,210 @@ buf_printf(Buf *b, const char *fmt,...)
 	b->len += (size_t) n;
 }
 
-/* Text into HTML element content or a quoted attribute. */
+/* ---- server text: what a character is, and how it is shown ---- */
+
+static bool ascii_only = true;	/* until text_init() says otherwise */
+
+/* After setlocale(): UTF-8 out only if the locale's character set is. */
+void
+text_init(void)
+{
+	ascii_only = strcmp(nl_langinfo(CODESET), "UTF-8") != 0;
+}
+
+/*
+ * The code point of the well-formed UTF-8 sequence at s, its length in
+ * *len; -1 (and *len = 1) for a byte that does not start one: a stray
+ * continuation byte, an overlong form, a surrogate, beyond U+10FFFF, or a
+ * sequence cut short (by the string's end too).
+ */
+static int
+utf8_decode(const char *str, int *len)
+{
+	const unsigned char *s = (const unsigned char *) str;
+	int			n,
+				cp,
+				min;
+
+	*len = 1;
+	if (s[0] < 0x80)
+		return s[0];
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+	{
+		n = 2;
+		cp = s[0] & 0x1F;
+		min = 0x80;
+	}
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+	{
+		n = 3;
+		cp = s[0] & 0x0F;
+		min = 0x800;
+	}
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+	{
+		n = 4;
+		cp = s[0] & 0x07;
+		min = 0x10000;
+	}
+	else
+		return -1;
+	for (int i = 1; i < n; i++)
+	{
+		if ((s[i] & 0xC0) != 0x80)
+			return -1;			/* the NUL terminator stops here too */
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return -1;
+	*len = n;
+	return cp;
+}
+
+/*
+ * Characters that are never shown as themselves: C1 controls, and those
+ * that reorder or break the text around them (bidirectional embeddings,
+ * overrides, isolates and marks; the line and paragraph separators).
+ */
+static bool
+is_hidden_control(int cp)
+{
+	return (cp >= 0x80 && cp <= 0x9F) ||
+		cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+		(cp >= 0x2028 && cp <= 0x202E) ||
+		(cp >= 0x2066 && cp <= 0x2069);
+}
+
+static int
+escape_code_point(char *out, int cp)
+{
+	return snprintf(out, 16, cp > 0xFFFF ? "\\U%08x" : "\\u%04x", cp);
+}
+
+/*
+ * One unit of server text as a terminal or a plain-text file shows it:
+ * into out (NUL-terminated, at most 16 bytes) the character itself, or an
+ * escape in plain ASCII; into *width its screen columns.  Returns the bytes
+ * of s it stands for (at least 1; s must not be at its end).  An escape is
+ * one unit: a cut line never ends inside one, or inside a character.
+ */
+static int
+text_unit(const char *s, char *out, int *width)
+{
+	unsigned char c = (unsigned char) *s;
+	int			len;
+	int			cp;
+	int			w;
+
+	if (c < 0x20 || c == 0x7F)
+	{
+		*width = snprintf(out, 16, "\\x%02x", c);
+		return 1;
+	}
+	if (c < 0x80)
+	{
+		out[0] = (char) c;
+		out[1] = '\0';
+		*width = 1;
+		return 1;
+	}
+	cp = utf8_decode(s, &len);
+	if (cp < 0)
+	{
+		*width = snprintf(out, 16, "\\x%02x", c);
+		return 1;
+	}
+	w = (ascii_only || is_hidden_control(cp)) ? -1 : wcwidth((wchar_t) cp);
+	if (w < 0)
+	{
+		/* Also what this locale cannot print (unassigned, say). */
+		*width = escape_code_point(out, cp);
+		return len;
+	}
+	memcpy(out, s, len);
+	out[len] = '\0';
+	*width = w;
+	return len;
+}
+
+/*
+ * Append server text as text_unit() shows it.  keep_lines: newlines and
+ * tabs stay (a multi-line report); no_pipe: "|" becomes "\x7c" (the
+ * monitoring-plugin format starts performance data at one).
+ */
+static void
+buf_text_with(Buf *b, const char *s, bool keep_lines, bool no_pipe)
+{
+	char		out[16];
+	int			w;
+
+	while (s && *s)
+	{
+		if (keep_lines && (*s == '\n' || *s == '\t'))
+		{
+			buf_appendn(b, s++, 1);
+			continue;
+		}
+		if (no_pipe && *s == '|')
+		{
+			buf_append(b, "\\x7c");
+			s++;
+			continue;
+		}
+		s += text_unit(s, out, &w);
+		buf_append(b, out);
+	}
+}
+
+void
+buf_text(Buf *b, const char *s)
+{
+	buf_text_with(b, s, false, false);
+}
+
+void
+buf_text_lines(Buf *b, const char *s)
+{
+	buf_text_with(b, s, true, false);
+}
+
+void
+buf_text_plugin(Buf *b, const char *s)
+{
+	buf_text_with(b, s, false, true);
+}
+
+/* A malloc'd copy of s as buf_text() shows it. */
+char *
+text_shown(const char *s)
+{
+	Buf			b;
+
+	buf_init(&b);
+	buf_text(&b, s);
+	return b.data;
+}
+
+/*
+ * Text into HTML element content or a quoted attribute: the markup
+ * characters as entities, controls and bytes that are not UTF-8 escaped
+ * as buf_text() does (newlines and tabs stay: HTML shows them as spaces,
+ * or as themselves in a <pre>).  Other characters are themselves: the page
+ * is UTF-8.  The caller isolates server text from the page's direction
+ * (buf_html_isolated()).
+ */
 void
 buf_html(Buf *b, const char *s)
 {
-	for (; s && *s; s++)
+	char		out[16];
+	int			len;
+	int			cp;
+
+	while (s && *s)
 	{
-		switch (*s)
+		unsigned char c = (unsigned char) *s;
+
+		switch (c)
 		{
 			case '&':
 				buf_append(b, "&amp;");
@@ -158,9 +366,89 @@ buf_html(Buf *b, const char *s)
 			case '\'':
 				buf_append(b, "&#39;");
 				break;
-			default:
+			case '\n':
+			case '\t':
 				buf_appendn(b, s, 1);
+				break;
+			default:
+				if (c < 0x20 || c == 0x7F)
+					buf_printf(b, "\\x%02x", c);
+				else if (c < 0x80)
+					buf_appendn(b, s, 1);
+				else if ((cp = utf8_decode(s, &len)) < 0)
+					buf_printf(b, "\\x%02x", c);
+				else
+				{
+					if (is_hidden_control(cp))
+					{
+						escape_code_point(out, cp);
+						buf_append(b, out);
+					}
+					else
+						buf_appendn(b, s, len);
+					s += len;
+					continue;
+				}
 		}
+		s++;
+	}
+}
+
+/* Server text in HTML, in a <bdi>: its direction cannot leak around it. */
+void
+buf_html_isolated(Buf *b, const char *s)
+{
+	buf_append(b, "<bdi>");
+	buf_html(b, s);
+	buf_append(b, "</bdi>");
+}
+
+/*
+ * The characters of a JSON string literal: controls, DEL, C1 and the
+ * bidirectional controls as \uXXXX (the same string, and safe to print); a
+ * byte that is not UTF-8 as the text "\xff" (JSON is UTF-8: such a byte
+ * has no escape).  quote_backslash: '"' and '\' escaped too (a string we
+ * write); without it, a document the server wrote: its white space stays.
+ */
+static void
+buf_json_chars(Buf *b, const char *s, bool quote_backslash)
+{
+	int			len;
+	int			cp;
+
+	while (*s)
+	{
+		unsigned char ch = (unsigned char) *s;
+
+		if (quote_backslash && (ch == '"' || ch == '\\'))
+		{
+			buf_appendn(b, "\\", 1);
+			buf_appendn(b, s, 1);
+		}
+		else if (!quote_backslash && (ch == '\n' || ch == '\t' || ch == '\r'))
+			buf_appendn(b, s, 1);	/* the document's white space */
+		else if (ch == '\n')
+			buf_append(b, "\\n");
+		else if (ch == '\t')
+			buf_append(b, "\\t");
+		else if (ch == '\r')
+			buf_append(b, "\\r");
+		else if (ch < 0x20 || ch == 0x7F)
+			buf_printf(b, "\\u%04x", ch);
+		else if (ch < 0x80)
+			buf_appendn(b, s, 1);
+		else if ((cp = utf8_decode(s, &len)) < 0)
+			buf_printf(b, "\\\\x%02x", ch);
+		else
+		{
+			if (is_hidden_control(cp))
+				buf_printf(b, "\\u%04x", cp);
+			else
+				buf_appendn(b, s, len);
+			s += len;
+			continue;
+		}
+		s++;
 	}
 }
 
@@ -174,27 +462,25 @@ buf_json_string(Buf *b, const char *s)
 		return;
 	}
 	buf_append(b, "\"");
-	for (; *s; s++)
-	{
-		unsigned char ch = (unsigned char) *s;
-
-		if (ch == '"' || ch == '\\')
-		{
-			buf_appendn(b, "\\", 1);
-			buf_appendn(b, s, 1);
-		}
-		else if (ch == '\n')
-			buf_append(b, "\\n");
-		else if (ch == '\t')
-			buf_append(b, "\\t");
-		else if (ch == '\r')
-			buf_append(b, "\\r");
-		else if (ch < 0x20)
-			buf_printf(b, "\\u%04x", ch);
-		else
-			buf_appendn(b, s, 1);
-	}
+	buf_json_chars(b, s, true);
 	buf_append(b, "\"");
+}
+
+/*
+ * A JSON document the server wrote (jsonb output: its structure is ASCII,
+ * anything else is inside its strings, where our escapes are valid); NULL
+ * becomes null.  A database in SQL_ASCII can hand over bytes that are not
+ * UTF-8.
+ */
+void
+buf_json_raw(Buf *b, const char *json)
+{
+	if (json == NULL)
+	{
+		buf_append(b, "null");
+		return;
+	}
+	buf_json_chars(b, json, false);
 }
 
 /*
@@ -297,6 +583,10 @@ fmt_clock(double epoch)
 	return out;
 }
 
+/*
+ * White space (newlines, tabs, carriage returns, runs of spaces) to one
+ * space, in place; other controls stay for the output to show escaped.
+ */
 void
 one_line(char *s)
 {
@@ -315,28 +605,33 @@ one_line(char *s)
 			continue;
 		}
 		space = false;
-		/* Nor any other control character (a terminal's escapes). */
-		*w++ = ((unsigned char) *r < 0x20 || *r == 0x7f) ? '?' : *r;
+		*w++ = *r;
 	}
 	if (w > s && w[-1] == ' ')
 		w--;
 	*w = '\0';
 }
 
+/* Screen columns of s as buf_text() shows it. */
 int
 display_width(const char *s)
 {
+	char		out[16];
 	int			n = 0;
+	int			w;
 
-	for (; s && *s; s++)
-		if (((unsigned char) *s & 0xC0) != 0x80)
-			n++;
+	while (s && *s)
+	{
+		s += text_unit(s, out, &w);
+		n += w;
+	}
 	return n;
 }
 
 /*
- * Append s cut to width code points (ending in "~" when cut), padded with
- * spaces to width when pad.
+ * Append s as buf_text() shows it, cut to width screen columns (ending in
+ * "~" when cut; never inside a character or an escape), padded with spaces
+ * to width when pad.
  */
 void
 buf_fit(Buf *b, const char *s, int width, bool pad)
@@ -345,17 +640,20 @@ buf_fit(Buf *b, const char *s, int width, bool pad)
 	const char *p = s ? s : "";
 	bool		cut = display_width(p) > width;
 	int			room = cut ? width - 1 : width;
+	char		out[16];
+	int			w;
 
 	if (width <= 0)
 		return;
-	while (*p && shown < room)
+	while (*p)
 	{
-		const char *start = p++;
+		int			n = text_unit(p, out, &w);
 
-		while (((unsigned char) *p & 0xC0) == 0x80)
-			p++;
-		buf_appendn(b, start, (size_t) (p - start));
-		shown++;
+		if (shown + w > room)
+			break;
+		buf_append(b, out);
+		shown += w;
+		p += n;
 	}
 	if (cut)
 	{

@@ -155,7 +155,8 @@ pgc_put_state_and_query(const PgBackendStatus *be, Datum *values, bool *nulls,
 	else
 		nulls[state_col] = true;
 	query = pgstat_clip_activity(be->st_activity_raw);
-	values[query_col] = CStringGetTextDatum(query);
+	/* In the backend's database's encoding: made valid in ours. */
+	values[query_col] = pgc_text_datum(query, be->st_databaseid);
 	pfree(query);
 	return true;
 }

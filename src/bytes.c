@@ -10,7 +10,9 @@
  * Owns no shared state and takes no locks.  It calls nothing else of the
  * extension and reads none of its settings (pg_contention.h only declares
  * it), so it can be tested or fuzzed alone: the reader never reads
- * outside [data, data + len), whatever the bytes say.
+ * outside its section, whatever the bytes say, and reads a file through a
+ * buffer of fixed size (never the whole file into memory).  The checks
+ * (pgc_fix_*) clamp what a loading store finds implausible and count it.
  *
  * Both are sticky on failure and never raise an ERROR: the reader's
  * failed flag, the writer's error (an errno).  After a failure every call
@@ -29,22 +31,102 @@
 void
 pgc_reader_init(PgcReader *reader, const char *data, Size len)
 {
+	memset(reader, 0, sizeof(PgcReader));
 	reader->data = data;
+	reader->fd = -1;
 	reader->len = len;
-	reader->pos = 0;
-	reader->failed = false;
+	reader->time_limit = DT_NOEND;
+}
+
+/*
+ * A reader of len bytes of the file open on fd, from offset base, through
+ * buffer (bufsize bytes, the caller's until the end): memory does not
+ * grow with the file.
+ */
+void
+pgc_reader_init_file(PgcReader *reader, int fd, uint64 base, Size len,
+					 char *buffer, Size bufsize)
+{
+	Assert(bufsize > 0);
+	pgc_reader_init(reader, NULL, len);
+	reader->fd = fd;
+	reader->base = base;
+	reader->buf = buffer;
+	reader->bufsize = bufsize;
+}
+
+/* Fill the buffer from pos; false (and failed) on a read error. */
+static bool
+fill_buffer(PgcReader *reader)
+{
+	Size		want = Min(reader->bufsize, reader->len - reader->pos);
+	Size		done = 0;
+
+	while (done < want)
+	{
+		ssize_t		n = pg_pread(reader->fd, reader->buf + done, want - done,
+								 (off_t) (reader->base + reader->pos + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			reader->failed = true;
+			reader->buf_len = 0;
+			return false;
+		}
+		done += n;
+	}
+	reader->buf_pos = reader->pos;
+	reader->buf_len = done;
+	return true;
 }
 
 bool
 pgc_read_bytes(PgcReader *reader, void *dest, Size n)
 {
+	char	   *out = dest;
+
 	if (reader->failed || n > reader->len - reader->pos)
 	{
 		reader->failed = true;
 		return false;
 	}
-	memcpy(dest, reader->data + reader->pos, n);
-	reader->pos += n;
+	if (reader->fd < 0)
+	{
+		memcpy(dest, reader->data + reader->pos, n);
+		reader->pos += n;
+		return true;
+	}
+	while (n > 0)
+	{
+		Size		chunk;
+
+		if (reader->pos < reader->buf_pos ||
+			reader->pos >= reader->buf_pos + reader->buf_len)
+		{
+			if (!fill_buffer(reader))
+				return false;
+		}
+		chunk = Min(n, reader->buf_pos + reader->buf_len - reader->pos);
+		memcpy(out, reader->buf + (reader->pos - reader->buf_pos), chunk);
+		out += chunk;
+		reader->pos += chunk;
+		n -= chunk;
+	}
+	return true;
+}
+
+/* Go to pos (at most len); false (and failed) beyond the end. */
+bool
+pgc_reader_seek(PgcReader *reader, Size pos)
+{
+	if (reader->failed || pos > reader->len)
+	{
+		reader->failed = true;
+		return false;
+	}
+	reader->pos = pos;
 	return true;
 }
 
@@ -52,13 +134,14 @@ pgc_read_bytes(PgcReader *reader, void *dest, Size n)
  * A text written as its length and bytes, into dest (destsize bytes,
  * always NUL-terminated).  A text longer than a smaller max_query_length
  * now allows is cut, and the cut moved back off UTF-8 continuation bytes:
- * the postmaster reading it has no database encoding to ask.
+ * the postmaster reading it has no database encoding to ask.  A length
+ * beyond the section fails the reader; only destsize bytes are ever read.
  */
 bool
 pgc_read_text(PgcReader *reader, char *dest, int destsize)
 {
 	uint32		len;
-	const char *src;
+	Size		start;
 	Size		copy;
 
 	Assert(destsize > 0);
@@ -68,15 +151,62 @@ pgc_read_text(PgcReader *reader, char *dest, int destsize)
 		reader->failed = true;
 		return false;
 	}
-	src = reader->data + reader->pos;
+	start = reader->pos;
 	copy = Min((Size) len, (Size) (destsize - 1));
+	/* One byte more when cut: is the first byte left out a continuation? */
+	if (!pgc_read_bytes(reader, dest, copy < len ? copy + 1 : copy))
+		return false;
 	if (copy < len)
-		while (copy > 0 && ((unsigned char) src[copy] & 0xC0) == 0x80)
+		while (copy > 0 && ((unsigned char) dest[copy] & 0xC0) == 0x80)
 			copy--;
-	memcpy(dest, src, copy);
 	dest[copy] = '\0';
-	reader->pos += len;
-	return true;
+	return pgc_reader_seek(reader, start + len);
+}
+
+/* ---- checking what was read ---- */
+
+/*
+ * Each returns whether the value was plausible and counts in reader->fixed
+ * the ones it clamped (or the caller skips).  A counter is in
+ * [0, PGC_COUNTER_MAX]; a timestamp is 0 (none) or after 2000-01-01 and
+ * no later than time_limit.
+ */
+bool
+pgc_fix_counter(PgcReader *reader, int64 *value)
+{
+	if (*value >= 0 && *value <= PGC_COUNTER_MAX)
+		return true;
+	*value = *value < 0 ? 0 : PGC_COUNTER_MAX;
+	reader->fixed++;
+	return false;
+}
+
+bool
+pgc_fix_int32(PgcReader *reader, int32 *value, int32 min, int32 max)
+{
+	if (*value >= min && *value <= max)
+		return true;
+	*value = *value < min ? min : max;
+	reader->fixed++;
+	return false;
+}
+
+/* An implausible time becomes 0 (none). */
+bool
+pgc_fix_time(PgcReader *reader, TimestampTz *value)
+{
+	if (*value == 0 || (*value > 0 && *value <= reader->time_limit))
+		return true;
+	*value = 0;
+	reader->fixed++;
+	return false;
+}
+
+/* A fixed-size string read from the file always ends within its size. */
+void
+pgc_fix_string(char *value, Size size)
+{
+	value[size - 1] = '\0';
 }
 
 /* ---- writing ---- */

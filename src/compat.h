@@ -379,6 +379,27 @@ extern int64 pgc_text_query_id(PlannedStmt *stmt, const char *source_text);
 #endif
 
 /*
+ * Texts from another database's encoding (text_out.c).  PG14 renamed the
+ * one-character check pg_encoding_verifymb to pg_encoding_verifymbchar, and
+ * added pg_do_encoding_conversion_buf, whose noError stops at the first
+ * character it cannot convert instead of raising an error.  On PG13 nothing
+ * is converted: pgc_convert_prefix converts no byte, and the caller shows
+ * every character beyond ASCII as \xNN.
+ */
+#include "mb/pg_wchar.h"
+#if PG_VERSION_NUM >= 140000
+#define pgc_verify_char(encoding, s, len)	pg_encoding_verifymbchar(encoding, s, len)
+#define pgc_convert_prefix(proc, src_encoding, dest_encoding, src, srclen, dest, destlen) \
+	pg_do_encoding_conversion_buf(proc, src_encoding, dest_encoding, \
+								  (unsigned char *) (src), srclen, \
+								  (unsigned char *) (dest), destlen, true)
+#else
+#define pgc_verify_char(encoding, s, len)	pg_encoding_verifymb(encoding, s, len)
+#define pgc_convert_prefix(proc, src_encoding, dest_encoding, src, srclen, dest, destlen) \
+	((dest)[0] = '\0', 0)
+#endif
+
+/*
  * The major version as the stores' file records it (persist.c): a file
  * written by another major version is not read.
  */

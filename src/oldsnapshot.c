@@ -360,12 +360,15 @@ put_xid(Datum *values, bool *nulls, int col, TransactionId xid)
  * pg_contention_old_snapshot(window_seconds): one row.  The state of
  * oldSnapshotControl (NULL while the setting is off), then the pressure
  * figures over the last window_seconds completed seconds of history, then
- * since the last reset.
+ * since the last reset.  NULL (1.4's default, the view's) is 60 seconds, or
+ * the whole history when pg_contention.history_seconds is shorter; 1.0 to
+ * 1.3 declare the function STRICT with a default of 60.
  */
 Datum
 pg_contention_old_snapshot(PG_FUNCTION_ARGS)
 {
-	int			window_seconds = PG_GETARG_INT32(0);
+	int			window_seconds = PG_ARGISNULL(0) ? Min(60, pgc_history_seconds) :
+		PG_GETARG_INT32(0);
 	TupleDesc	tupdesc;
 	Datum		values[OLDSNAP_COLS] = {0};
 	bool		nulls[OLDSNAP_COLS] = {0};
@@ -381,7 +384,8 @@ pg_contention_old_snapshot(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("window_seconds must be between 1 and %d", pgc_history_seconds),
-				 errhint("The history keeps pg_contention.history_seconds seconds.")));
+				 errhint("The history keeps pg_contention.history_seconds (%d) seconds; NULL reads the last 60 seconds, or all of them when there are fewer.",
+						 pgc_history_seconds)));
 	tupdesc = pgc_result_tupdesc(fcinfo, &oldsnap_shape);
 
 	sum_window(window_seconds, &window);

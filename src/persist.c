@@ -3,13 +3,18 @@
  * persist.c
  *		The stores' file: events, statements (with their index counters),
  *		the wait profile and the history are written to
- *		pg_stat/pg_contention.stat at shutdown by the postmaster and every
- *		pg_contention.save_interval by the sampler, and read back when the
- *		postmaster creates shared memory: at start, and after a crash.
+ *		pg_stat_tmp/pg_contention.stat at shutdown by the postmaster and
+ *		every pg_contention.save_interval by the sampler, and read back when
+ *		the postmaster creates shared memory: at start, and after a crash.
+ *		pg_basebackup and pg_rewind copy nothing of pg_stat_tmp, and the
+ *		file names the data directory that wrote it: a copy of the data
+ *		directory starts with empty stores (see data_directory_identity).
  *
- * The file (format 2): a header (magic, format version, PostgreSQL major
+ * The file (format 3): a header (magic, format version, PostgreSQL major
  * version, when it was written, the last reset, the stores' sizes then,
- * the number of sections), each persisted store's records one section
+ * the number of sections, the data directory's identity; formats 1 and 2
+ * had no identity and were written to pg_stat/, where they are still
+ * read), each persisted store's records one section
  * after the other, a directory with one entry per section (its id, the
  * size of its fixed record part, the record count, its bytes), then a
  * CRC-32C of everything before it.  The directory comes last so that the
@@ -28,10 +33,19 @@
  * file.  Memory while saving does not grow with the stores: each store
  * copies a bounded batch at a time (see PgcStore.save).
  *
- * Failures: a file that is missing, short, corrupt, or of another format
- * or major version is ignored with one LOG line; a section with records
- * of another size is skipped; a store smaller than the file keeps what
- * fits, and says so.  Nothing here can stop the server from starting.  A
+ * Loading trusts nothing in the file: it is never read whole into memory
+ * (checked, then streamed through a fixed buffer by bytes.c's reader), a
+ * file larger than stores of the sizes it names can write is not read at
+ * all, and each store checks every field of its records against what it
+ * can hold (pgc_fix_*: counters, times, strings; its own rules for
+ * counts, ring positions and keys), clamping or skipping what does not
+ * fit; one LOG line per section says how many.
+ *
+ * Failures: a file that is missing, short, corrupt, too large, of another
+ * format, major version or data directory is ignored with one LOG line; a
+ * section with records of another size is skipped; a store smaller than
+ * the file keeps what fits, and says so.  Nothing here can stop the
+ * server from starting.  A
  * save that fails (no space, no permission, out of memory, any ERROR
  * inside) is one LOG line and keeps the previous file: it is never an
  * ERROR in the sampler, whose loop must go on, nor a FATAL in the
@@ -56,18 +70,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-#define PGC_SAVE_FILE		"pg_stat/pg_contention.stat"
+/*
+ * pg_stat_tmp: pg_basebackup and pg_rewind copy none of its files (on
+ * 13 to 18), so a copy of the data directory starts with empty stores.
+ * 1.3 and earlier wrote pg_stat/, which they copy: read once from there,
+ * removed by the first save.
+ */
+#define PGC_SAVE_DIR		"pg_stat_tmp"
+#define PGC_SAVE_FILE		PGC_SAVE_DIR "/pg_contention.stat"
 #define PGC_SAVE_FILE_TMP	PGC_SAVE_FILE ".tmp"
+#define PGC_LEGACY_FILE		"pg_stat/pg_contention.stat"
 #define PGC_FILE_MAGIC		0x50474331	/* "PGC1" */
-#define PGC_FILE_FORMAT		2	/* the directory at the end */
+#define PGC_FILE_FORMAT		3	/* 2 and the data directory's identity */
+#define PGC_FILE_FORMAT_2	2	/* the directory at the end */
 #define PGC_FILE_FORMAT_1	1	/* each section's entry before it */
 #define PGC_WRITE_BUFFER	(64 * 1024)
+#define PGC_READ_BUFFER		(64 * 1024)
+#define PGC_MAX_SECTIONS	64	/* file ids are below this */
 
 typedef struct FileHeader
 {
@@ -84,6 +110,8 @@ typedef struct FileHeader
 	int32		history_seconds;
 	int32		max_query_length;
 	int32		padding;
+	/* Format 3: data_directory_identity() of the server that wrote it. */
+	uint64		data_directory;
 } FileHeader;
 
 /* A section's entry in the directory (format 1: before its records). */
@@ -149,6 +177,20 @@ pgc_persist_info(TimestampTz *last_saved, TimestampTz *last_loaded,
 	SpinLockRelease(&persist->mutex);
 }
 
+/*
+ * What tells this data directory from a copy of it that a tool copied
+ * whole (pg_stat_tmp included: a file-system snapshot, rsync of a stopped
+ * server) to another place: a hash of its absolute path.  A clean or
+ * crash restart of the same server finds the same; a copy at the same
+ * path on another machine cannot be told apart.
+ */
+static uint64
+data_directory_identity(void)
+{
+	return hash_bytes_extended((const unsigned char *) DataDir, strlen(DataDir),
+							   PGC_FILE_MAGIC);
+}
+
 /* ---- save ---- */
 
 static void
@@ -191,6 +233,9 @@ write_file(bool take_locks, TimestampTz now)
 	}
 
 	save_fd = OpenTransientFile(PGC_SAVE_FILE_TMP, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
+	/* initdb makes pg_stat_tmp; should it be gone, make it again. */
+	if (save_fd < 0 && errno == ENOENT && MakePGDirectory(PGC_SAVE_DIR) == 0)
+		save_fd = OpenTransientFile(PGC_SAVE_FILE_TMP, O_CREAT | O_TRUNC | O_WRONLY | PG_BINARY);
 	if (save_fd < 0)
 	{
 		ereport(LOG,
@@ -212,6 +257,7 @@ write_file(bool take_locks, TimestampTz now)
 	header.max_profile_entries = pgc_max_profile_entries;
 	header.history_seconds = pgc_history_seconds;
 	header.max_query_length = pgc_max_query_length;
+	header.data_directory = data_directory_identity();
 	pgc_write_bytes(&writer, &header, sizeof(header));
 
 	nsections = 0;
@@ -265,6 +311,11 @@ write_file(bool take_locks, TimestampTz now)
 		unlink(PGC_SAVE_FILE_TMP);
 		return false;
 	}
+	/* The file of 1.3 and earlier, which a base backup would copy, goes. */
+	if (unlink(PGC_LEGACY_FILE) != 0 && errno != ENOENT)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("pg_contention: could not remove \"%s\": %m", PGC_LEGACY_FILE)));
 	return true;
 }
 
@@ -335,64 +386,116 @@ save_at_shutdown(int code, Datum arg)
 
 /* ---- load ---- */
 
-/* Read the whole file; NULL (with *why) when it cannot be used at all. */
-static char *
-read_file(Size *len, const char **why)
+/* Formats 1 and 2 had no data_directory. */
+#define LEGACY_HEADER_SIZE	offsetof(FileHeader, data_directory)
+
+static Size
+header_size(const FileHeader *header)
 {
-	struct stat st;
-	int			fd;
-	char	   *data;
-	Size		done = 0;
+	return header->format == PGC_FILE_FORMAT ? sizeof(FileHeader) : LEGACY_HEADER_SIZE;
+}
 
-	if (stat(PGC_SAVE_FILE, &st) != 0)
-	{
-		*why = (errno == ENOENT) ? NULL : "it cannot be read";
-		return NULL;
-	}
-	if (st.st_size < (off_t) (sizeof(FileHeader) + sizeof(pg_crc32c)))
-	{
-		*why = "it is too short";
-		return NULL;
-	}
-	if ((Size) st.st_size > MaxAllocHugeSize)
-	{
-		*why = "it is too large";
-		return NULL;
-	}
-	fd = OpenTransientFile(PGC_SAVE_FILE, O_RDONLY | PG_BINARY);
-	if (fd < 0)
-	{
-		*why = "it cannot be opened";
-		return NULL;
-	}
-	/* Out of memory must not stop the server from starting. */
-	data = palloc_extended(st.st_size, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-	if (data == NULL)
-	{
-		CloseTransientFile(fd);
-		*why = "there is not enough memory to read it";
-		return NULL;
-	}
-	/* One read() returns at most about 2 GB on Linux. */
-	while (done < (Size) st.st_size)
-	{
-		ssize_t		n = read(fd, data + done,
-							 Min((Size) st.st_size - done, (Size) 1 << 30));
+/*
+ * The largest file stores of the sizes a header names can write: the
+ * header, each section's leading counters and its records (texts at most
+ * max_query_length), the directory and the checksum.  A larger file is not
+ * one of ours, and is not read at all.
+ */
+static uint64
+largest_file(const FileHeader *header)
+{
+	uint64		text = sizeof(uint32) + (uint64) header->max_query_length;
+	uint64		size = sizeof(FileHeader) + sizeof(pg_crc32c);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-		{
-			CloseTransientFile(fd);
-			pfree(data);
-			*why = "it cannot be read whole";
-			return NULL;
-		}
+	for (int i = 0; i < pgc_num_stores; i++)
+		if (pgc_stores[i].file_id != 0)
+			size += sizeof(SectionHeader) + 2 * sizeof(int64);
+	size += (uint64) header->max_events * (pgc_events_record_size() + text);
+	size += (uint64) header->max_statements * (pgc_statements_record_size() + text);
+	size += (uint64) header->max_profile_entries * pgc_profile_record_size();
+	size += (uint64) header->history_seconds * pgc_history_record_size();
+	return size;
+}
+
+/* The sizes a header names are within the settings' ranges. */
+static bool
+header_sizes_valid(const FileHeader *header)
+{
+	return header->max_events >= 1 && header->max_events <= 1000000 &&
+		header->max_statements >= 1 && header->max_statements <= 1000000 &&
+		header->max_profile_entries >= 1 && header->max_profile_entries <= 1000000 &&
+		header->history_seconds >= 1 && header->history_seconds <= 86400 &&
+		header->max_query_length >= 1 && header->max_query_length <= 65536;
+}
+
+/*
+ * Check the open file (len bytes) before anything of it is used: its
+ * header, its size against what stores of its sizes can write, then its
+ * CRC-32C, computed while streaming it through buffer.  Returns NULL when
+ * it can be loaded, else why not.
+ */
+static const char *
+check_file(int fd, uint64 len, bool legacy, FileHeader *header,
+		   char *buffer, Size bufsize)
+{
+	PgcReader	whole;
+	pg_crc32c	crc;
+	pg_crc32c	stored;
+	uint64		done = 0;
+
+	pgc_reader_init_file(&whole, fd, 0, len, buffer, bufsize);
+	if (len < sizeof(FileHeader) + sizeof(pg_crc32c))
+		return "it is too short";
+	memset(header, 0, sizeof(FileHeader));
+	if (!pgc_read_bytes(&whole, header, LEGACY_HEADER_SIZE))
+		return "it cannot be read";
+	if (header->format == PGC_FILE_FORMAT &&
+		!pgc_read_bytes(&whole, (char *) header + LEGACY_HEADER_SIZE,
+						sizeof(FileHeader) - LEGACY_HEADER_SIZE))
+		return "it is too short";
+	if (header->magic != PGC_FILE_MAGIC)
+		return "it is not a pg_contention file";
+	if (header->format != PGC_FILE_FORMAT &&
+		!(legacy && (header->format == PGC_FILE_FORMAT_2 ||
+					 header->format == PGC_FILE_FORMAT_1)))
+		return psprintf("its format is %u, this library reads %u here",
+						header->format, PGC_FILE_FORMAT);
+	if (header->pg_major != PGC_PG_MAJOR_VERSION)
+		return psprintf("it was written by PostgreSQL major version %u",
+						header->pg_major / 100);
+	if (header->format == PGC_FILE_FORMAT &&
+		header->data_directory != data_directory_identity())
+		return "it was written by the server of another data directory (a copy does not inherit its evidence)";
+	if (!header_sizes_valid(header))
+		return "the sizes in its header are not within the settings' ranges";
+	if (len > largest_file(header))
+		return psprintf("it is larger (" UINT64_FORMAT " bytes) than stores of the sizes it names can write (" UINT64_FORMAT ")",
+						len, largest_file(header));
+	if (header->nsections > PGC_MAX_SECTIONS)
+		return "it has more sections than this library knows";
+
+	/* The checksum, streamed: a buffer at a time. */
+	INIT_CRC32C(crc);
+	pgc_reader_seek(&whole, 0);
+	while (done < len - sizeof(pg_crc32c))
+	{
+		Size		n = Min(bufsize, len - sizeof(pg_crc32c) - done);
+
+		if (!pgc_read_bytes(&whole, buffer, n))
+			return "it cannot be read whole";
+		COMP_CRC32C(crc, buffer, n);
 		done += n;
 	}
-	CloseTransientFile(fd);
-	*len = st.st_size;
-	return data;
+	FIN_CRC32C(crc);
+	if (!pgc_read_bytes(&whole, &stored, sizeof(stored)))
+		return "it cannot be read whole";
+	if (!EQ_CRC32C(crc, stored))
+		return "its checksum does not match (a damaged file)";
+	if (header->format != PGC_FILE_FORMAT_1 &&
+		header->nsections > (len - header_size(header) - sizeof(pg_crc32c)) /
+		sizeof(SectionHeader))
+		return "it is too short for its sections";
+	return NULL;
 }
 
 /*
@@ -400,20 +503,31 @@ read_file(Size *len, const char **why)
  * postmaster from the shared-memory startup hook, under
  * AddinShmemInitLock, before any other process exists.  Every problem is
  * one LOG line; the stores then stay as they are (empty, or what fitted).
+ *
+ * The file is never read into memory: it is checked, then each section is
+ * read through a buffer of PGC_READ_BUFFER bytes, and every record is
+ * checked by its store against the stores it fills (pgc_fix_*, and each
+ * store's own rules) before it is used.
  */
 void
 pgc_persist_load(void)
 {
-	Size		len = 0;
+	const char *path = PGC_SAVE_FILE;
+	bool		legacy = false;
 	const char *why = NULL;
-	char	   *data;
+	int			fd;
+	struct stat st;
 	FileHeader	header;
-	pg_crc32c	crc;
-	pg_crc32c	stored;
+	uint64		len;
+	char	   *buffer;
+	char	   *dirbuffer;
 	PgcReader	body;
 	PgcReader	directory;
 	PgcReader  *sections;
 	StringInfoData summary;
+	bool		loaded[PGC_MAX_SECTIONS + 1] = {0};
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz time_limit = now + (TimestampTz) 86400 * USECS_PER_SEC;
 
 	/* Saves happen in this postmaster's lifetime from now on. */
 	on_shmem_exit(save_at_shutdown, (Datum) 0);
@@ -424,59 +538,69 @@ pgc_persist_load(void)
 	if (!pgc_save_enabled)
 		return;
 
-	data = read_file(&len, &why);
-	if (data == NULL)
+	/* The file of 1.3 and earlier is read until the first save replaces it. */
+	if (stat(path, &st) != 0 && errno == ENOENT &&
+		stat(PGC_LEGACY_FILE, &st) == 0)
 	{
-		if (why != NULL)
+		path = PGC_LEGACY_FILE;
+		legacy = true;
+	}
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+	{
+		if (errno != ENOENT)
 			ereport(LOG,
-					(errmsg("pg_contention: ignored \"%s\": %s", PGC_SAVE_FILE, why)));
+					(errcode_for_file_access(),
+					 errmsg("pg_contention: ignored \"%s\": it cannot be opened: %m", path)));
 		return;
 	}
+	if (fstat(fd, &st) != 0)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("pg_contention: ignored \"%s\": it cannot be read: %m", path)));
+		CloseTransientFile(fd);
+		return;
+	}
+	len = (uint64) st.st_size;
 
-	memcpy(&header, data, sizeof(header));
-	memcpy(&stored, data + len - sizeof(pg_crc32c), sizeof(stored));
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, data, len - sizeof(pg_crc32c));
-	FIN_CRC32C(crc);
-	if (header.magic != PGC_FILE_MAGIC)
-		why = "it is not a pg_contention file";
-	else if (header.format != PGC_FILE_FORMAT && header.format != PGC_FILE_FORMAT_1)
-		why = psprintf("its format is %u, this library reads %u and %u",
-					   header.format, PGC_FILE_FORMAT_1, PGC_FILE_FORMAT);
-	else if (header.pg_major != PGC_PG_MAJOR_VERSION)
-		why = psprintf("it was written by PostgreSQL major version %u",
-					   header.pg_major / 100);
-	else if (!EQ_CRC32C(crc, stored))
-		why = "its checksum does not match (a damaged file)";
-	else if (header.format == PGC_FILE_FORMAT &&
-			 header.nsections > (len - sizeof(FileHeader) - sizeof(pg_crc32c)) /
-			 sizeof(SectionHeader))
-		why = "it is too short for its sections";
+	/* Out of memory must not stop the server from starting. */
+	buffer = palloc_extended(PGC_READ_BUFFER, MCXT_ALLOC_NO_OOM);
+	dirbuffer = palloc_extended(PGC_READ_BUFFER, MCXT_ALLOC_NO_OOM);
+	if (buffer == NULL || dirbuffer == NULL)
+		why = "there is not enough memory to read it";
+	else
+		why = check_file(fd, len, legacy, &header, buffer, PGC_READ_BUFFER);
 	if (why != NULL)
 	{
 		ereport(LOG,
-				(errmsg("pg_contention: ignored \"%s\": %s", PGC_SAVE_FILE, why)));
-		pfree(data);
+				(errmsg("pg_contention: ignored \"%s\": %s", path, why)));
+		CloseTransientFile(fd);
 		return;
 	}
 
 	/*
 	 * The records of the sections follow the header, one after the other;
-	 * their entries are read from the directory at the end (format 2) or
-	 * from just before each section's records (format 1).
+	 * their entries are read from the directory at the end (formats 2 and
+	 * 3) or from just before each section's records (format 1).
 	 */
-	pgc_reader_init(&body, data, len - sizeof(pg_crc32c));
-	body.pos = sizeof(header);
-	if (header.format == PGC_FILE_FORMAT)
+	len -= sizeof(pg_crc32c);
+	if (header.format != PGC_FILE_FORMAT_1)
 	{
 		Size		dirsize = header.nsections * sizeof(SectionHeader);
 
-		body.len -= dirsize;
-		pgc_reader_init(&directory, data + body.len, dirsize);
+		len -= dirsize;
+		pgc_reader_init_file(&directory, fd, len, dirsize, dirbuffer, PGC_READ_BUFFER);
 		sections = &directory;
 	}
 	else
-		sections = &body;
+	{
+		pgc_reader_init_file(&directory, fd, 0, len, dirbuffer, PGC_READ_BUFFER);
+		sections = &directory;
+	}
+	/* body: only where the sections are; its buffer is never used. */
+	pgc_reader_init(&body, NULL, len);
+	body.pos = header_size(&header);
 
 	initStringInfo(&summary);
 	for (uint32 s = 0; s < header.nsections; s++)
@@ -485,54 +609,91 @@ pgc_persist_load(void)
 		PgcReader	records;
 		const PgcStore *store = NULL;
 		uint64		kept = 0;
+		uint64		most;
 
-		if (!pgc_read_bytes(sections, &section, sizeof(section)) ||
-			section.bytes > body.len - body.pos)
+		if (header.format == PGC_FILE_FORMAT_1)
+			pgc_reader_seek(&directory, body.pos);
+		if (!pgc_read_bytes(sections, &section, sizeof(section)))
 		{
 			ereport(LOG,
 					(errmsg("pg_contention: \"%s\" ends inside a section; the rest is ignored",
-							PGC_SAVE_FILE)));
+							path)));
 			break;
 		}
-		pgc_reader_init(&records, body.data + body.pos, section.bytes);
+		if (header.format == PGC_FILE_FORMAT_1)
+			body.pos = directory.pos;
+		if (section.bytes > body.len - body.pos)
+		{
+			ereport(LOG,
+					(errmsg("pg_contention: \"%s\" ends inside a section; the rest is ignored",
+							path)));
+			break;
+		}
+		pgc_reader_init_file(&records, fd, body.pos, section.bytes, buffer, PGC_READ_BUFFER);
+		records.time_limit = time_limit;
 		body.pos += section.bytes;
 
 		for (int i = 0; i < pgc_num_stores; i++)
 			if (pgc_stores[i].file_id != 0 && pgc_stores[i].file_id == section.id)
 				store = &pgc_stores[i];
-		if (store == NULL || section.record_size != store->record_size())
+		if (store == NULL || section.record_size != store->record_size() ||
+			section.id > PGC_MAX_SECTIONS)
 		{
 			ereport(LOG,
 					(errmsg("pg_contention: skipped section %u of \"%s\": its records are not this library's",
-							section.id, PGC_SAVE_FILE)));
+							section.id, path)));
 			continue;
+		}
+		if (loaded[section.id])
+		{
+			ereport(LOG,
+					(errmsg("pg_contention: skipped a second section of %s in \"%s\"",
+							store->name, path)));
+			continue;
+		}
+		loaded[section.id] = true;
+		/* No more records than the section's bytes can hold. */
+		most = section.bytes / Max(section.record_size, 1);
+		if (section.count > most)
+		{
+			section.count = most;
+			records.fixed++;
 		}
 		store->load(&records, section.count, &kept);
 		if (records.failed)
 			ereport(LOG,
 					(errmsg("pg_contention: the %s of \"%s\" end early; kept the first " UINT64_FORMAT,
-							store->name, PGC_SAVE_FILE, kept)));
-		else if (kept < section.count)
+							store->name, path, kept)));
+		else if (kept < section.count && records.fixed == 0)
 			ereport(LOG,
 					(errmsg("pg_contention: kept " UINT64_FORMAT " of the " UINT64_FORMAT " %s in \"%s\": the store is smaller now",
-							kept, section.count, store->name, PGC_SAVE_FILE),
+							kept, section.count, store->name, path),
 					 errdetail("The file was written with max_events = %d, max_statements = %d, max_profile_entries = %d, history_seconds = %d, max_query_length = %d.",
 							   header.max_events, header.max_statements,
 							   header.max_profile_entries, header.history_seconds,
 							   header.max_query_length)));
+		if (records.fixed > 0)
+			ereport(LOG,
+					(errmsg("pg_contention: kept " UINT64_FORMAT " %s of \"%s\"; " UINT64_FORMAT " implausible values in them were clamped or skipped",
+							kept, store->name, path, records.fixed)));
 		appendStringInfo(&summary, "%s" UINT64_FORMAT " %s",
 						 summary.len > 0 ? ", " : "", kept, store->name);
 	}
-	pgc_set_stats_reset_time(header.stats_reset);
+	CloseTransientFile(fd);
+	if (header.stats_reset > 0 && header.stats_reset <= time_limit)
+		pgc_set_stats_reset_time(header.stats_reset);
+	if (header.saved_at <= 0 || header.saved_at > time_limit)
+		header.saved_at = 0;
 
 	SpinLockAcquire(&persist->mutex);
-	persist->last_loaded = GetCurrentTimestamp();
+	persist->last_loaded = now;
 	persist->loaded_saved_at = header.saved_at;
 	SpinLockRelease(&persist->mutex);
 	ereport(LOG,
 			(errmsg("pg_contention: loaded %s from \"%s\", saved at %s",
-					summary.len > 0 ? summary.data : "nothing", PGC_SAVE_FILE,
-					timestamptz_to_str(header.saved_at))));
+					summary.len > 0 ? summary.data : "nothing", path,
+					header.saved_at != 0 ? timestamptz_to_str(header.saved_at) : "an unknown time")));
 	pfree(summary.data);
-	pfree(data);
+	pfree(buffer);
+	pfree(dirbuffer);
 }

@@ -181,7 +181,7 @@ pgc_define_settings(void)
 
 	DefineCustomBoolVariable("pg_contention.save",
 							 gettext_noop("Keeps events, statements, the wait profile and the history across restarts."),
-							 gettext_noop("They are written to pg_stat/pg_contention.stat at shutdown and every save_interval, and read back at start and after a crash."),
+							 gettext_noop("They are written to pg_stat_tmp/pg_contention.stat at shutdown and every save_interval, and read back at start and after a crash."),
 							 &pgc_save_enabled,
 							 true,
 							 PGC_SIGHUP,

@@ -56,14 +56,36 @@ extern int	pgc_save_interval;
 
 /* ---- bytes.c: the file's records, read from memory, streamed out ---- */
 
-/* A bounded reader over a file's bytes; failed is sticky. */
+/*
+ * A bounded reader over a section of the file's bytes, in memory (fd -1)
+ * or read from the file through a buffer (pread at base + pos), so that a
+ * file is never read into memory whole; failed is sticky.  fixed counts
+ * the values the loading store found implausible and clamped or skipped
+ * (persist.c says so once per section); time_limit is the latest
+ * timestamp a record may carry.
+ */
 typedef struct PgcReader
 {
-	const char *data;
+	const char *data;			/* fd -1: the bytes */
+	int			fd;				/* else: the file */
+	uint64		base;			/* its offset of byte 0 */
 	Size		len;
 	Size		pos;
 	bool		failed;
+	char	   *buf;			/* bufsize bytes: pos buf_pos..+buf_len */
+	Size		bufsize;
+	Size		buf_pos;
+	Size		buf_len;
+	uint64		fixed;
+	TimestampTz time_limit;
 } PgcReader;
+
+/*
+ * The largest counter a loaded record may carry (about 10^15): beyond it
+ * a counter is not plausible, and sums of many of them must stay in
+ * int64.
+ */
+#define PGC_COUNTER_MAX		((int64) 1 << 50)
 
 /*
  * A writer to a file descriptor through a caller's buffer, with a running
@@ -82,7 +104,14 @@ typedef struct PgcWriter
 
 extern void pgc_reader_init(PgcReader *reader, const char *data, Size len);
 extern bool pgc_read_bytes(PgcReader *reader, void *dest, Size n);
+extern void pgc_reader_init_file(PgcReader *reader, int fd, uint64 base,
+								 Size len, char *buffer, Size bufsize);
 extern bool pgc_read_text(PgcReader *reader, char *dest, int destsize);
+extern bool pgc_reader_seek(PgcReader *reader, Size pos);
+extern bool pgc_fix_counter(PgcReader *reader, int64 *value);
+extern bool pgc_fix_int32(PgcReader *reader, int32 *value, int32 min, int32 max);
+extern bool pgc_fix_time(PgcReader *reader, TimestampTz *value);
+extern void pgc_fix_string(char *value, Size size);
 extern void pgc_writer_init(PgcWriter *writer, int fd, char *buffer,
 							Size bufsize);
 extern void pgc_writer_fail(PgcWriter *writer, int errno_value);
@@ -130,8 +159,12 @@ typedef struct PgcStore
 	void		(*save) (PgcWriter *writer, bool take_locks, uint64 *count);
 
 	/*
-	 * Fill the empty store from the section (count records); *kept is how
-	 * many it kept.  Postmaster only, before any other process exists.
+	 * Fill the empty store from the section (count records, at most what
+	 * its bytes hold); *kept is how many it kept.  Every field read is
+	 * untrusted: check it against the store (pgc_fix_*), clamp or skip
+	 * what does not fit (counted in reader->fixed), and allocate no more
+	 * than the store's own size.  Postmaster only, before any other
+	 * process exists.
 	 */
 	void		(*load) (PgcReader *reader, uint64 count, uint64 *kept);
 } PgcStore;
@@ -443,6 +476,8 @@ typedef struct PgcSamplerStatus
 	int64		profile_evictions;
 	int64		profile_samples;	/* all non-idle samples since reset */
 	int64		buckets_written;	/* completed buckets since reset */
+	TimestampTz last_tick_at;	/* 0: never */
+	TimestampTz next_tick_due;	/* when the worker will tick next; 0: unknown */
 } PgcSamplerStatus;
 
 extern Size pgc_sampler_shmem_size(void);
@@ -496,6 +531,10 @@ extern const char *pgc_backend_type_name(const PgBackendStatus *beentry);
 extern void pgc_copy_statement_text(char *dest, int destsize,
 									const char *source_text,
 									int stmt_location, int stmt_len);
+
+/* ---- text_out.c: stored texts, valid in the reader's encoding ---- */
+extern Datum pgc_text_datum(const char *s, Oid source_dbid);
+extern Datum pgc_masked_text_datum(bool visible, const char *s, Oid source_dbid);
 
 /* ---- srf.c: the SQL functions' result shapes ---- */
 

@@ -26,7 +26,9 @@
  * and never wait for the worker to answer anything.  Reset (from any
  * backend) clears the stores under the exclusive lock and bumps
  * reset_generation, so the worker drops its private index of the profile.
- * The status fields are written by the worker under the same lock.
+ * The status fields are written by the worker under the same lock; each
+ * tick also publishes when it ran and when the next one is due, so that a
+ * reader can tell a stopped sampler from a sleeping one.
  *
  * Memory: everything a tick allocates (statistics snapshots among it)
  * lives in a context reset after every tick.
@@ -702,8 +704,13 @@ read_horizon_xid_age(void)
 	return Max((int64) (int32) (next - horizon), 0);
 }
 
+/*
+ * One tick at "now"; next_due is when the loop will wake for the next one,
+ * published with the tick so that readers can tell a sampler that stopped
+ * (pg_contention_sampler_status.stale) from one that sleeps as planned.
+ */
 static void
-sampler_tick(TimestampTz now)
+sampler_tick(TimestampTz now, TimestampTz next_due)
 {
 	instr_time	start,
 				duration;
@@ -795,6 +802,8 @@ sampler_tick(TimestampTz now)
 	sampler->status.last_tick_us = us;
 	sampler->status.total_tick_us += us;
 	sampler->status.max_tick_us = Max(sampler->status.max_tick_us, us);
+	sampler->status.last_tick_at = now;
+	sampler->status.next_tick_due = next_due;
 	if (new_second)
 		sampler->status.memory_bytes = (int64) MemoryContextMemAllocated(TopMemoryContext, true);
 	LWLockRelease(sampler->lock);
@@ -813,12 +822,19 @@ sampler_exit(int code, Datum arg)
 	LWLockRelease(sampler->lock);
 }
 
+/*
+ * The settings in effect.  When sampling is on, the next tick is due within
+ * a period from now (the loop ticks at once after sampling is turned on).
+ */
 static void
 publish_settings(void)
 {
 	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
 	sampler->status.period_ms = pgc_sample_period;
 	sampler->status.enabled = pgc_sampler_enabled;
+	if (pgc_sampler_enabled)
+		sampler->status.next_tick_due = GetCurrentTimestamp() +
+			(TimestampTz) pgc_sample_period * 1000;
 	LWLockRelease(sampler->lock);
 }
 
@@ -903,14 +919,15 @@ pgc_sampler_main(Datum main_arg)
 		now = GetCurrentTimestamp();
 		if (pgc_sampler_enabled && now >= next_tick)
 		{
-			MemoryContext old = MemoryContextSwitchTo(tick_context);
+			MemoryContext old;
 
-			sampler_tick(now);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(tick_context);
 			next_tick += (TimestampTz) pgc_sample_period * 1000;
 			if (next_tick <= now)	/* fell behind: do not catch up */
 				next_tick = now + (TimestampTz) pgc_sample_period * 1000;
+			old = MemoryContextSwitchTo(tick_context);
+			sampler_tick(now, next_tick);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(tick_context);
 		}
 
 		/*
@@ -1032,37 +1049,126 @@ pgc_profile_save(PgcWriter *writer, bool take_locks, uint64 *count)
 	pfree(batch);
 }
 
+static int
+compare_profile_keys(const void *a, const void *b)
+{
+	return memcmp(&((const PgcProfileEntry *) a)->key,
+				  &((const PgcProfileEntry *) b)->key, sizeof(PgcProfileKey));
+}
+
+/* The least sampled at the root: profile[] is the heap while loading. */
+static void
+profile_sift_down(PgcProfileEntry *heap, uint64 n, uint64 i)
+{
+	for (;;)
+	{
+		uint64		least = i;
+		uint64		l = 2 * i + 1;
+		uint64		r = l + 1;
+		PgcProfileEntry tmp;
+
+		if (l < n && heap[l].samples < heap[least].samples)
+			least = l;
+		if (r < n && heap[r].samples < heap[least].samples)
+			least = r;
+		if (least == i)
+			return;
+		tmp = heap[i];
+		heap[i] = heap[least];
+		heap[least] = tmp;
+		i = least;
+	}
+}
+
+static void
+profile_sift_up(PgcProfileEntry *heap, uint64 i)
+{
+	while (i > 0 && heap[i].samples < heap[(i - 1) / 2].samples)
+	{
+		PgcProfileEntry tmp = heap[i];
+
+		heap[i] = heap[(i - 1) / 2];
+		heap[(i - 1) / 2] = tmp;
+		i = (i - 1) / 2;
+	}
+}
+
 /*
- * Put the saved profile back, the most sampled entries first when the
- * profile is smaller now (the rest count as evictions).  Postmaster only,
- * before the worker exists: no lock; the worker builds its index of the
- * profile when it starts.
+ * Put the saved profile back, the most sampled entries when the profile
+ * is smaller now (the rest count as evictions): profile[] itself is the
+ * heap that keeps them, so the load allocates nothing; then sorted by
+ * key, so that the entries of one key (a file the worker did not write
+ * could repeat one) are merged.  Counters are clamped to [0,
+ * PGC_COUNTER_MAX], an entry without samples is skipped, and the samples
+ * since reset are at least those of the entries.  Postmaster only, before the worker exists: no
+ * lock; the worker builds its index of the profile when it starts.
  */
 void
 pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept)
 {
 	int64		evictions;
 	int64		samples;
-	PgcProfileEntry *saved;
-	uint64		n;
+	int64		sum = 0;
+	uint64		n = 0;
+	uint64		read = 0;
+	uint64		most = (uint64) pgc_max_profile_entries;
+	uint64		merged = 0;
+	uint64		kept_n = 0;
 
 	*kept = 0;
 	if (!pgc_read_bytes(reader, &evictions, sizeof(evictions)) ||
 		!pgc_read_bytes(reader, &samples, sizeof(samples)))
 		return;
-	n = Min(count, (reader->len - reader->pos) / sizeof(PgcProfileEntry));
-	if (n < count)
-		reader->failed = true;
-	saved = palloc_extended(Max(n, 1) * sizeof(PgcProfileEntry), MCXT_ALLOC_HUGE);
-	pgc_read_bytes(reader, saved, n * sizeof(PgcProfileEntry));
-	if (n > (uint64) pgc_max_profile_entries)
-		qsort(saved, n, sizeof(PgcProfileEntry), compare_samples_desc);
-	*kept = Min(n, (uint64) pgc_max_profile_entries);
-	memcpy(profile, saved, *kept * sizeof(PgcProfileEntry));
-	sampler->status.profile_used = (int) *kept;
-	sampler->status.profile_evictions = evictions + (int64) (n - *kept);
-	sampler->status.profile_samples = samples;
-	pfree(saved);
+	pgc_fix_counter(reader, &evictions);
+	pgc_fix_counter(reader, &samples);
+	for (; read < count; read++)
+	{
+		PgcProfileEntry e;
+
+		if (!pgc_read_bytes(reader, &e, sizeof(e)))
+			break;
+		e.key.padding = 0;		/* the key is hashed as bytes */
+		pgc_fix_counter(reader, &e.samples);
+		if (e.samples == 0)
+		{
+			reader->fixed++;
+			continue;
+		}
+		if (n < most)
+		{
+			profile[n] = e;
+			profile_sift_up(profile, n++);
+		}
+		else if (profile[0].samples < e.samples)
+		{
+			profile[0] = e;
+			profile_sift_down(profile, n, 0);
+		}
+	}
+
+	/* One entry per key: sorted by key, repeated ones merged. */
+	qsort(profile, n, sizeof(PgcProfileEntry), compare_profile_keys);
+	for (uint64 i = 0; i < n; i++)
+	{
+		if (kept_n > 0 &&
+			memcmp(&profile[kept_n - 1].key, &profile[i].key, sizeof(PgcProfileKey)) == 0)
+		{
+			profile[kept_n - 1].samples = Min(profile[kept_n - 1].samples + profile[i].samples,
+											  PGC_COUNTER_MAX);
+			merged++;
+			continue;
+		}
+		profile[kept_n++] = profile[i];
+	}
+	reader->fixed += merged;
+	n = kept_n;
+	for (uint64 i = 0; i < n; i++)
+		sum = Min(sum + profile[i].samples, PGC_COUNTER_MAX);
+	*kept = n;
+	sampler->status.profile_used = (int) n;
+	sampler->status.profile_evictions = Min(evictions + (int64) (read - n - merged),
+											PGC_COUNTER_MAX);
+	sampler->status.profile_samples = Max(samples, sum);
 }
 
 uint32
@@ -1117,10 +1223,52 @@ pgc_history_save(PgcWriter *writer, bool take_locks, uint64 *count)
 	pfree(batch);
 }
 
+/* A saved second's counters, clamped; false when it cannot be kept. */
+static bool
+fix_bucket(PgcReader *reader, PgcHistoryBucket *b)
+{
+	PgcOldSnapFigures *o = &b->oldsnap;
+
+	if (!pgc_fix_time(reader, &b->bucket_start) || b->bucket_start == 0)
+	{
+		if (b->bucket_start == 0)
+			reader->fixed++;
+		return false;
+	}
+	o->active = (o->active != 0);
+	pgc_fix_counter(reader, &o->probes);
+	pgc_fix_counter(reader, &o->probe_max_ns);
+	for (int i = 0; i < PGC_PROBE_HIST_BUCKETS; i++)
+		pgc_fix_int32(reader, &o->probe_hist[i], 0, PG_INT32_MAX);
+	pgc_fix_counter(reader, &o->lock_word_reads);
+	pgc_fix_counter(reader, &o->lock_word_held);
+	pgc_fix_counter(reader, &o->lock_op_estimate);
+	pgc_fix_counter(reader, &b->ticks);
+	pgc_fix_counter(reader, &b->active_samples);
+	pgc_fix_counter(reader, &b->idle_samples);
+	pgc_fix_counter(reader, &b->cpu_samples);
+	for (int i = 0; i < PGC_NUM_WAIT_CLASSES; i++)
+		pgc_fix_counter(reader, &b->class_samples[i]);
+	for (int i = 0; i < PGC_NUM_NAMED_WAITS; i++)
+		pgc_fix_counter(reader, &b->named_samples[i]);
+	pgc_fix_int32(reader, &b->max_overflowed_backends, 0, PG_INT32_MAX);
+	b->slru_known = (b->slru_known != 0);
+	pgc_fix_counter(reader, &b->subtrans_lookups);
+	pgc_fix_counter(reader, &b->subtrans_reads);
+	if (b->horizon_xid_age != -1)
+		pgc_fix_counter(reader, &b->horizon_xid_age);
+	b->xids_known = (b->xids_known != 0);
+	pgc_fix_counter(reader, &b->xids_assigned);
+	pgc_fix_counter(reader, &b->subtrans_reader_lookups);
+	return true;
+}
+
 /*
  * Put the saved seconds back, with their timestamps (the seconds the
  * server was down are a gap), the newest pg_contention.history_seconds of
- * them.  Postmaster only, before the worker exists: no lock.
+ * them.  A second whose time is not plausible or not after the one kept
+ * before it is skipped; counters are clamped (fix_bucket).  Postmaster
+ * only, before the worker exists: no lock.
  */
 void
 pgc_history_load(PgcReader *reader, uint64 count, uint64 *kept)
@@ -1128,19 +1276,33 @@ pgc_history_load(PgcReader *reader, uint64 count, uint64 *kept)
 	int64		written;
 	uint64		n;
 	uint64		skip;
+	TimestampTz last = 0;
 
 	*kept = 0;
 	if (!pgc_read_bytes(reader, &written, sizeof(written)))
 		return;
 	n = Min(count, (reader->len - reader->pos) / sizeof(PgcHistoryBucket));
-	if (n < count)
-		reader->failed = true;
 	skip = n > (uint64) pgc_history_seconds ? n - pgc_history_seconds : 0;
-	reader->pos += skip * sizeof(PgcHistoryBucket);
+	pgc_reader_seek(reader, reader->pos + skip * sizeof(PgcHistoryBucket));
 	for (uint64 i = 0; i < n - skip; i++)
-		pgc_read_bytes(reader, &history[i], sizeof(PgcHistoryBucket));
-	*kept = n - skip;
+	{
+		PgcHistoryBucket *b = &history[*kept];
+
+		if (!pgc_read_bytes(reader, b, sizeof(PgcHistoryBucket)))
+			break;
+		if (!fix_bucket(reader, b))
+			continue;
+		if (b->bucket_start <= last)
+		{
+			reader->fixed++;
+			continue;
+		}
+		last = b->bucket_start;
+		(*kept)++;
+	}
 	/* The ring restarts at slot 0 with the kept seconds, oldest first. */
 	sampler->status.buckets_written = (int64) *kept;
+	if (n < count)
+		reader->failed = true;	/* the section ends early */
 	(void) written;
 }

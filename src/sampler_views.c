@@ -188,7 +188,7 @@ pg_contention_history(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* 1.1 added memory_bytes. */
+/* 1.1 added memory_bytes; 1.4 last_tick_at, next_tick_due and stale. */
 static const PgcResultColumn status_columns[] = {
 	{"running", BOOLOID, PGC_SQL_V(1, 0)},
 	{"pid", INT4OID, PGC_SQL_V(1, 0)},
@@ -204,12 +204,40 @@ static const PgcResultColumn status_columns[] = {
 	{"profile_evictions", INT8OID, PGC_SQL_V(1, 0)},
 	{"history_buckets", INT4OID, PGC_SQL_V(1, 0)},
 	{"memory_bytes", INT8OID, PGC_SQL_V(1, 1)},
+	{"last_tick_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"next_tick_due", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"stale", BOOLOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape status_shape = {
 	"pg_contention_sampler_status", status_columns, lengthof(status_columns)
 };
 
 #define STATUS_COLS lengthof(status_columns)
+
+/*
+ * How late a promised tick may be before the sampler counts as stale:
+ * 5 s, or 5 periods when that is longer.  The worker publishes when its
+ * next tick is due (it sleeps exactly until then), so lateness is not the
+ * sampler's own choice: it is the time the machine takes to schedule it,
+ * a tick's own time (max_tick_us), and a save of the stores' file between
+ * two ticks (a write and an fsync, which a busy disk can stretch to
+ * seconds).  5 s rides over those; a sampler stopped for longer is seen
+ * within 5 s of its due tick.
+ */
+#define STALE_MARGIN_US(period_ms) \
+	((TimestampTz) Max(5000, 5 * (period_ms)) * 1000)
+
+/*
+ * Stale: sampling is on, and the tick the worker promised is later than the
+ * margin (it stopped, hangs, or has exited without coming back).  Before its
+ * first promise (the server starting) nothing is known: not stale.
+ */
+static bool
+sampler_is_stale(const PgcSamplerStatus *s, TimestampTz now)
+{
+	return s->enabled && s->next_tick_due != 0 &&
+		now > s->next_tick_due + STALE_MARGIN_US(s->period_ms);
+}
 
 /* pg_contention_sampler_status(): is the worker running, and what it costs. */
 Datum
@@ -246,5 +274,14 @@ pg_contention_sampler_status(PG_FUNCTION_ARGS)
 		values[13] = Int64GetDatum(s.memory_bytes);
 	else
 		nulls[13] = true;
+	if (s.last_tick_at != 0)
+		values[14] = TimestampTzGetDatum(s.last_tick_at);
+	else
+		nulls[14] = true;
+	if (s.enabled && s.next_tick_due != 0)
+		values[15] = TimestampTzGetDatum(s.next_tick_due);
+	else
+		nulls[15] = true;
+	values[16] = BoolGetDatum(sampler_is_stale(&s, GetCurrentTimestamp()));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

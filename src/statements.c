@@ -162,8 +162,8 @@ typedef struct PgcStatementEntry
 static StatementsShared *stmts = NULL;
 static HTAB *statements = NULL;
 
-static void put_literals(const char *literals, bool visible, Datum *values,
-						 bool *nulls, int col);
+static void put_literals(const char *literals, bool visible, Oid dbid,
+						 Datum *values, bool *nulls, int col);
 
 /* This backend's cache of entry locations, see the header comment. */
 #define LOCAL_CACHE_SIZE	64
@@ -808,8 +808,7 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 		values[6] = Int64GetDatum(e->overflow_events);
 		values[7] = TimestampTzGetDatum(e->first_seen);
 		values[8] = TimestampTzGetDatum(e->last_seen);
-		values[9] = CStringGetTextDatum(visible ? e->query :
-										"<insufficient privilege>");
+		values[9] = pgc_masked_text_datum(visible, e->query, e->key.dbid);
 		values[10] = Int64GetDatum(e->rows);
 		values[11] = Int64GetDatum(e->shared_blks_hit);
 		values[12] = Int64GetDatum(e->shared_blks_read);
@@ -891,14 +890,13 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 			values[10] = Int64GetDatum(c->bitmap_scans);
 			values[11] = Int64GetDatum(c->other_entries_read);
 			values[12] = TimestampTzGetDatum(e->last_seen);
-			values[13] = CStringGetTextDatum(visible ? e->query :
-											 "<insufficient privilege>");
+			values[13] = pgc_masked_text_datum(visible, e->query, e->key.dbid);
 			values[14] = Int64GetDatum(e->indexes_untracked);
 			values[15] = Int64GetDatum(c->bitmap_lossy_pages);
 			/* The statement's worst execution in the recent periods. */
 			put_literals(e->current.literals_dead >= e->previous.literals_dead ?
 						 e->current.literals : e->previous.literals,
-						 visible, values, nulls, 16);
+						 visible, e->key.dbid, values, nulls, 16);
 			values[17] = CStringGetTextDatum(e->application_name);
 			tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 		}
@@ -1091,13 +1089,12 @@ recent_cache_gone(void *arg)
  * none were kept.
  */
 static void
-put_literals(const char *literals, bool visible, Datum *values, bool *nulls,
-			 int col)
+put_literals(const char *literals, bool visible, Oid dbid, Datum *values,
+			 bool *nulls, int col)
 {
 	nulls[col] = literals[0] == '\0';
 	if (!nulls[col])
-		values[col] = CStringGetTextDatum(visible ? literals :
-										  "<insufficient privilege>");
+		values[col] = pgc_masked_text_datum(visible, literals, dbid);
 }
 
 /* One index's executions in the periods: columns col to col + 10. */
@@ -1361,11 +1358,10 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 		values[11] = Int64GetDatum(sum.top_level_calls);
 		values[12] = Int64GetDatum(sum.shared_blks);
 		nulls[13] = nulls[14] = nulls[15] = true;
-		values[16] = CStringGetTextDatum(visible ? e->query :
-										 "<insufficient privilege>");
+		values[16] = pgc_masked_text_datum(visible, e->query, e->key.dbid);
 		for (int c = 17; c <= 27; c++)
 			nulls[c] = true;
-		put_literals(sum.literals, visible, values, nulls, 28);
+		put_literals(sum.literals, visible, e->key.dbid, values, nulls, 28);
 		if (several_apps)
 			nulls[29] = true;
 		else
@@ -1434,8 +1430,8 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 	if (window_seconds <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("window must be at least one second: %d seconds", window_seconds),
-				 errhint("Pass a longer interval, or NULL for pg_contention.findings_window.")));
+				 errmsg("window_seconds must be at least 1, not %d", window_seconds),
+				 errhint("Pass the window's length in seconds.")));
 	tupstore = pgc_materialize(fcinfo, &recent_shape, &tupdesc);
 
 	memset(&key, 0, sizeof(key));
@@ -1572,73 +1568,250 @@ typedef struct SavedStatement
 	Size		pos;			/* where its record starts in the section */
 } SavedStatement;
 
-static int
-compare_saved_usage(const void *a, const void *b)
+/* The least used at the root: the heap of the most used kept so far. */
+static inline bool
+saved_less(const SavedStatement *a, const SavedStatement *b)
 {
-	double		ua = ((const SavedStatement *) a)->usage;
-	double		ub = ((const SavedStatement *) b)->usage;
+	return a->usage < b->usage;
+}
 
-	return (ua < ub) - (ua > ub);	/* most used first */
+static void
+saved_sift_down(SavedStatement *heap, uint64 n, uint64 i)
+{
+	for (;;)
+	{
+		uint64		least = i;
+		uint64		l = 2 * i + 1;
+		uint64		r = l + 1;
+		SavedStatement tmp;
+
+		if (l < n && saved_less(&heap[l], &heap[least]))
+			least = l;
+		if (r < n && saved_less(&heap[r], &heap[least]))
+			least = r;
+		if (least == i)
+			return;
+		tmp = heap[i];
+		heap[i] = heap[least];
+		heap[least] = tmp;
+		i = least;
+	}
+}
+
+static void
+saved_sift_up(SavedStatement *heap, uint64 i)
+{
+	while (i > 0 && saved_less(&heap[i], &heap[(i - 1) / 2]))
+	{
+		SavedStatement tmp = heap[i];
+
+		heap[i] = heap[(i - 1) / 2];
+		heap[(i - 1) / 2] = tmp;
+		i = (i - 1) / 2;
+	}
+}
+
+static int
+compare_saved_pos(const void *a, const void *b)
+{
+	Size		pa = ((const SavedStatement *) a)->pos;
+	Size		pb = ((const SavedStatement *) b)->pos;
+
+	return (pa > pb) - (pa < pb);
+}
+
+/* A usage that can be compared and decayed: finite, in [0, counter max]. */
+static double
+fix_usage(PgcReader *reader, double usage)
+{
+	if (usage >= 0.0 && usage <= (double) PGC_COUNTER_MAX)
+		return usage;			/* false for NaN */
+	reader->fixed++;
+	return (usage > 0.0) ? (double) PGC_COUNTER_MAX : 0.0;
+}
+
+/* A period whose times do not hold together is emptied. */
+static void
+fix_period(PgcReader *reader, PgcPeriod *p)
+{
+	bool		ok = true;
+
+	ok &= pgc_fix_time(reader, &p->start);
+	ok &= pgc_fix_time(reader, &p->end);
+	if (!ok || (p->start == 0) != (p->end == 0) || p->end < p->start)
+	{
+		if (ok)
+			reader->fixed++;
+		memset(p, 0, sizeof(PgcPeriod));
+		return;
+	}
+	pgc_fix_counter(reader, &p->calls);
+	pgc_fix_counter(reader, &p->suboverflowed_calls);
+	pgc_fix_counter(reader, &p->near_overflow_calls);
+	pgc_fix_counter(reader, &p->overflow_events);
+	pgc_fix_int32(reader, &p->max_subxacts, 0, PG_INT32_MAX);
+	pgc_fix_counter(reader, &p->top_level_calls);
+	pgc_fix_counter(reader, &p->shared_blks);
+	for (int i = 0; i < PGC_INDEX_SLOTS; i++)
+	{
+		PgcPeriodScan *x = &p->index_exec[i];
+
+		pgc_fix_counter(reader, &p->index_scans[i]);
+		pgc_fix_counter(reader, &p->index_entries[i]);
+		pgc_fix_counter(reader, &p->index_dead[i]);
+		pgc_fix_counter(reader, &x->worst_dead);
+		pgc_fix_counter(reader, &x->worst_entries);
+		/* -1: a nested execution, whose buffers and rows are not measured */
+		if (x->worst_blks != -1)
+			pgc_fix_counter(reader, &x->worst_blks);
+		if (x->worst_rows != -1)
+			pgc_fix_counter(reader, &x->worst_rows);
+		pgc_fix_time(reader, &x->worst_at);
+		pgc_fix_counter(reader, &x->last_dead);
+		pgc_fix_time(reader, &x->last_at);
+		pgc_fix_counter(reader, &x->bad_scans);
+		pgc_fix_counter(reader, &x->bad_dead);
+		pgc_fix_time(reader, &x->last_bad_at);
+		pgc_fix_time(reader, &x->clean_since);
+	}
+	pgc_fix_counter(reader, &p->literals_dead);
+	pgc_fix_string(p->literals, PGC_LITERALS_LEN);
 }
 
 /*
- * Enter the saved statements into the empty hash: the most used first,
- * as many as pg_contention.max_statements allows.  Postmaster only, before
- * any backend exists: no lock.
+ * Check a loaded entry's counters against what the store can mean: every
+ * counter in [0, PGC_COUNTER_MAX], times 0 or plausible, strings ended.
+ * False when the entry cannot be kept (no time it was seen).
+ */
+static bool
+fix_entry(PgcReader *reader, PgcStatementEntry *e)
+{
+	e->usage = fix_usage(reader, e->usage);
+	pgc_fix_counter(reader, &e->calls);
+	pgc_fix_counter(reader, &e->suboverflowed_calls);
+	pgc_fix_counter(reader, &e->standby_calls);
+	pgc_fix_counter(reader, &e->overflow_events);
+	pgc_fix_counter(reader, &e->rows);
+	pgc_fix_counter(reader, &e->shared_blks_hit);
+	pgc_fix_counter(reader, &e->shared_blks_read);
+	pgc_fix_int32(reader, &e->max_subxacts, 0, PG_INT32_MAX);
+	pgc_fix_counter(reader, &e->near_overflow_calls);
+	pgc_fix_counter(reader, &e->indexes_untracked);
+	for (int i = 0; i < PGC_INDEX_SLOTS; i++)
+	{
+		PgcIndexCounters *c = &e->indexes[i];
+
+		pgc_fix_counter(reader, &c->scans);
+		pgc_fix_counter(reader, &c->entries_read);
+		pgc_fix_counter(reader, &c->live_fetched);
+		pgc_fix_counter(reader, &c->dead_visits);
+		pgc_fix_counter(reader, &c->max_dead_visits);
+		pgc_fix_counter(reader, &c->index_only_scans);
+		pgc_fix_counter(reader, &c->bitmap_scans);
+		pgc_fix_counter(reader, &c->bitmap_lossy_pages);
+		pgc_fix_counter(reader, &c->other_entries_read);
+	}
+	fix_period(reader, &e->current);
+	fix_period(reader, &e->previous);
+	pgc_fix_string(e->application_name, NAMEDATALEN);
+	if (!pgc_fix_time(reader, &e->first_seen) || !pgc_fix_time(reader, &e->last_seen) ||
+		e->first_seen == 0 || e->last_seen < e->first_seen)
+	{
+		if (e->first_seen == 0 || e->last_seen < e->first_seen)
+			reader->fixed++;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Enter the saved statements into the empty hash: the most used ones, as
+ * many as pg_contention.max_statements allows (a first pass keeps the
+ * position and usage of the most used in a heap of that size, the only
+ * memory the load takes; a second enters them, in the file's order).
+ * Every entry is checked (fix_entry); one that cannot be kept is skipped.
+ * Postmaster only, before any backend exists: no lock.
  */
 void
 pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 {
-	SavedStatement *saved;
+	SavedStatement *heap;
 	uint64		n = 0;
+	uint64		read = 0;
+	uint64		most = (uint64) pgc_max_statements;
 	int64		evictions;
-	char	   *counters = palloc(COUNTERS_SIZE);
+	double		usage;
 
 	*kept = 0;
 	if (!pgc_read_bytes(reader, &evictions, sizeof(evictions)))
 		return;
-	saved = palloc_extended(Max(Min(count, reader->len), 1) * sizeof(SavedStatement),
-							MCXT_ALLOC_HUGE);
-	/* First pass: where each record is, and its usage. */
-	while (n < count && !reader->failed)
+	pgc_fix_counter(reader, &evictions);
+	heap = palloc_extended(Max(Min(count, most), 1) * sizeof(SavedStatement),
+						   MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	if (heap == NULL)
 	{
-		PgcStatementKey key;
+		reader->failed = true;
+		return;
+	}
+	/* First pass: where each record is, and its usage. */
+	while (read < count && !reader->failed)
+	{
+		SavedStatement this;
 		uint32		textlen;
 
-		saved[n].pos = reader->pos;
-		if (!pgc_read_bytes(reader, &key, sizeof(key)) ||
-			!pgc_read_bytes(reader, counters, COUNTERS_SIZE) ||
+		this.pos = reader->pos;
+		if (!pgc_reader_seek(reader, reader->pos + sizeof(PgcStatementKey)) ||
+			!pgc_read_bytes(reader, &usage, sizeof(double)) ||
+			!pgc_reader_seek(reader, reader->pos + COUNTERS_SIZE - sizeof(double)) ||
 			!pgc_read_bytes(reader, &textlen, sizeof(textlen)) ||
-			textlen > reader->len - reader->pos)
-		{
-			reader->failed = true;
+			!pgc_reader_seek(reader, reader->pos + Min(textlen, reader->len - reader->pos + 1)))
 			break;
+		read++;
+		this.usage = fix_usage(reader, usage);
+		if (n < Min(count, most))
+		{
+			heap[n] = this;
+			saved_sift_up(heap, n++);
 		}
-		reader->pos += textlen;
-		memcpy(&saved[n].usage, counters, sizeof(double));
-		n++;
+		else if (saved_less(&heap[0], &this))
+		{
+			heap[0] = this;
+			saved_sift_down(heap, n, 0);
+		}
 	}
-	qsort(saved, n, sizeof(SavedStatement), compare_saved_usage);
-
-	for (uint64 i = 0; i < n && i < (uint64) pgc_max_statements; i++)
+	/* Second pass, in the file's order: one read through the buffer. */
+	qsort(heap, n, sizeof(SavedStatement), compare_saved_pos);
+	for (uint64 i = 0; i < n; i++)
 	{
-		PgcReader	record = *reader;
 		PgcStatementKey key;
 		PgcStatementEntry *entry;
 		bool		found;
 
-		record.pos = saved[i].pos;
-		record.failed = false;
-		pgc_read_bytes(&record, &key, sizeof(key));
+		reader->failed = false;
+		if (!pgc_reader_seek(reader, heap[i].pos) ||
+			!pgc_read_bytes(reader, &key, sizeof(key)))
+			break;
 		entry = hash_search(statements, &key, HASH_ENTER_NULL, &found);
 		if (entry == NULL || found)
-			continue;			/* full, or a duplicate key */
+		{
+			if (entry != NULL)
+				reader->fixed++;	/* a duplicate key */
+			continue;
+		}
 		/* The element's spinlock was initialised at creation: keep it. */
-		pgc_read_bytes(&record, (char *) entry + COUNTERS_OFFSET, COUNTERS_SIZE);
-		pgc_read_text(&record, entry->query, pgc_max_query_length);
+		if (!pgc_read_bytes(reader, (char *) entry + COUNTERS_OFFSET, COUNTERS_SIZE) ||
+			!pgc_read_text(reader, entry->query, pgc_max_query_length) ||
+			!fix_entry(reader, entry))
+		{
+			hash_search(statements, &key, HASH_REMOVE, NULL);
+			if (reader->failed)
+				break;
+			continue;
+		}
 		(*kept)++;
 	}
-	stmts->evictions = evictions + (int64) (n - *kept);
-	pfree(saved);
-	pfree(counters);
+	/* The first pass ended early: say so (the second reset the flag). */
+	reader->failed = (read < count);
+	stmts->evictions = evictions + (int64) (read - *kept);
+	pfree(heap);
 }

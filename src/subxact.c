@@ -323,8 +323,8 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 		else
 			nulls[7] = true;
 		values[8] = Int32GetDatum(ev->nesting_depth);
-		values[9] = CStringGetTextDatum(visible ? ev->query :
-										"<insufficient privilege>");
+		/* Captured in its database's encoding: made valid in ours. */
+		values[9] = pgc_masked_text_datum(visible, ev->query, ev->dbid);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	if (copy)
@@ -501,6 +501,12 @@ pgc_events_save(PgcWriter *writer, bool take_locks, uint64 *count)
  * Put the saved events back in the empty ring, in their order, keeping the
  * newest pg_contention.max_events; the count written (and so the drops)
  * carries on.  Postmaster only, before any backend exists: no lock.
+ *
+ * Nothing read is trusted: the count written is clamped to [events kept,
+ * PGC_COUNTER_MAX] (far from where written % max_events could go negative
+ * or written++ overflow), an event with an implausible time is skipped,
+ * a negative nesting depth is clamped, the strings are cut to their
+ * buffers; each is counted in reader->fixed.
  */
 void
 pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept)
@@ -508,27 +514,45 @@ pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept)
 	int64		written;
 	uint64		skip = count > (uint64) pgc_max_events ? count - pgc_max_events : 0;
 	char	   *scratch = palloc(event_stride());
+	int64		base;
 
 	*kept = 0;
 	if (!pgc_read_bytes(reader, &written, sizeof(written)))
+	{
+		pfree(scratch);
 		return;
-	written = Max(written, (int64) count);
-	for (uint64 i = 0; i < count; i++)
+	}
+	pgc_fix_counter(reader, &written);
+	if (written < (int64) Min(count, (uint64) PGC_COUNTER_MAX))
+	{
+		written = (int64) Min(count, (uint64) PGC_COUNTER_MAX);
+		reader->fixed++;
+	}
+	/* The kept events take the ring's slots from base on, oldest first. */
+	base = written - (int64) Min(count - skip, (uint64) written);
+	for (uint64 i = 0; i < count && !reader->failed; i++)
 	{
 		OverflowEvent *ev;
-		int64		position = written - (int64) (count - skip) + (int64) (i - skip);
 
 		/* Events that no longer fit are read into scratch and dropped. */
 		ev = (i < skip) ? (OverflowEvent *) scratch :
-			EVENT_SLOT(event_ring, position % pgc_max_events);
+			EVENT_SLOT(event_ring, (base + (int64) *kept) % pgc_max_events);
 		if (!pgc_read_bytes(reader, ev, offsetof(OverflowEvent, query)) ||
 			!pgc_read_text(reader, ev->query, pgc_max_query_length))
 			break;
-		ev->application_name[NAMEDATALEN - 1] = '\0';
-		if (i >= skip)
-			(*kept)++;
+		pgc_fix_string(ev->application_name, NAMEDATALEN);
+		if (i < skip)
+			continue;
+		pgc_fix_int32(reader, &ev->nesting_depth, 0, PG_INT32_MAX);
+		if (!pgc_fix_time(reader, &ev->event_time) || ev->event_time == 0)
+		{
+			if (ev->event_time == 0)
+				reader->fixed++;
+			continue;			/* the slot is taken by the next one */
+		}
+		(*kept)++;
 	}
-	/* A short section: the events read stand as the newest. */
-	events->written = written - (int64) (count - skip) + (int64) *kept;
+	/* A short section or skipped events: the events kept stand as the newest. */
+	events->written = base + (int64) *kept;
 	pfree(scratch);
 }

@@ -55,13 +55,20 @@ ok($node->poll_query_until('postgres',
 	"SELECT enabled AND period_ms = 10 AND ticks > $ticks FROM pg_contention_sampler_status"),
 	'and on again');
 
-# Profile eviction: 30 distinct sleeping statements, each sampled as
-# Timeout:PgSleep with its own query id, into a profile of 10.
+# Profile eviction: distinct sleeping statements, each sampled as
+# Timeout:PgSleep with its own query id, into a profile of 10, until one is
+# evicted (a sleep the sampler misses on a busy machine adds nothing: more
+# statements, not a longer sleep).
 $node->safe_psql('postgres', 'SELECT pg_contention_reset()');
-$node->safe_psql('postgres',
-	join('', map { "SELECT pg_sleep(0.05)" . (', 1' x $_) . ";\n" } 1 .. 30));
-my ($entries, $evictions) = split /\|/, $node->safe_psql('postgres',
-	'SELECT profile_entries, profile_evictions FROM pg_contention_sampler_status');
+my ($entries, $evictions) = (0, 0);
+for my $batch (0 .. 99)
+{
+	$node->safe_psql('postgres',
+		join('', map { "SELECT pg_sleep(0.05)" . (', 1' x ($batch * 10 + $_)) . ";\n" } 1 .. 10));
+	($entries, $evictions) = split /\|/, $node->safe_psql('postgres',
+		'SELECT profile_entries, profile_evictions FROM pg_contention_sampler_status');
+	last if $evictions > 0;
+}
 cmp_ok($entries, '<=', 10, "profile holds at most 10 entries ($entries)");
 cmp_ok($evictions, '>', 0, "profile evictions counted ($evictions)");
 is($node->safe_psql('postgres',

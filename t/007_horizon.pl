@@ -166,7 +166,8 @@ my $bench;
 {
 	local $ENV{PGAPPNAME} = 'pgbench';
 	$bench = IPC::Run::start(
-		[ 'pgbench', '-n', '-c', '3', '-T', '60', '-f', $script, $primary->connstr('postgres') ],
+		# Until killed below: no step may outlast it on a slow machine.
+		[ 'pgbench', '-n', '-c', '3', '-T', '600', '-f', $script, $primary->connstr('postgres') ],
 		'>', \$bench_out, '2>', \$bench_out);
 }
 ok($primary->poll_query_until('postgres',

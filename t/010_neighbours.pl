@@ -39,20 +39,30 @@ ok($node->poll_query_until('postgres',
 	  WHERE backend_type IN ('pg_wait_sampling collector', 'pg_cron launcher')",
 	'Extension,Extension'), 'both neighbours sleep in Extension waits');
 
-# Figures over whole seconds that started after this moment.
+# Figures over whole seconds that started after this moment.  One session
+# waits for them, idle (ClientRead) between its looks every half second:
+# a new connection per look (poll_query_until) would be active while it
+# starts, and on a slow machine that alone made an idle server look busy.
+my $watcher = $node->background_psql('postgres');
 sub seconds_since
 {
 	my ($since, $n) = @_;
-	$node->poll_query_until('postgres',
-		"SELECT count(*) >= $n FROM pg_contention_history WHERE bucket_start >= '$since'")
-	  or die "the history does not advance";
-	return $node->safe_psql('postgres',
+	my $have = 0;
+	for (1 .. 2 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		$have = $watcher->query_safe(
+			"SELECT count(*) >= $n FROM pg_contention_history WHERE bucket_start >= '$since'");
+		last if $have eq 't';
+		select(undef, undef, undef, 0.5);
+	}
+	die "the history does not advance" unless $have eq 't';
+	return $watcher->query_safe(
 		"SELECT round(avg(avg_active_backends)::numeric, 2), sum(extension_samples),
 				sum(timeout_samples), sum(idle_samples) > 0
 		   FROM pg_contention_history WHERE bucket_start >= '$since'");
 }
 
-my $start = $node->safe_psql('postgres', "SELECT date_trunc('second', now()) + interval '1 second'");
+my $start = $watcher->query_safe("SELECT date_trunc('second', now()) + interval '1 second'");
 my ($active, $extension, $timeout, $some_idle) = split /\|/, seconds_since($start, 3);
 cmp_ok($active, '<', 0.2, "an idle server has no active backends (measured $active)");
 is($extension, '0', 'no Extension samples: the neighbours\' sleep is idle');
@@ -62,15 +72,23 @@ is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_waits WHERE wait_event_type = 'Extension'"),
 	'0', 'the wait profile has no Extension entry');
 
-# A client's pg_sleep is a statement running: active, class Timeout.
+# A client's pg_sleep is a statement running: active, class Timeout.  It
+# sleeps until the seconds are measured (a fixed sleep could end first on
+# a slow machine), and they start once it sleeps.
 my $sleeper = $node->background_psql('postgres');
-$sleeper->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(4);\n");
-$start = $node->safe_psql('postgres', "SELECT date_trunc('second', now()) + interval '1 second'");
+my $sleeper_pid = $sleeper->query_safe('SELECT pg_backend_pid()');
+$sleeper->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(600);\n");
+$node->poll_query_until('postgres',
+	"SELECT wait_event = 'PgSleep' FROM pg_stat_activity WHERE pid = $sleeper_pid")
+  or die 'the client does not sleep';
+$start = $watcher->query_safe("SELECT date_trunc('second', now()) + interval '1 second'");
 ($active, $extension, $timeout) = split /\|/, seconds_since($start, 2);
 cmp_ok($active, '>=', 0.8, "a client in pg_sleep is active (measured $active)");
 cmp_ok($timeout, '>', 0, 'in class Timeout');
 is($extension, '0', 'the neighbours still add nothing');
-$sleeper->quit;
+# Its psql stops at the cancelled statement (ON_ERROR_STOP): ended, not quit.
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($sleeper_pid)");
+$sleeper->{run}->kill_kill;
 
 # A busy server: two pgbench clients, the neighbours beside them.  Each
 # transaction is server work of about a tenth of a second, so the clients
@@ -85,17 +103,19 @@ print $fh "SELECT count(*) FROM generate_series(1, 1000000);\n";
 close($fh);
 my $out = '';
 local $ENV{PGAPPNAME} = 'pgbench';
+# Until the seconds are measured (killed then), however long that takes.
 my $bench = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '2', '-T', '5', '-f', $script, $node->connstr('postgres') ],
+	[ 'pgbench', '-n', '-c', '2', '-T', '600', '-f', $script, $node->connstr('postgres') ],
 	'>', \$out, '2>', \$out);
 $node->poll_query_until('postgres',
 	"SELECT count(*) >= 2 FROM pg_stat_activity WHERE application_name = 'pgbench'")
   or die 'pgbench did not start';
-$start = $node->safe_psql('postgres', "SELECT date_trunc('second', now()) + interval '1 second'");
+$start = $watcher->query_safe("SELECT date_trunc('second', now()) + interval '1 second'");
 ($active, $extension) = split /\|/, seconds_since($start, 2);
 cmp_ok($active, '>=', 0.5, "a busy server is busy (measured $active)");
 is($extension, '0', 'and none of its activity is the neighbours\' sleep');
-$bench->finish;
+$bench->kill_kill;
+$watcher->quit;
 ok($node->safe_psql('postgres',
 	"SELECT sum(samples) FILTER (WHERE wait_event_type IS NULL OR wait_event_type <> 'Extension') > 0
 	    AND count(*) FILTER (WHERE wait_event_type = 'Extension') = 0

@@ -117,7 +117,7 @@ ok($node->poll_query_until('from13',
 # union: each rule answers alone, with the findings' columns.
 my @rules = split /\n/, $node->safe_psql('fresh',
 	"SELECT proname FROM pg_proc WHERE proname LIKE 'pg\\_contention\\_rule\\_%' ORDER BY 1");
-is(scalar(@rules), 7, 'seven rule functions (hot_chain_scan is the seventh)');
+is(scalar(@rules), 8, 'eight rule functions (sampler_stale is the eighth)');
 for my $rule (@rules)
 {
 	my ($ret, $out, $err) = $node->psql('fresh',

@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('persist');
-$node->init;
+$node->init(allows_streaming => 1);
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
 pg_contention.save_interval = '1s'
@@ -21,7 +21,7 @@ restart_after_crash = on
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention; CREATE TABLE t (id int)');
-my $file = $node->data_dir . '/pg_stat/pg_contention.stat';
+my $file = $node->data_dir . '/pg_stat_tmp/pg_contention.stat';
 
 sub overflow
 {
@@ -44,7 +44,14 @@ sub figures
 # pg_sleep, and some seconds of history.
 overflow(70);
 overflow(70);
-$node->safe_psql('postgres', 'SELECT pg_sleep(0.5)');
+# Slept until the sampler has seen a sleep (a busy machine can leave one
+# sleep unsampled): a poll, not a fixed spell.
+for (1 .. 100)
+{
+	$node->safe_psql('postgres', 'SELECT pg_sleep(0.5)');
+	last if $node->safe_psql('postgres',
+		"SELECT count(*) > 0 FROM pg_contention_waits WHERE wait_event = 'PgSleep'") eq 't';
+}
 ok($node->poll_query_until('postgres', 'SELECT count(*) >= 3 FROM pg_contention_history'),
 	'three seconds of history');
 my $before = figures();
@@ -64,6 +71,37 @@ is($node->safe_psql('postgres',
 	't', 'pg_contention_info says when the file was written and loaded');
 ok($node->log_contains(qr/pg_contention: loaded 2 overflow events, \d+ statements, \d+ wait profile entries, \d+ seconds of history/),
 	'one LOG line says what was loaded');
+
+# A copy never presents evidence it did not collect: pg_basebackup of the
+# running server (whose file the sampler keeps up to date) gives a standby
+# that starts with empty stores, while the server keeps its own.
+ok(-s $file, 'the running server has its file');
+$node->backup('copy');
+my $copy = PostgreSQL::Test::Cluster->new('copy');
+$copy->init_from_backup($node, 'copy', has_streaming => 1);
+ok(!-e $copy->data_dir . '/pg_stat_tmp/pg_contention.stat', 'the base backup has no stores\' file');
+$copy->start;
+is($copy->safe_psql('postgres', qq{
+	SELECT (SELECT count(*) FROM pg_contention_overflow_events) || ' events, '
+		|| (SELECT count(*) FROM pg_contention_statements WHERE query LIKE 'INSERT INTO t VALUES%') || ' inserts, '
+		|| (SELECT count(*) FROM pg_contention_waits WHERE wait_event = 'PgSleep') || ' sleeps, '
+		|| (SELECT count(*) FROM pg_contention_history WHERE bucket_start <= '$history_before') || ' seconds of the primary, '
+		|| (SELECT last_loaded IS NULL FROM pg_contention_info)}),
+	'0 events, 0 inserts, 0 sleeps, 0 seconds of the primary, true',
+	'a new standby from a base backup: none of the primary\'s events, statements, profile or history');
+# Promoted, restarted: still none of them (its own saves are its own).
+$copy->promote;
+$copy->restart;
+is($copy->safe_psql('postgres', q{
+	SELECT (SELECT count(*) FROM pg_contention_overflow_events) + (SELECT count(*) FROM pg_contention_statements WHERE query LIKE 'INSERT INTO t VALUES%')}),
+	'0', 'promoted and restarted: none of them either');
+$copy->stop;
+is(figures(), $before, 'the server keeps its own');
+
+# An immediate stop: the postmaster still saves as it exits.
+$node->stop('immediate');
+$node->start;
+is(figures(), $before, 'after an immediate stop: the same events, statement counts and profile');
 
 # A crash: what the sampler saved before it is back.
 overflow(70);
@@ -151,7 +189,7 @@ is($node->safe_psql('postgres',
 	'a ring of two keeps two events');
 is($node->safe_psql('postgres', 'SELECT events_written, events_dropped FROM pg_contention_info'),
 	'4|2', 'and counts the other two as dropped');
-ok($node->log_contains(qr/pg_contention: kept 2 of the 4 overflow events in "pg_stat\/pg_contention.stat": the store is smaller now/, $log_offset),
+ok($node->log_contains(qr/pg_contention: kept 2 of the 4 overflow events in "pg_stat_tmp\/pg_contention.stat": the store is smaller now/, $log_offset),
 	'one LOG line says so');
 ok($node->log_contains(qr/DETAIL:  The file was written with max_events = 1000, max_statements = 5000/, $log_offset),
 	'with the sizes the file was written with');
@@ -167,7 +205,7 @@ sub start_with_file
 	close $fh;
 	my $offset = -s $node->logfile;
 	$node->start;
-	ok($node->log_contains(qr/pg_contention: ignored "pg_stat\/pg_contention.stat": $why/, $offset),
+	ok($node->log_contains(qr/pg_contention: ignored "pg_stat_tmp\/pg_contention.stat": $why/, $offset),
 		"$name: ignored, with the reason in the log");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'), '0',
 		"$name: the server started with empty stores");

@@ -40,8 +40,15 @@ my $holder = $node->background_psql('postgres', extra_params => [ '-U', 'owner_r
 $holder->query_safe('BEGIN; SELECT txid_current(); SELECT count(*) FROM priv_marker WHERE k = 3');
 $node->safe_psql('postgres', 'SET enable_seqscan = off; SELECT * FROM priv_marker WHERE k = 7',
 	extra_params => [ '-U', 'owner_role' ]);
-$node->safe_psql('postgres', 'SELECT pg_sleep(0.3) FROM priv_marker WHERE id = 1',
-	extra_params => [ '-U', 'owner_role' ]);
+# Slept until the sampler has seen a sleep (a busy machine can leave one
+# sleep unsampled): a poll, not a fixed spell.
+for (1 .. 100)
+{
+	$node->safe_psql('postgres', 'SELECT pg_sleep(0.3) FROM priv_marker WHERE id = 1',
+		extra_params => [ '-U', 'owner_role' ]);
+	last if $node->safe_psql('postgres',
+		"SELECT count(*) > 0 FROM pg_contention_waits WHERE usename = 'owner_role' AND wait_event = 'PgSleep'") eq 't';
+}
 
 # What a viewer sees of the owner in each object: "shown" (text and query
 # id), "masked" (neither), or something else that fails the test.

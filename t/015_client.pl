@@ -146,7 +146,7 @@ $node->wait_for_catchup($standby);
 	IPC::Run::run([ 'pg_contention', 'top', '-n', '1', @at ], '<', \undef, '>', \$o, '2>', \$e);
 	like($o, qr/^ pg_contention top .* PostgreSQL \d+\.\d+ standby /, 'standby: top says standby');
 	IPC::Run::run([ 'pg_contention', 'report', '--html', '-', @at ], '<', \undef, '>', \$o, '2>', \$e);
-	like($o, qr/<p class="meta">[^<]*\(hot standby\)/, 'standby: the report says hot standby');
+	like($o, qr{<p class="meta">(?:[^<]|</?bdi>)*\(hot standby\)}, 'standby: the report says hot standby');
 }
 $standby->stop;
 
@@ -189,10 +189,10 @@ $overflowed->query_safe("SET application_name = 'loader'; BEGIN;\n"
 	  . join('', map { "SAVEPOINT s$_; INSERT INTO side VALUES ($_);\n" } 1 .. 70));
 
 # The severity of the overflow comes from its cost: the warning bar (50,000
-# pg_subtrans lookups per second) lowered to 1,000 and the critical bar out
+# pg_subtrans lookups per second) lowered to 1 and the critical bar out
 # of reach, so the expected exit code does not depend on this machine's
 # speed (an assertion-enabled build is slow).
-my $pinned = '-c pg_contention.subtrans_lookups_warning=1000 -c pg_contention.subtrans_wait_critical=100';
+my $pinned = '-c pg_contention.subtrans_lookups_warning=1 -c pg_contention.subtrans_wait_critical=100';
 {
 	local $ENV{PGOPTIONS} = $pinned;
 	ok($node->poll_query_until('postgres',
@@ -249,11 +249,13 @@ while ($page =~ /<svg id="chart-(\w+)" [^>]*data-max="([^"]+)" data-points="(\d+
 }
 is_deeply([ sort keys %chart_max ], [qw(active horizon lookups overflowed)], 'four charts');
 ok($chart_max{overflowed} >= 1, 'the overflowed-backends chart shows the overflow');
-ok($chart_max{lookups} > 1000, 'the lookups chart shows the pg_subtrans lookups');
+# Any: the most lookups in one second depends on the machine's speed.
+ok($chart_max{lookups} > 0, 'the lookups chart shows the pg_subtrans lookups');
 ok($chart_max{horizon} >= 100, 'the horizon chart shows the held horizon\'s age');
 ok($chart_max{active} > 0, 'the wait-class chart shows active backends');
 like($page, qr{<g class="series" data-series="(LWLock|CPU)" data-max="[1-9]}, 'a wait class is stacked');
-like($page, qr{<section class="finding critical"><h3><span class="sev">critical</span> dead_tuple_index_scan</h3>},
+# (Server text among the page's own words in a <bdi>, isolated from its direction.)
+like($page, qr{<section class="finding critical"><h3><span class="sev">critical</span> <bdi>dead_tuple_index_scan</bdi></h3>},
 	'the critical finding is on the page');
 like($page, qr{<td class="n">$overflowed_pid</td>.*?<td class="n">64</td><td>yes</td>}s,
 	'the overflowed backend is in the evidence table');
@@ -314,7 +316,7 @@ SKIP:
 	};
 	my $until = sub {
 		my ($re) = @_;
-		for (1 .. 300)
+		for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
 		{
 			my $s = $screen->();
 			return $s if $s =~ $re;
@@ -361,7 +363,7 @@ SKIP:
 
 	system(@tmux, 'send-keys', '-t', 'pgc', 'q');
 	my $gone = 0;
-	for (1 .. 100)
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
 	{
 		if (system(@tmux, 'has-session', '-t', 'pgc') != 0)
 		{

@@ -2,10 +2,11 @@
 # statements several times larger than the memory it grows by while
 # saving, and the postmaster saves and loads it across a restart.  A save
 # that cannot write (a full disk, seen as a file size limit in the middle
-# of the file; an unwritable pg_stat, at an interval and at shutdown) is a
+# of the file; an unwritable pg_stat_tmp, at an interval and at shutdown) is a
 # LOG line that keeps the previous file, never an ERROR or a FATAL, and
-# the server stops cleanly.  A file of format 1 (pg_contention 1.3) is
-# still read.
+# the server stops cleanly.  A file of format 1 (pg_contention 1.3), in
+# pg_stat/ where 1.3 wrote it, is still read, and the first save removes
+# it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -52,7 +53,7 @@ pg_contention.max_query_length = 8192
 pg_contention.save_interval = '1h'
 });
 $node->start;
-my $file = $node->data_dir . '/pg_stat/pg_contention.stat';
+my $file = $node->data_dir . '/pg_stat_tmp/pg_contention.stat';
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
 # Distinct query ids from the types of five constants (8^5 shapes).
 $node->safe_psql('postgres', q{
@@ -107,7 +108,7 @@ SKIP:
 		(stat $file)[9]);
 	$offset = -s $node->logfile;
 	set_save_interval($node, '1s');
-	my $re = qr/LOG:  pg_contention: could not write "pg_stat\/pg_contention.stat.tmp": File too large/;
+	my $re = qr/LOG:  pg_contention: could not write "pg_stat_tmp\/pg_contention.stat.tmp": File too large/;
 	$offset = wait_for_log_line($node, $re, $offset);
 	ok(defined $offset, 'a save that cannot write the whole file: a LOG line');
 	ok(defined wait_for_log_line($node, $re, $offset), 'and again at the next interval');
@@ -119,11 +120,11 @@ SKIP:
 }
 $node->stop;
 
-# ---- an unwritable pg_stat ----
+# ---- an unwritable pg_stat_tmp ----
 
 SKIP:
 {
-	skip 'root ignores directory permissions', 12 if $> == 0;
+	skip 'root ignores directory permissions', 15 if $> == 0;
 	my $small = PostgreSQL::Test::Cluster->new('unwritable');
 	$small->init;
 	$small->append_conf('postgresql.conf', qq{
@@ -131,7 +132,7 @@ shared_preload_libraries = 'pg_contention'
 pg_contention.save_interval = '1s'
 });
 	$small->start;
-	my $dir = $small->data_dir . '/pg_stat';
+	my $dir = $small->data_dir . '/pg_stat_tmp';
 	$file = "$dir/pg_contention.stat";
 	$small->safe_psql('postgres', 'CREATE EXTENSION pg_contention; CREATE TABLE t (id int)');
 	$small->safe_psql('postgres', "BEGIN;\n"
@@ -149,9 +150,9 @@ pg_contention.save_interval = '1s'
 	chmod 0500, $dir or die "chmod $dir: $!";
 	$offset = -s $small->logfile;
 	set_save_interval($small, '1s');
-	my $re = qr/LOG:  pg_contention: could not create "pg_stat\/pg_contention.stat.tmp": Permission denied/;
+	my $re = qr/LOG:  pg_contention: could not create "pg_stat_tmp\/pg_contention.stat.tmp": Permission denied/;
 	$offset = wait_for_log_line($small, $re, $offset);
-	ok(defined $offset, 'pg_stat unwritable: a LOG line at an interval');
+	ok(defined $offset, 'pg_stat_tmp unwritable: a LOG line at an interval');
 	ok(defined wait_for_log_line($small, $re, $offset), 'and again at the next');
 	is($small->safe_psql('postgres', 'SELECT pid, last_saved FROM pg_contention_info, pg_contention_sampler_status'),
 		"$sampler|$saved", 'the same sampler, and last_saved unchanged');
@@ -161,7 +162,7 @@ pg_contention.save_interval = '1s'
 	$offset = -s $small->logfile;
 	$small->stop;
 	ok($small->log_contains(qr/database system is shut down/, $offset), 'the server stopped');
-	ok($small->log_contains($re, $offset), 'pg_stat unwritable: a LOG line at shutdown');
+	ok($small->log_contains($re, $offset), 'pg_stat_tmp unwritable: a LOG line at shutdown');
 	ok(!$small->log_contains(qr/(FATAL|PANIC):/, $offset), 'no FATAL at shutdown');
 	chmod 0700, $dir or die "chmod $dir: $!";
 	ok(slurp_file($file) eq $good, 'the previous file is kept');
@@ -173,21 +174,25 @@ pg_contention.save_interval = '1s'
 		'the previous file is loaded at the next start');
 
 	# A file of format 1 (each section's entry before its records), made
-	# from the one just saved, loads the same.
+	# from the one just saved and put where 1.3 wrote it, loads the same;
+	# the save at shutdown writes the new file and removes the old one.
 	my $events = q{SELECT count(*) FROM pg_contention_overflow_events};
 	is($small->safe_psql('postgres', $events), '1', 'one event');
 	$small->stop;
 	my $old = to_format_1(slurp_file($file));
-	open(my $fh, '>', $file) or die "$file: $!";
+	my $legacy = $small->data_dir . '/pg_stat/pg_contention.stat';
+	unlink $file or die "$file: $!";
+	open(my $fh, '>', $legacy) or die "$legacy: $!";
 	binmode $fh;
 	print $fh $old;
 	close $fh;
 	$offset = -s $small->logfile;
 	$small->start;
-	ok($small->log_contains(qr/pg_contention: loaded 1 overflow events, \d+ statements/, $offset),
-		'a format-1 file is loaded') or diag(slurp_file($small->logfile, $offset));
+	ok($small->log_contains(qr/pg_contention: loaded 1 overflow events, \d+ statements.* from "pg_stat\/pg_contention.stat"/, $offset),
+		'a format-1 file in pg_stat is loaded') or diag(slurp_file($small->logfile, $offset));
 	is($small->safe_psql('postgres', $events), '1', 'with its event');
 	$small->stop;
+	ok(-e $file && !-e $legacy, 'the save wrote the new file and removed the old one');
 }
 
 # The CRC-32C PostgreSQL uses (Castagnoli, reflected).
@@ -204,15 +209,16 @@ sub crc32c
 	return $crc ^ 0xFFFFFFFF;
 }
 
-# Format 2: header (56 bytes: format at 4, nsections at 12), the sections'
-# records, a directory of (id, record_size, count, bytes), the CRC.
+# Format 3: header (64 bytes: format at 4, nsections at 12; format 1's
+# were the first 56), the sections' records, a directory of (id,
+# record_size, count, bytes), the CRC.
 sub to_format_1
 {
 	my ($data) = @_;
 	my $nsections = unpack('V', substr($data, 12, 4));
 	my $dir_at = length($data) - 4 - 24 * $nsections;
 	my $out = substr($data, 0, 4) . pack('V', 1) . substr($data, 8, 48);
-	my $pos = 56;
+	my $pos = 64;
 	for my $s (0 .. $nsections - 1)
 	{
 		my $entry = substr($data, $dir_at + 24 * $s, 24);

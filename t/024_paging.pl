@@ -126,22 +126,27 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_eve
 	'one subtransaction per call never overflows');
 
 # Idle connected clients wait in ClientRead: not active.  One backend
-# sleeps 3 s while the six sit idle; the seconds wholly inside its sleep
-# count one active backend per tick (the bug counted seven).
+# sleeps while the six sit idle; the seconds wholly inside its sleep count
+# one active backend per tick (the bug counted seven).  It sleeps until two
+# such seconds are recorded (a fixed sleep could end first on a busy
+# machine), then is cancelled: every completed second after its start is
+# inside the sleep.
 my $sleeper = $node->background_psql('postgres');
 $sleeper->query_safe("SET application_name = 'sleeper'");
-my $span = $sleeper->query_safe(
-	"SELECT clock_timestamp(); SELECT pg_sleep(3); SELECT clock_timestamp()");
-my ($from, $to) = grep { /\d/ } split /\n/, $span;
+my $sleeper_pid = $sleeper->query_safe('SELECT pg_backend_pid()');
+$sleeper->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(600);\n");
 $node->poll_query_until('postgres',
-	"SELECT max(bucket_start) >= '$to'::timestamptz FROM pg_contention_history")
-  or die 'the history did not reach the end of the sleep';
+	"SELECT wait_event = 'PgSleep' FROM pg_stat_activity WHERE pid = $sleeper_pid")
+  or die 'the sleeper does not sleep';
+my $from = $node->safe_psql('postgres', "SELECT query_start FROM pg_stat_activity WHERE pid = $sleeper_pid");
 my $seconds = "FROM pg_contention_history WHERE bucket_start >= '$from'::timestamptz + interval '1 second'"
-  . " AND bucket_start + interval '1 second' <= '$to'::timestamptz AND ticks > 0";
-ok($node->safe_psql('postgres', "SELECT count(*) $seconds") >= 1, 'seconds inside the sleep were sampled');
+  . " AND ticks > 0";
+ok($node->poll_query_until('postgres', "SELECT count(*) >= 2 $seconds"), 'seconds inside the sleep were sampled');
 my $active = $node->safe_psql('postgres', "SELECT round((sum(avg_active_backends * ticks) / sum(ticks))::numeric, 2) $seconds");
 ok($active >= 0.9 && $active < 2, "one active backend, six idle connected clients: $active active per tick");
-$sleeper->quit;
+# Its psql stops at the cancelled statement (ON_ERROR_STOP): ended, not quit.
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($sleeper_pid)");
+$sleeper->{run}->kill_kill;
 $_->quit for @idle;
 
 # ---- Boundaries.  Autovacuum would assign XIDs (ANALYZE) and vacuum the

@@ -193,7 +193,7 @@ run_in() {
 	mount --bind "$top" "$dir/pgc" && mounted+=("$dir/pgc")
 	# The checkout is bound read-write but never written: the suite copies it.
 	chroot "$dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C HOME=/root \
-		PGC_KEEP="${PGC_KEEP:-}" "$@"
+		PGC_KEEP="${PGC_KEEP:-}" PROVE_TESTS="${PROVE_TESTS:-}" "$@"
 }
 
 case "${1:-}" in

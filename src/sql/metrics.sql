@@ -74,7 +74,7 @@ BEGIN
 		  FROM h
 		UNION ALL
 		SELECT 'subtrans_wait_share', '{}',
-			   coalesce(sum(h.subtrans_slru_samples + h.subtrans_buffer_samples)::float8
+			   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples)::float8
 						/ nullif(sum(h.avg_active_backends * h.ticks), 0), 0),
 			   'Share of active backends'' samples waiting on SubtransSLRU or SubtransBuffer over the last 15 seconds (0 to 1).', 'gauge'
 		  FROM h
@@ -158,7 +158,8 @@ BEGIN
 		RETURN QUERY
 		WITH problems(problem) AS (
 			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock'),
+				   ('sampler_stale')
 		), severities(severity) AS (
 			VALUES ('info'), ('warning'), ('critical')
 		), f AS MATERIALIZED (
@@ -172,9 +173,18 @@ BEGIN
 
 	IF families IS NULL OR 'sampler' = ANY (families) THEN
 		RETURN QUERY
-		SELECT 'sampler_running', '{}'::jsonb, (CASE WHEN s.running THEN 1 ELSE 0 END)::float8,
-			   'Whether the sampler background worker is running (1) or not (0).', 'gauge'
-		  FROM @extschema@.pg_contention_sampler_status AS s;
+		-- Running means sampling: a worker that stopped (stale) counts as 0.
+		WITH s AS MATERIALIZED (
+			SELECT * FROM @extschema@.pg_contention_sampler_status
+		)
+		SELECT 'sampler_running', '{}'::jsonb, (CASE WHEN s.running AND NOT s.stale THEN 1 ELSE 0 END)::float8,
+			   'Whether the sampler background worker is running and sampling on time (1) or not (0: not running, or stale: its last tick is more than max(5 s, 5 periods) older than it promised).', 'gauge'
+		  FROM s
+		UNION ALL
+		SELECT 'sampler_last_tick_age_seconds', '{}',
+			   coalesce(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - s.last_tick_at), 0)::float8,
+			   'Seconds since the sampler last sampled (0 before its first sample); a few sample periods while it runs.', 'gauge'
+		  FROM s;
 	END IF;
 END
 $$;

@@ -1,9 +1,11 @@
 --
 -- old_snapshot_threshold (PostgreSQL 13-16): the server's state and the
 -- spinlock pressure figures, over a recent window and since the last reset.
+-- The window: window_seconds, 1 to pg_contention.history_seconds; NULL (the
+-- default) for 60 seconds, or the whole history when it keeps fewer.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_old_snapshot(
-	window_seconds integer DEFAULT 60,
+	window_seconds integer DEFAULT NULL,
 	OUT setting_minutes integer,
 	OUT enabled boolean,
 	OUT applicable boolean,
@@ -33,10 +35,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_old_snapshot(
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_old_snapshot'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_old_snapshot AS
 	SELECT pg_catalog.current_setting('old_snapshot_threshold', true) AS setting, o.*
-	  FROM @extschema@.pg_contention_old_snapshot(60) AS o;
+	  FROM @extschema@.pg_contention_old_snapshot() AS o;
 
 GRANT SELECT ON @extschema@.pg_contention_old_snapshot TO PUBLIC;

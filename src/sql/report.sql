@@ -12,13 +12,15 @@ DECLARE
 	report text;
 	section text;
 	n integer;
+	w_s integer;
 BEGIN
+	-- The window, checked as the findings check it, before anything is read.
+	SELECT p.w_s INTO w_s FROM @extschema@.pg_contention_findings_params(window_length) AS p;
 	report := pg_catalog.format(E'pg_contention report at %s\nPostgreSQL %s, %s, findings window %s\n',
 		pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),
 		pg_catalog.current_setting('server_version'),
 		CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END,
-		@extschema@.pg_contention_duration(coalesce(window_length,
-			pg_catalog.current_setting('pg_contention.findings_window', true)::interval)));
+		@extschema@.pg_contention_duration(pg_catalog.make_interval(secs => w_s)));
 
 	SELECT count(*),
 		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   %s\n   Advice: %s\n   Since: %s',
@@ -36,7 +38,8 @@ BEGIN
 				@extschema@.pg_contention_shorten(s.query)), E'\n')
 	  INTO section
 	  FROM (SELECT * FROM @extschema@.pg_contention_statements
-			 ORDER BY shared_blks_hit + shared_blks_read DESC, suboverflowed_calls DESC
+			 -- numeric: counters loaded from a damaged file may be near 2^63.
+			 ORDER BY shared_blks_hit::numeric + shared_blks_read DESC, suboverflowed_calls DESC
 			 LIMIT 10) AS s;
 	report := report || E'\n== Top statements by buffers used, since the last reset\n'
 		|| pg_catalog.format('%10s %12s %10s %12s %8s  %s', 'calls', 'rows', 'blks/row',
@@ -74,7 +77,7 @@ BEGIN
 				pg_catalog.to_char(h.bucket_start, 'HH24:MI:SS'),
 				pg_catalog.round(h.avg_active_backends::numeric, 1), h.cpu_samples, h.lwlock_samples,
 				h.lock_samples, h.io_samples, h.ipc_samples,
-				h.subtrans_slru_samples + h.subtrans_buffer_samples,
+				h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples,
 				h.max_overflowed_backends, coalesce(h.subtrans_reader_lookups::text, '-'),
 				coalesce(h.xids_assigned::text, '-'),
 				coalesce(h.horizon_xid_age::text, '-')),

@@ -1,6 +1,6 @@
 --
--- The sampler (a background worker): whether it runs, its period, and
--- how many samples it has taken.
+-- The sampler (a background worker): whether it runs, its period, how
+-- many samples it has taken, when it last sampled and whether it is late.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT running boolean,
@@ -16,7 +16,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT profile_max integer,
 	OUT profile_evictions bigint,
 	OUT history_buckets integer,
-	OUT memory_bytes bigint
+	OUT memory_bytes bigint,
+	OUT last_tick_at timestamp with time zone,
+	OUT next_tick_due timestamp with time zone,
+	OUT stale boolean
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_sampler_status'

@@ -37,7 +37,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.rows,
 		   s.shared_blks_hit,
 		   s.shared_blks_read,
-		   ((s.shared_blks_hit + s.shared_blks_read)::double precision
+		   ((s.shared_blks_hit::double precision + s.shared_blks_read)
 			/ nullif(s.rows, 0)) AS blks_per_row,
 		   s.suboverflowed_calls,
 		   coalesce(w.subtrans_wait_samples, 0) AS subtrans_wait_samples,

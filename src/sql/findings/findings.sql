@@ -32,11 +32,14 @@ WITH found AS (
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_sampler_stale(window_length)
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM found AS f
  ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
+		  -- A stale sampler first: it says how far to trust the rest.
 		  CASE f.problem
+			   WHEN 'sampler_stale' THEN -1
 			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
 			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
 			   WHEN 'hot_chain_scan' THEN 4

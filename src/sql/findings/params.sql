@@ -1,7 +1,8 @@
 --
--- The findings' inputs that are not evidence: the window, the clock, the
--- server's role and version, and every threshold, read once per rule from
--- the pg_contention.* settings (a session can SET one to ask "what if").
+-- The findings' inputs that are not evidence: the window (checked: 1 s to
+-- 7 days), the clock, the server's role and version, and every threshold,
+-- read once per rule from the pg_contention.* settings (a session can SET
+-- one to ask "what if").
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 	window_length interval DEFAULT NULL,
@@ -31,10 +32,23 @@ LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 -- PL/pgSQL, not SQL: each rule calls it, and a SQL function returning a
 -- record is planned again at every call.
 AS $$
+DECLARE
+	seconds double precision;
 BEGIN
 	now := pg_catalog.clock_timestamp();
-	w_s := pg_catalog.date_part('epoch', coalesce(window_length,
-				pg_catalog.current_setting('pg_contention.findings_window', true)::interval))::integer;
+	-- Every rule, the findings, who pays and the report check the window
+	-- here.  Longer than 7 days adds nothing: the history keeps at most a
+	-- day, the statements two periods of at most a day.  Infinite
+	-- intervals (PostgreSQL 17 and later) have an infinite epoch.
+	seconds := pg_catalog.date_part('epoch', coalesce(window_length,
+				pg_catalog.current_setting('pg_contention.findings_window', true)::interval));
+	IF NOT (seconds >= 1 AND seconds <= 7 * 86400) THEN
+		RAISE EXCEPTION 'window_length must be between 1 second and 7 days, not %', window_length
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Pass NULL for pg_contention.findings_window (' ||
+						 pg_catalog.current_setting('pg_contention.findings_window', true) || ').';
+	END IF;
+	w_s := pg_catalog.round(seconds)::integer;
 	cutoff := now - pg_catalog.make_interval(secs => w_s);
 	w_text := @extschema@.pg_contention_duration(pg_catalog.make_interval(secs => w_s));
 	standby := pg_catalog.pg_is_in_recovery();

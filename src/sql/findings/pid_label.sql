@@ -1,7 +1,7 @@
 --
 -- Pids recorded before the server's last start belong to a previous server
 -- run: the same number may now be another process.  The stores outlive
--- restarts (pg_stat/pg_contention.stat), so a rule that names a pid from
+-- restarts (pg_stat_tmp/pg_contention.stat), so a rule that names a pid from
 -- them says so: "before the restart at 14:02:11" when everything it saw
 -- (first_seen to last_seen) predates the start, "partly before the restart
 -- at ..." when some of it does, NULL otherwise.  The start is the later of

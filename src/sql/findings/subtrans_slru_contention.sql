@@ -94,7 +94,7 @@ slru_findings AS (
 													  jsonb_array_elements(o.pids) AS p),
 							  'window_seconds', params.w_s) AS details,
 		   coalesce((SELECT min(h.bucket_start) FROM history AS h
-					  WHERE h.subtrans_slru_samples + h.subtrans_buffer_samples > 0
+					  WHERE h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples > 0
 						 OR h.subtrans_reader_lookups >= params.lookups_warning),
 					c.first_overflow_second) AS since
 	  FROM cost_text AS c, victims AS v, params

@@ -63,6 +63,15 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+IF only_kind IS NOT NULL AND only_kind NOT IN ('suboverflowed_snapshots', 'dead_index_entries') THEN
+	RAISE EXCEPTION 'only_kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', only_kind
+		USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL returns both kinds.';
+END IF;
+IF pg_catalog.jsonb_typeof(culprits) IS DISTINCT FROM 'array' AND culprits IS NOT NULL THEN
+	RAISE EXCEPTION 'culprits must be a JSON array or NULL, not %', culprits
+		USING ERRCODE = 'invalid_parameter_value',
+			  HINT = 'Each element is an object {"culprit": key, "pids": [...], "query_ids": [...]}; NULL: every culprit.';
+END IF;
 IF pg_catalog.jsonb_typeof(culprits) = 'array' AND pg_catalog.jsonb_array_length(culprits) = 0 THEN
 	RETURN;
 END IF;
@@ -226,6 +235,14 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+IF pg_catalog.jsonb_typeof(culprit_pids) IS DISTINCT FROM 'array' AND culprit_pids IS NOT NULL THEN
+	RAISE EXCEPTION 'culprit_pids must be a JSON array of pids or NULL, not %', culprit_pids
+		USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL: every culprit of the kind.';
+END IF;
+IF pg_catalog.jsonb_typeof(culprit_query_ids) IS DISTINCT FROM 'array' AND culprit_query_ids IS NOT NULL THEN
+	RAISE EXCEPTION 'culprit_query_ids must be a JSON array of query ids or NULL, not %', culprit_query_ids
+		USING ERRCODE = 'invalid_parameter_value';
+END IF;
 RETURN QUERY
 SELECT v.kind, v.application_name, v.userid, v.usename, v.dbid, v.datname,
 	   v.query_id, v.query, v.indexrelid, v.executions, v.paid
@@ -259,6 +276,11 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+IF pg_contention_victims_texts.kind IS NOT NULL
+   AND pg_contention_victims_texts.kind NOT IN ('suboverflowed_snapshots', 'dead_index_entries') THEN
+	RAISE EXCEPTION 'kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', pg_contention_victims_texts.kind
+		USING ERRCODE = 'invalid_parameter_value';
+END IF;
 RETURN QUERY
 WITH v AS (
 	SELECT * FROM @extschema@.pg_contention_victims_of(window_length, culprits,

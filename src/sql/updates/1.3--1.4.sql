@@ -28,3 +28,10 @@ DROP FUNCTION @extschema@.pg_contention_statements();
 DROP VIEW @extschema@.pg_contention_index_scans;
 DROP FUNCTION @extschema@.pg_contention_index_scans();
 DROP FUNCTION @extschema@.pg_contention_recent(integer, boolean);
+
+-- pg_contention_sampler_status gains last_tick_at, next_tick_due and stale
+-- (a stopped sampler is visible): dropped here with its view, created again
+-- by sampler_status.sql (with the view's grant).  The functions that read
+-- it are PL/pgSQL: nothing else depends on it.
+DROP VIEW @extschema@.pg_contention_sampler_status;
+DROP FUNCTION @extschema@.pg_contention_sampler_status();
