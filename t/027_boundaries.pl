@@ -194,6 +194,37 @@ for my $case (
 	check_one_id("$what in a block");
 }
 
+# ---- REFRESH MATERIALIZED VIEW in a transaction block ----
+# Its executor fills the new heap, then the view's index is built again:
+# the index expression waits on an advisory lock, after the executor has
+# ended (where the statement used to end in a block).
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION wait_for_two(i int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+	BEGIN
+		PERFORM pg_advisory_lock(2);
+		PERFORM pg_advisory_unlock(2);
+		RETURN i;
+	END $$;
+	CREATE MATERIALIZED VIEW mv AS SELECT id FROM lockme;
+	CREATE INDEX mv_i ON mv (wait_for_two(id));
+	ALTER MATERIALIZED VIEW mv OWNER TO bound;
+});
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+$holder->query_safe('BEGIN; SELECT count(*) FROM mv; SELECT pg_advisory_lock(2)');
+$session->query_safe('BEGIN');
+$session->query_until(qr/started/, "\\echo started\nREFRESH MATERIALIZED VIEW mv;\n");
+see_lock_wait('relation', 'REFRESH MATERIALIZED VIEW in a block, for its lock');
+$holder->query_safe('COMMIT');	# the view; the advisory lock stays
+ok($node->poll_query_until('postgres', q{
+	SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+					WHERE a.usename = 'bound' AND NOT l.granted AND l.locktype = 'advisory')}),
+	'REFRESH MATERIALIZED VIEW in a block: waits again in its index build, after its executor');
+wait_ticks(20);
+$holder->query_safe('SELECT pg_advisory_unlock_all()');
+$session->query_safe('COMMIT');
+$session->query_safe('SELECT 46 AS after_refresh');
+check_one_id('REFRESH MATERIALIZED VIEW in a block', 'SELECT $1 AS after_refresh%');
+
 # ---- a connection that sends one statement and leaves ----
 # Blocked in parse analysis (the table), it runs briefly once the lock is
 # released and the connection closes at once: the sampler may never see
