@@ -22,7 +22,6 @@ my $node = PostgreSQL::Test::Cluster->new('boundaries');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
-compute_query_id = on
 autovacuum = off
 });
 $node->start;
