@@ -590,29 +590,42 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 -- ---- src/sql/text_helpers.sql ----
 
+-- Text helpers for the findings and the report.  PL/pgSQL, not SQL: a
+-- SQL function whose body reads FROM a subquery is not inlined, so each
+-- place a query calls it was parsed, planned and started again at every
+-- execution of that query (and its statement counted as a nested one);
+-- PL/pgSQL evaluates these expressions directly and keeps them for the
+-- session.
+
 -- A duration as a DBA reads it: "35 s", "14 min", "2 h 5 min".
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_duration(duration interval)
 RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-	SELECT CASE
+DECLARE
+	s numeric := greatest(pg_catalog.date_part('epoch', duration), 0)::numeric;
+BEGIN
+	RETURN CASE
 		WHEN s < 60 THEN round(s) || ' s'
 		WHEN s < 600 THEN floor(s / 60) || ' min'
 			|| CASE WHEN floor(s) % 60 > 0 THEN ' ' || floor(s) % 60 || ' s' ELSE '' END
 		WHEN s < 3600 THEN round(s / 60) || ' min'
 		WHEN s < 86400 THEN floor(s / 3600) || ' h ' || floor(s / 60) % 60 || ' min'
 		ELSE floor(s / 86400) || ' d ' || floor(s / 3600) % 24 || ' h'
-	END
-	  FROM (SELECT greatest(pg_catalog.date_part('epoch', duration), 0)::numeric AS s) AS d
+	END;
+END
 $$;
 
 -- A statement's text on one line, cut to 60 characters.
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_shorten(query text)
 RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-	SELECT CASE WHEN pg_catalog.length(t) > 60 THEN pg_catalog.left(t, 57) || '...' ELSE t END
-	  FROM (SELECT pg_catalog.btrim(pg_catalog.regexp_replace(query, '\s+', ' ', 'g')) AS t) AS q
+DECLARE
+	t text := pg_catalog.btrim(pg_catalog.regexp_replace(query, '\s+', ' ', 'g'));
+BEGIN
+	RETURN CASE WHEN pg_catalog.length(t) > 60 THEN pg_catalog.left(t, 57) || '...' ELSE t END;
+END
 $$;
 
 -- ---- src/sql/findings/params.sql ----
@@ -915,17 +928,24 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_before_restart(
 	last_seen timestamp with time zone DEFAULT NULL
 )
 RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
+-- PL/pgSQL: a SQL function reading FROM a subquery is planned again at
+-- each execution of every query that calls it (see text_helpers.sql).
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-	SELECT CASE WHEN coalesce(last_seen, first_seen) < s.started THEN 'before the restart at ' || s.at
-				WHEN first_seen < s.started THEN 'partly before the restart at ' || s.at
-		   END
-	  FROM (SELECT r.started,
-				   pg_catalog.to_char(r.started,
-									  CASE WHEN r.started > pg_catalog.now() - interval '1 day'
-										   THEN 'HH24:MI:SS' ELSE 'YYYY-MM-DD HH24:MI:SS' END) AS at
-			  FROM (SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded) AS started
-					  FROM @extschema@.pg_contention_info() AS i) AS r) AS s
+DECLARE
+	started timestamp with time zone;
+	started_text text;
+BEGIN
+	SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded)
+	  INTO started
+	  FROM @extschema@.pg_contention_info() AS i;
+	started_text := pg_catalog.to_char(started,
+						CASE WHEN started > pg_catalog.now() - interval '1 day'
+							 THEN 'HH24:MI:SS' ELSE 'YYYY-MM-DD HH24:MI:SS' END);
+	RETURN CASE WHEN coalesce(last_seen, first_seen) < started THEN 'before the restart at ' || started_text
+				WHEN first_seen < started THEN 'partly before the restart at ' || started_text
+		   END;
+END
 $$;
 
 -- ---- src/sql/findings/victims.sql ----
@@ -950,9 +970,8 @@ LANGUAGE C STRICT STABLE PARALLEL SAFE;
 -- Never victims: pg_contention's own (the sampler, application
 -- 'pg_contention sampler'; the client, application 'pg_contention'; any
 -- statement whose text reads pg_contention's objects or is part of the
--- body of one of its SQL-language functions, such as
--- pg_contention_duration's SELECT run for a DBA's query of the findings;
--- the statements of its PL/pgSQL functions name its objects), and the
+-- body of one of its SQL-language functions; the statements of its
+-- PL/pgSQL functions name its objects, and its text helpers run none), and the
 -- culprit's:
 -- the statements of culprit_query_ids, and everything run by the
 -- (application, user) of the culprit's pids (their sessions now, and their
