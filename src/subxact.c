@@ -278,32 +278,48 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	char	   *copy = NULL;
+	int		   *text_at = NULL;
+	StringInfoData texts;
+	Size		head = MAXALIGN(offsetof(OverflowEvent, query));
 	int64		written;
 	int			n;
 	int			oldest;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &event_shape, &tupdesc);
+	initStringInfo(&texts);
 
+	/*
+	 * Each event's fields and the text it holds, not its whole slot: a slot
+	 * has room for pg_contention.max_query_length bytes of text, most of it
+	 * unused, and copying the full ring cost more than building its rows
+	 * (the findings read it three times per call).  Palloc under a shared
+	 * lock: an error releases it at abort.
+	 */
 	LWLockAcquire(events->lock, LW_SHARED);
 	written = events->written;
 	n = (int) Min(written, (int64) pgc_max_events);
 	oldest = (int) ((written - n) % pgc_max_events);
 	if (n > 0)
 	{
-		Size		stride = event_stride();
-		Size		first_part = (Size) (n - oldest) * stride;
+		copy = palloc_extended(mul_size(n, head), MCXT_ALLOC_HUGE);
+		text_at = palloc_extended(mul_size(n, sizeof(int)), MCXT_ALLOC_HUGE);
+		for (int i = 0; i < n; i++)
+		{
+			OverflowEvent *ev = EVENT_SLOT(event_ring, (oldest + i) % pgc_max_events);
 
-		/* Palloc under a shared lock: an error releases it at abort. */
-		copy = palloc_extended(mul_size(n, stride), MCXT_ALLOC_HUGE);
-		memcpy(copy, event_ring + oldest * stride, first_part);
-		memcpy(copy + first_part, event_ring, (Size) oldest * stride);
+			memcpy(copy + i * head, ev, offsetof(OverflowEvent, query));
+			text_at[i] = texts.len;
+			appendBinaryStringInfo(&texts, ev->query,
+								   strnlen(ev->query, pgc_max_query_length - 1));
+			appendStringInfoChar(&texts, '\0');
+		}
 	}
 	LWLockRelease(events->lock);
 
 	for (int i = 0; i < n; i++)
 	{
-		OverflowEvent *ev = EVENT_SLOT(copy, i);
+		OverflowEvent *ev = (OverflowEvent *) (copy + i * head);
 		Datum		values[EVENT_COLS] = {0};
 		bool		nulls[EVENT_COLS] = {0};
 		bool		visible = pgc_can_see_details(ev->userid);
@@ -323,10 +339,13 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 		else
 			nulls[7] = true;
 		values[8] = Int32GetDatum(ev->nesting_depth);
-		values[9] = CStringGetTextDatum(visible ? ev->query :
+		values[9] = CStringGetTextDatum(visible ? texts.data + text_at[i] :
 										"<insufficient privilege>");
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
+	pfree(texts.data);
+	if (text_at)
+		pfree(text_at);
 	if (copy)
 		pfree(copy);
 	return (Datum) 0;
