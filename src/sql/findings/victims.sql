@@ -113,8 +113,10 @@ own_bodies AS MATERIALIZED (
 activity AS MATERIALIZED (
 	SELECT a.pid, a.application_name, a.usesysid FROM pg_catalog.pg_stat_activity AS a
 ),
+-- The window's overflow events: only who ran them is asked (a few rows
+-- where the ring holds a thousand events).
 events AS MATERIALIZED (
-	SELECT e.pid, e.application_name, e.usesysid
+	SELECT DISTINCT e.pid, e.application_name, e.usesysid
 	  FROM params, @extschema@.pg_contention_overflow_events() AS e
 	 WHERE e.event_time >= params.cutoff
 ),
