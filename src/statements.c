@@ -1192,11 +1192,18 @@ compare_statements(const void *a, const void *b)
 								  &(*(PgcStatementEntry *const *) b)->key);
 }
 
-static int
-compare_keys(const void *a, const void *b)
+/* An entry copy_notable_entries did not copy, with its key. */
+typedef struct OtherEntry
 {
-	return compare_statement_keys((const PgcStatementKey *) a,
-								  (const PgcStatementKey *) b);
+	PgcStatementKey key;
+	PgcStatementEntry *entry;
+} OtherEntry;
+
+static int
+compare_other_entries(const void *a, const void *b)
+{
+	return compare_statement_keys(&((const OtherEntry *) a)->key,
+								  &((const OtherEntry *) b)->key);
 }
 
 /*
@@ -1209,8 +1216,12 @@ compare_keys(const void *a, const void *b)
  * copy_entries; each entry's periods are read under its spinlock (plain
  * reads and compares: nothing there can fail), its key and text without
  * it (both are written only when the entry is created, under the
- * exclusive lock).  The entries not copied are remembered by address, valid
- * while the lock is held: entries move only under the exclusive lock.
+ * exclusive lock).  The text is read only where it can matter: an entry
+ * whose statement scanned an index (its first index slot is taken, under
+ * the spinlock) ran in the executor, so it is not a SAVEPOINT; the text
+ * lies far into the entry, and reading it was a third of the look.  The
+ * entries not copied are remembered by address, valid while the lock is
+ * held: entries move only under the exclusive lock.
  */
 static char *
 copy_notable_entries(long *n, TimestampTz cutoff)
@@ -1223,24 +1234,28 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 	long		nothers = 0;
 	long		capacity;
 	char	   *copy;
-	PgcStatementEntry **others;
+	OtherEntry *others;
 
 	LWLockAcquire(stmts->lock, LW_SHARED);
 	total = Max(hash_get_num_entries(statements), 1);
-	others = palloc_extended(total * sizeof(PgcStatementEntry *), MCXT_ALLOC_HUGE);
+	others = palloc_extended(total * sizeof(OtherEntry), MCXT_ALLOC_HUGE);
 	capacity = Min(total, 64);
 	copy = palloc_extended(mul_size(capacity, size), MCXT_ALLOC_HUGE);
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		int			notable;
+		bool		scanned;
 
 		SpinLockAcquire(&entry->mutex);
 		notable = entry_counters_notable(entry, cutoff);
+		scanned = entry->indexes[0].indexoid != InvalidOid;
 		SpinLockRelease(&entry->mutex);
-		if (notable < 0 || (notable == 0 && !is_savepoint_text(entry->query)))
+		if (notable < 0 ||
+			(notable == 0 && (scanned || !is_savepoint_text(entry->query))))
 		{
-			others[nothers++] = entry;
+			others[nothers].key = entry->key;
+			others[nothers++].entry = entry;
 			continue;
 		}
 		if (nkept == capacity)
@@ -1253,26 +1268,26 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 
 	if (nkept > 0 && nothers > 0)
 	{
-		PgcStatementKey *keys = palloc(nkept * sizeof(PgcStatementKey));
+		OtherEntry *notables = palloc(nkept * sizeof(OtherEntry));
 		long		nnotable = nkept;
 
 		for (long i = 0; i < nnotable; i++)
-			keys[i] = ((PgcStatementEntry *) (copy + i * size))->key;
-		qsort(keys, nnotable, sizeof(PgcStatementKey), compare_keys);
+			notables[i].key = ((PgcStatementEntry *) (copy + i * size))->key;
+		qsort(notables, nnotable, sizeof(OtherEntry), compare_other_entries);
 		for (long i = 0; i < nothers; i++)
 		{
-			entry = others[i];
-			if (bsearch(&entry->key, keys, nnotable, sizeof(PgcStatementKey),
-						compare_keys) == NULL)
+			if (bsearch(&others[i], notables, nnotable, sizeof(OtherEntry),
+						compare_other_entries) == NULL)
 				continue;
 			if (nkept == capacity)
 			{
 				capacity = Min(2 * capacity, total);
 				copy = repalloc_huge(copy, mul_size(capacity, size));
 			}
-			copy_entry((PgcStatementEntry *) (copy + nkept++ * size), entry, true);
+			copy_entry((PgcStatementEntry *) (copy + nkept++ * size),
+					   others[i].entry, true);
 		}
-		pfree(keys);
+		pfree(notables);
 	}
 	LWLockRelease(stmts->lock);
 	pfree(others);
