@@ -267,10 +267,17 @@ static const PgcResultShape event_shape = {
 #define EVENT_COLS lengthof(event_columns)
 
 /*
- * pg_contention_overflow_events(): the ring, oldest first.  The used slots
- * are copied out under the lock in shared mode (in ring order: the slots
- * before the oldest one come after it); tuples are built after it is
- * released.
+ * The rows of pg_contention_overflow_events, kept for the rest of the
+ * client's statement while no event is written or reset (rowcache.c): the
+ * findings read them in several rules.
+ */
+static PgcRowCache event_rows;
+
+/*
+ * pg_contention_overflow_events(): the ring, oldest first.  The used slots'
+ * events are copied out under the lock in shared mode (in ring order: the
+ * slots before the oldest one come after it); tuples are built after it is
+ * released, or an earlier call's given back (event_rows).
  */
 Datum
 pg_contention_overflow_events(PG_FUNCTION_ARGS)
@@ -281,12 +288,21 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	int		   *text_at = NULL;
 	StringInfoData texts;
 	Size		head = MAXALIGN(offsetof(OverflowEvent, query));
+	uint64		version[2];
 	int64		written;
 	int			n;
 	int			oldest;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &event_shape, &tupdesc);
+
+	/* The rows of an earlier call of this statement, if no event came since. */
+	LWLockAcquire(events->lock, LW_SHARED);
+	version[0] = (uint64) events->written;
+	version[1] = events->resets;
+	LWLockRelease(events->lock);
+	if (pgc_row_cache_replay(&event_rows, version, tupdesc, tupstore))
+		return (Datum) 0;
 	initStringInfo(&texts);
 
 	/*
@@ -298,6 +314,8 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	 */
 	LWLockAcquire(events->lock, LW_SHARED);
 	written = events->written;
+	version[0] = (uint64) written;
+	version[1] = events->resets;
 	n = (int) Min(written, (int64) pgc_max_events);
 	oldest = (int) ((written - n) % pgc_max_events);
 	if (n > 0)
@@ -317,6 +335,7 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	}
 	LWLockRelease(events->lock);
 
+	pgc_row_cache_begin(&event_rows, version, tupdesc);
 	for (int i = 0; i < n; i++)
 	{
 		OverflowEvent *ev = (OverflowEvent *) (copy + i * head);
@@ -341,8 +360,9 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 		values[8] = Int32GetDatum(ev->nesting_depth);
 		values[9] = CStringGetTextDatum(visible ? texts.data + text_at[i] :
 										"<insufficient privilege>");
-		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+		pgc_row_cache_put(&event_rows, tupstore, tupdesc, values, nulls);
 	}
+	pgc_row_cache_end(&event_rows);
 	pfree(texts.data);
 	if (text_at)
 		pfree(text_at);
