@@ -21,8 +21,10 @@
  * Locking, as in pg_stat_statements: the LWLock in shared mode to find
  * an entry and update its counters under the entry's spinlock; exclusive
  * only to create entries, evict, or reset.  Readers copy entries out
- * under it in shared mode: the views all at once, the save for the file
- * a bounded batch at a time, writing with the lock released.  When the
+ * under it in shared mode: the views all at once, the findings only the
+ * entries that can give a row (each looked at under its spinlock), the
+ * save for the file a bounded batch at a time, writing with the lock
+ * released.  When the
  * hash is full, the least used 5% (at least 10) are evicted and counted;
  * nothing errors.
  * An entry's spinlock guards its counters only: the query text is written
