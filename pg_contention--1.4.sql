@@ -562,29 +562,42 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 -- ---- src/sql/text_helpers.sql ----
 
+-- Text helpers for the findings and the report.  PL/pgSQL, not SQL: a
+-- SQL function whose body reads FROM a subquery is not inlined, so each
+-- place a query calls it was parsed, planned and started again at every
+-- execution of that query (and its statement counted as a nested one);
+-- PL/pgSQL evaluates these expressions directly and keeps them for the
+-- session.
+
 -- A duration as a DBA reads it: "35 s", "14 min", "2 h 5 min".
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_duration(duration interval)
 RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-	SELECT CASE
+DECLARE
+	s numeric := greatest(pg_catalog.date_part('epoch', duration), 0)::numeric;
+BEGIN
+	RETURN CASE
 		WHEN s < 60 THEN round(s) || ' s'
 		WHEN s < 600 THEN floor(s / 60) || ' min'
 			|| CASE WHEN floor(s) % 60 > 0 THEN ' ' || floor(s) % 60 || ' s' ELSE '' END
 		WHEN s < 3600 THEN round(s / 60) || ' min'
 		WHEN s < 86400 THEN floor(s / 3600) || ' h ' || floor(s / 60) % 60 || ' min'
 		ELSE floor(s / 86400) || ' d ' || floor(s / 3600) % 24 || ' h'
-	END
-	  FROM (SELECT greatest(pg_catalog.date_part('epoch', duration), 0)::numeric AS s) AS d
+	END;
+END
 $$;
 
 -- A statement's text on one line, cut to 60 characters.
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_shorten(query text)
 RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-	SELECT CASE WHEN pg_catalog.length(t) > 60 THEN pg_catalog.left(t, 57) || '...' ELSE t END
-	  FROM (SELECT pg_catalog.btrim(pg_catalog.regexp_replace(query, '\s+', ' ', 'g')) AS t) AS q
+DECLARE
+	t text := pg_catalog.btrim(pg_catalog.regexp_replace(query, '\s+', ' ', 'g'));
+BEGIN
+	RETURN CASE WHEN pg_catalog.length(t) > 60 THEN pg_catalog.left(t, 57) || '...' ELSE t END;
+END
 $$;
 
 -- ---- src/sql/findings/params.sql ----
@@ -901,17 +914,24 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_before_restart(
 	last_seen timestamp with time zone DEFAULT NULL
 )
 RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
+-- PL/pgSQL: a SQL function reading FROM a subquery is planned again at
+-- each execution of every query that calls it (see text_helpers.sql).
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-	SELECT CASE WHEN coalesce(last_seen, first_seen) < s.started THEN 'before the restart at ' || s.at
-				WHEN first_seen < s.started THEN 'partly before the restart at ' || s.at
-		   END
-	  FROM (SELECT r.started,
-				   pg_catalog.to_char(r.started,
-									  CASE WHEN r.started > pg_catalog.now() - interval '1 day'
-										   THEN 'HH24:MI:SS' ELSE 'YYYY-MM-DD HH24:MI:SS' END) AS at
-			  FROM (SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded) AS started
-					  FROM @extschema@.pg_contention_info() AS i) AS r) AS s
+DECLARE
+	started timestamp with time zone;
+	started_text text;
+BEGIN
+	SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded)
+	  INTO started
+	  FROM @extschema@.pg_contention_info() AS i;
+	started_text := pg_catalog.to_char(started,
+						CASE WHEN started > pg_catalog.now() - interval '1 day'
+							 THEN 'HH24:MI:SS' ELSE 'YYYY-MM-DD HH24:MI:SS' END);
+	RETURN CASE WHEN coalesce(last_seen, first_seen) < started THEN 'before the restart at ' || started_text
+				WHEN first_seen < started THEN 'partly before the restart at ' || started_text
+		   END;
+END
 $$;
 
 -- ---- src/sql/findings/victims.sql ----
@@ -936,9 +956,8 @@ LANGUAGE C STRICT STABLE PARALLEL SAFE;
 -- Never victims: pg_contention's own (the sampler, application
 -- 'pg_contention sampler'; the client, application 'pg_contention'; any
 -- statement whose text reads pg_contention's objects or is part of the
--- body of one of its SQL-language functions, such as
--- pg_contention_duration's SELECT run for a DBA's query of the findings;
--- the statements of its PL/pgSQL functions name its objects), and the
+-- body of one of its SQL-language functions; the statements of its
+-- PL/pgSQL functions name its objects, and its text helpers run none), and the
 -- culprit's:
 -- the statements of culprit_query_ids, and everything run by the
 -- (application, user) of the culprit's pids (their sessions now, and their
@@ -1041,8 +1060,10 @@ own_bodies AS MATERIALIZED (
 activity AS MATERIALIZED (
 	SELECT a.pid, a.application_name, a.usesysid FROM pg_catalog.pg_stat_activity AS a
 ),
+-- The window's overflow events: only who ran them is asked (a few rows
+-- where the ring holds a thousand events).
 events AS MATERIALIZED (
-	SELECT e.pid, e.application_name, e.usesysid
+	SELECT DISTINCT e.pid, e.application_name, e.usesysid
 	  FROM params, @extschema@.pg_contention_overflow_events() AS e
 	 WHERE e.event_time >= params.cutoff
 ),
@@ -1310,10 +1331,20 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
-events AS MATERIALIZED (
-	SELECT e.*
+-- The window's overflow events per statement, backend and application:
+-- a few rows where the ring holds a thousand events, so the culprits are
+-- told from these (each with its latest event's text) and the events are
+-- sorted once, not once per question asked of them.
+event_groups AS MATERIALIZED (
+	SELECT e.datid, e.usesysid, e.query_id, e.pid, e.application_name,
+		   count(*) AS ring_events, min(e.event_time) AS first_event,
+		   max(e.event_time) AS last_event,
+		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS last_text,
+		   max(e.nested_query_id) AS nested_query_id,
+		   max(e.nesting_depth) AS nesting_depth
 	  FROM @extschema@.pg_contention_overflow_events() AS e, params
 	 WHERE e.event_time >= params.cutoff
+	 GROUP BY e.datid, e.usesysid, e.query_id, e.pid, e.application_name
 ),
 live AS MATERIALIZED (
 	SELECT s.* FROM @extschema@.pg_contention_subxact() AS s
@@ -1363,11 +1394,11 @@ savepoints AS (
 -- the query ids a driver makes of it by binding a parameter as int2 here
 -- and int4 there are summed into one culprit, all of them in query_ids.
 overflow_query_ids AS (
-	SELECT e.datid, e.usesysid, e.query_id,
-		   count(*) AS ring_events, min(e.event_time) AS first_event,
-		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS last_text
-	  FROM events AS e
-	 GROUP BY e.datid, e.usesysid, e.query_id
+	SELECT g.datid, g.usesysid, g.query_id,
+		   sum(g.ring_events)::bigint AS ring_events, min(g.first_event) AS first_event,
+		   (pg_catalog.array_agg(g.last_text ORDER BY g.last_event DESC))[1] AS last_text
+	  FROM event_groups AS g
+	 GROUP BY g.datid, g.usesysid, g.query_id
 ),
 -- The statement store's text is normalised; an event's is what ran.  A
 -- text masked from this role groups nothing beyond its user.
@@ -1401,17 +1432,17 @@ overflow_sums AS (
 ),
 overflow_who AS (
 	SELECT k.datid, k.stmt_text, k.masked_user,
-		   min(e.event_time) AS first_event, max(e.event_time) AS last_event,
-		   count(DISTINCT e.pid) AS backends,
-		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
-		   jsonb_agg(DISTINCT e.pid) AS pids,
-		   (pg_catalog.array_agg(e.application_name ORDER BY e.event_time DESC))[1] AS application_name,
-		   max(e.nested_query_id) AS nested_query_id,
-		   max(e.nesting_depth) AS nesting_depth
+		   min(g.first_event) AS first_event, max(g.last_event) AS last_event,
+		   count(DISTINCT g.pid) AS backends,
+		   (pg_catalog.array_agg(g.pid ORDER BY g.last_event DESC))[1] AS last_pid,
+		   jsonb_agg(DISTINCT g.pid) AS pids,
+		   (pg_catalog.array_agg(g.application_name ORDER BY g.last_event DESC))[1] AS application_name,
+		   max(g.nested_query_id) AS nested_query_id,
+		   max(g.nesting_depth) AS nesting_depth
 	  FROM overflow_keyed AS k
-	  JOIN events AS e
-		ON e.datid = k.datid AND e.usesysid = k.usesysid
-		   AND e.query_id IS NOT DISTINCT FROM k.query_id
+	  JOIN event_groups AS g
+		ON g.datid = k.datid AND g.usesysid = k.usesysid
+		   AND g.query_id IS NOT DISTINCT FROM k.query_id
 	 GROUP BY k.datid, k.stmt_text, k.masked_user
 ),
 overflow_statements AS (
@@ -1480,7 +1511,7 @@ overflow_culprits AS (
 	  CROSS JOIN params
 	  LEFT JOIN activity AS a ON a.pid = l.pid
 	 WHERE l.subxact_overflowed
-	   AND NOT EXISTS (SELECT 1 FROM events AS e WHERE e.pid = l.pid)
+	   AND NOT EXISTS (SELECT 1 FROM event_groups AS e WHERE e.pid = l.pid)
 ),
 -- Who pays, for every culprit in one call: each is left out of its own
 -- victims with every query id it has and the statement inside it.
@@ -1686,8 +1717,9 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
+-- Who overflowed in the window: only (database, user) is asked of them.
 events AS MATERIALIZED (
-	SELECT e.*
+	SELECT DISTINCT e.datid, e.usesysid
 	  FROM @extschema@.pg_contention_overflow_events() AS e, params
 	 WHERE e.event_time >= params.cutoff
 ),

@@ -572,4 +572,31 @@ extern Tuplestorestate *pgc_materialize(FunctionCallInfo fcinfo,
 										const PgcResultShape *shape,
 										TupleDesc *tupdesc);
 
+/* ---- rowcache.c: a function's rows kept for the rest of the statement ---- */
+
+/*
+ * One function's rows (a static per function), valid for one client
+ * statement, user, declared shape and version (what the caller built them
+ * from, such as a store's write and reset counts).
+ */
+typedef struct PgcRowCache
+{
+	MemoryContext cxt;			/* NULL: nothing kept */
+	MemoryContextCallback callback;
+	TimestampTz statement_start;
+	Oid			userid;
+	int			natts;
+	uint64		version[2];
+	bool		whole;			/* every row is in */
+	List	   *rows;			/* HeapTuples, in cxt */
+} PgcRowCache;
+
+extern bool pgc_row_cache_replay(PgcRowCache *cache, const uint64 version[2],
+								 TupleDesc tupdesc, Tuplestorestate *tupstore);
+extern void pgc_row_cache_begin(PgcRowCache *cache, const uint64 version[2],
+								TupleDesc tupdesc);
+extern void pgc_row_cache_put(PgcRowCache *cache, Tuplestorestate *tupstore,
+							  TupleDesc tupdesc, Datum *values, bool *nulls);
+extern void pgc_row_cache_end(PgcRowCache *cache);
+
 #endif							/* PG_CONTENTION_H */

@@ -8,7 +8,9 @@
  *
  * Owns no shared state.  Each function copies what it needs through
  * sampler.c, which takes the sampler's lock in shared mode only for the
- * copy; names are decoded and rows built after it is released.
+ * copy; names are decoded and rows built after it is released.  The
+ * history's rows are kept for the rest of the client's statement while no
+ * bucket is completed (rowcache.c: backend-local memory).
  *
  *-------------------------------------------------------------------------
  */
@@ -122,6 +124,13 @@ static const PgcResultShape history_shape = {
 
 #define HISTORY_COLS lengthof(history_columns)
 
+/*
+ * The rows of pg_contention_history, kept for the rest of the client's
+ * statement while no bucket is completed (rowcache.c): the findings read
+ * them in several rules, 900 rows of 25 columns each time.
+ */
+static PgcRowCache history_rows;
+
 /* pg_contention_history(): the completed one-second buckets, oldest first. */
 Datum
 pg_contention_history(PG_FUNCTION_ARGS)
@@ -131,10 +140,26 @@ pg_contention_history(PG_FUNCTION_ARGS)
 	PgcHistoryBucket *copy;
 	int			n;
 	bool		named_found[PGC_NUM_NAMED_WAITS];
+	PgcSamplerStatus status;
+	uint64		version[2];
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &history_shape, &tupdesc);
+
+	/*
+	 * Completed buckets do not change: the count written since the last
+	 * reset (which zeroes it) says whether the kept rows are still the
+	 * history.  Read before the copy: a bucket completed between the two
+	 * leaves rows kept under a count no later call reads, so that call
+	 * builds them again; kept rows are never older than their count.
+	 */
+	pgc_sampler_copy_status(&status, NULL);
+	version[0] = (uint64) status.buckets_written;
+	version[1] = 0;
+	if (pgc_row_cache_replay(&history_rows, version, tupdesc, tupstore))
+		return (Datum) 0;
 	copy = pgc_sampler_copy_history(&n, named_found);
+	pgc_row_cache_begin(&history_rows, version, tupdesc);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -182,9 +207,10 @@ pg_contention_history(PG_FUNCTION_ARGS)
 		else
 			nulls[c++] = true;
 		Assert(c == HISTORY_COLS);
-		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+		pgc_row_cache_put(&history_rows, tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);
+	pgc_row_cache_end(&history_rows);
 	return (Datum) 0;
 }
 

@@ -21,8 +21,10 @@
  * Locking, as in pg_stat_statements: the LWLock in shared mode to find
  * an entry and update its counters under the entry's spinlock; exclusive
  * only to create entries, evict, or reset.  Readers copy entries out
- * under it in shared mode: the views all at once, the save for the file
- * a bounded batch at a time, writing with the lock released.  When the
+ * under it in shared mode: the views all at once, the findings only the
+ * entries that can give a row (each looked at under its spinlock), the
+ * save for the file a bounded batch at a time, writing with the lock
+ * released.  When the
  * hash is full, the least used 5% (at least 10) are evicted and counted;
  * nothing errors.
  * An entry's spinlock guards its counters only: the query text is written
@@ -1126,13 +1128,14 @@ put_period_scan(const PgcPeriodScan *ps, Datum *values, bool *nulls, int col)
 }
 
 /*
- * Can an entry give a row of pg_contention_recent(..., notable_only): in a
- * period that reaches into the window, an execution on a suboverflowed
- * snapshot, near an overflow, an overflow, dead index entries, or it is a
- * SAVEPOINT.  Cheap: read before anything is summed.
+ * What an entry's periods say about whether it can give a row of
+ * pg_contention_recent(..., notable_only): 1 when, in a period that
+ * reaches into the window, it ran on a suboverflowed snapshot, near an
+ * overflow, overflowed, or met dead index entries; 0 when it ran in the
+ * window without any of these; -1 when it did not run in the window.
  */
-static bool
-entry_is_notable(const PgcStatementEntry *e, TimestampTz cutoff)
+static int
+entry_counters_notable(const PgcStatementEntry *e, TimestampTz cutoff)
 {
 	const PgcPeriod *periods[2] = {&e->previous, &e->current};
 	bool		in_window = false;
@@ -1146,21 +1149,31 @@ entry_is_notable(const PgcStatementEntry *e, TimestampTz cutoff)
 		in_window = true;
 		if (p->suboverflowed_calls > 0 || p->near_overflow_calls > 0 ||
 			p->overflow_events > 0)
-			return true;
+			return 1;
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 			if (p->index_dead[k] > 0)
-				return true;
+				return 1;
 	}
-	return in_window && is_savepoint_text(e->query);
+	return in_window ? 0 : -1;
 }
 
-/* Order entries by statement (database, user, query id), to sum them. */
-static int
-compare_statements(const void *a, const void *b)
+/*
+ * Can an entry give a row of pg_contention_recent(..., notable_only): one
+ * notable by its periods, or a SAVEPOINT run in the window.  Cheap: read
+ * before anything is summed.
+ */
+static bool
+entry_is_notable(const PgcStatementEntry *e, TimestampTz cutoff)
 {
-	const PgcStatementKey *ka = &(*(PgcStatementEntry *const *) a)->key;
-	const PgcStatementKey *kb = &(*(PgcStatementEntry *const *) b)->key;
+	int			notable = entry_counters_notable(e, cutoff);
 
+	return notable > 0 || (notable == 0 && is_savepoint_text(e->query));
+}
+
+/* Order statement keys by statement (database, user, query id). */
+static int
+compare_statement_keys(const PgcStatementKey *ka, const PgcStatementKey *kb)
+{
 	if (ka->dbid != kb->dbid)
 		return ka->dbid < kb->dbid ? -1 : 1;
 	if (ka->userid != kb->userid)
@@ -1168,6 +1181,117 @@ compare_statements(const void *a, const void *b)
 	if (ka->query_id != kb->query_id)
 		return ka->query_id < kb->query_id ? -1 : 1;
 	return 0;
+}
+
+/* Order entries by statement (database, user, query id), to sum them. */
+static int
+compare_statements(const void *a, const void *b)
+{
+	return compare_statement_keys(&(*(PgcStatementEntry *const *) a)->key,
+								  &(*(PgcStatementEntry *const *) b)->key);
+}
+
+/* An entry copy_notable_entries did not copy, with its key. */
+typedef struct OtherEntry
+{
+	PgcStatementKey key;
+	PgcStatementEntry *entry;
+} OtherEntry;
+
+static int
+compare_other_entries(const void *a, const void *b)
+{
+	return compare_statement_keys(&((const OtherEntry *) a)->key,
+								  &((const OtherEntry *) b)->key);
+}
+
+/*
+ * Copy out of the hash only the entries pg_contention_recent(...,
+ * notable_only) can use: those that entry_is_notable, and the other
+ * applications' entries of the same statements (their figures are part of
+ * the statement's sums).  A busy server's thousands of other entries are
+ * looked at, not copied: the copy of a full store (5,000 entries of a few
+ * kB) was most of the findings' cost.  Under the LWLock in shared mode, as
+ * copy_entries; each entry's periods are read under its spinlock (plain
+ * reads and compares: nothing there can fail), its key and text without
+ * it (both are written only when the entry is created, under the
+ * exclusive lock).  The text is read only where it can matter: an entry
+ * whose statement scanned an index (its first index slot is taken, under
+ * the spinlock) ran in the executor, so it is not a SAVEPOINT; the text
+ * lies far into the entry, and reading it was a third of the look.  The
+ * entries not copied are remembered by address, valid while the lock is
+ * held: entries move only under the exclusive lock.
+ */
+static char *
+copy_notable_entries(long *n, TimestampTz cutoff)
+{
+	HASH_SEQ_STATUS status;
+	PgcStatementEntry *entry;
+	Size		size = entry_size();
+	long		total;
+	long		nkept = 0;
+	long		nothers = 0;
+	long		capacity;
+	char	   *copy;
+	OtherEntry *others;
+
+	LWLockAcquire(stmts->lock, LW_SHARED);
+	total = Max(hash_get_num_entries(statements), 1);
+	others = palloc_extended(total * sizeof(OtherEntry), MCXT_ALLOC_HUGE);
+	capacity = Min(total, 64);
+	copy = palloc_extended(mul_size(capacity, size), MCXT_ALLOC_HUGE);
+	hash_seq_init(&status, statements);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		int			notable;
+		bool		scanned;
+
+		SpinLockAcquire(&entry->mutex);
+		notable = entry_counters_notable(entry, cutoff);
+		scanned = entry->indexes[0].indexoid != InvalidOid;
+		SpinLockRelease(&entry->mutex);
+		if (notable < 0 ||
+			(notable == 0 && (scanned || !is_savepoint_text(entry->query))))
+		{
+			others[nothers].key = entry->key;
+			others[nothers++].entry = entry;
+			continue;
+		}
+		if (nkept == capacity)
+		{
+			capacity = Min(2 * capacity, total);
+			copy = repalloc_huge(copy, mul_size(capacity, size));
+		}
+		copy_entry((PgcStatementEntry *) (copy + nkept++ * size), entry, true);
+	}
+
+	if (nkept > 0 && nothers > 0)
+	{
+		OtherEntry *notables = palloc(nkept * sizeof(OtherEntry));
+		long		nnotable = nkept;
+
+		for (long i = 0; i < nnotable; i++)
+			notables[i].key = ((PgcStatementEntry *) (copy + i * size))->key;
+		qsort(notables, nnotable, sizeof(OtherEntry), compare_other_entries);
+		for (long i = 0; i < nothers; i++)
+		{
+			if (bsearch(&others[i], notables, nnotable, sizeof(OtherEntry),
+						compare_other_entries) == NULL)
+				continue;
+			if (nkept == capacity)
+			{
+				capacity = Min(2 * capacity, total);
+				copy = repalloc_huge(copy, mul_size(capacity, size));
+			}
+			copy_entry((PgcStatementEntry *) (copy + nkept++ * size),
+					   others[i].entry, true);
+		}
+		pfree(notables);
+	}
+	LWLockRelease(stmts->lock);
+	pfree(others);
+	*n = nkept;
+	return copy;
 }
 
 static bool
@@ -1450,8 +1574,8 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 		long		n;
 		TimestampTz cutoff;
 
-		copy = copy_entries(&n);
 		cutoff = GetCurrentTimestamp() - (int64) window_seconds * USECS_PER_SEC;
+		copy = notable_only ? copy_notable_entries(&n, cutoff) : copy_entries(&n);
 		fill_recent_cache(cache, &key, tupdesc, copy, n, cutoff);
 
 		/*

@@ -267,10 +267,17 @@ static const PgcResultShape event_shape = {
 #define EVENT_COLS lengthof(event_columns)
 
 /*
- * pg_contention_overflow_events(): the ring, oldest first.  The used slots
- * are copied out under the lock in shared mode (in ring order: the slots
- * before the oldest one come after it); tuples are built after it is
- * released.
+ * The rows of pg_contention_overflow_events, kept for the rest of the
+ * client's statement while no event is written or reset (rowcache.c): the
+ * findings read them in several rules.
+ */
+static PgcRowCache event_rows;
+
+/*
+ * pg_contention_overflow_events(): the ring, oldest first.  The used slots'
+ * events are copied out under the lock in shared mode (in ring order: the
+ * slots before the oldest one come after it); tuples are built after it is
+ * released, or an earlier call's given back (event_rows).
  */
 Datum
 pg_contention_overflow_events(PG_FUNCTION_ARGS)
@@ -278,6 +285,10 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	char	   *copy = NULL;
+	int		   *text_at = NULL;
+	StringInfoData texts;
+	Size		head = MAXALIGN(offsetof(OverflowEvent, query));
+	uint64		version[2];
 	int64		written;
 	int			n;
 	int			oldest;
@@ -285,25 +296,49 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &event_shape, &tupdesc);
 
+	/* The rows of an earlier call of this statement, if no event came since. */
+	LWLockAcquire(events->lock, LW_SHARED);
+	version[0] = (uint64) events->written;
+	version[1] = events->resets;
+	LWLockRelease(events->lock);
+	if (pgc_row_cache_replay(&event_rows, version, tupdesc, tupstore))
+		return (Datum) 0;
+	initStringInfo(&texts);
+
+	/*
+	 * Each event's fields and the text it holds, not its whole slot: a slot
+	 * has room for pg_contention.max_query_length bytes of text, most of it
+	 * unused, and copying the full ring cost more than building its rows
+	 * (the findings read it three times per call).  Palloc under a shared
+	 * lock: an error releases it at abort.
+	 */
 	LWLockAcquire(events->lock, LW_SHARED);
 	written = events->written;
+	version[0] = (uint64) written;
+	version[1] = events->resets;
 	n = (int) Min(written, (int64) pgc_max_events);
 	oldest = (int) ((written - n) % pgc_max_events);
 	if (n > 0)
 	{
-		Size		stride = event_stride();
-		Size		first_part = (Size) (n - oldest) * stride;
+		copy = palloc_extended(mul_size(n, head), MCXT_ALLOC_HUGE);
+		text_at = palloc_extended(mul_size(n, sizeof(int)), MCXT_ALLOC_HUGE);
+		for (int i = 0; i < n; i++)
+		{
+			OverflowEvent *ev = EVENT_SLOT(event_ring, (oldest + i) % pgc_max_events);
 
-		/* Palloc under a shared lock: an error releases it at abort. */
-		copy = palloc_extended(mul_size(n, stride), MCXT_ALLOC_HUGE);
-		memcpy(copy, event_ring + oldest * stride, first_part);
-		memcpy(copy + first_part, event_ring, (Size) oldest * stride);
+			memcpy(copy + i * head, ev, offsetof(OverflowEvent, query));
+			text_at[i] = texts.len;
+			appendBinaryStringInfo(&texts, ev->query,
+								   strnlen(ev->query, pgc_max_query_length - 1));
+			appendStringInfoChar(&texts, '\0');
+		}
 	}
 	LWLockRelease(events->lock);
 
+	pgc_row_cache_begin(&event_rows, version, tupdesc);
 	for (int i = 0; i < n; i++)
 	{
-		OverflowEvent *ev = EVENT_SLOT(copy, i);
+		OverflowEvent *ev = (OverflowEvent *) (copy + i * head);
 		Datum		values[EVENT_COLS] = {0};
 		bool		nulls[EVENT_COLS] = {0};
 		bool		visible = pgc_can_see_details(ev->userid);
@@ -324,9 +359,13 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 			nulls[7] = true;
 		values[8] = Int32GetDatum(ev->nesting_depth);
 		/* Captured in its database's encoding: made valid in ours. */
-		values[9] = pgc_masked_text_datum(visible, ev->query, ev->dbid);
-		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+		values[9] = pgc_masked_text_datum(visible, texts.data + text_at[i], ev->dbid);
+		pgc_row_cache_put(&event_rows, tupstore, tupdesc, values, nulls);
 	}
+	pgc_row_cache_end(&event_rows);
+	pfree(texts.data);
+	if (text_at)
+		pfree(text_at);
 	if (copy)
 		pfree(copy);
 	return (Datum) 0;

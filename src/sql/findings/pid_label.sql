@@ -14,15 +14,22 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_before_restart(
 	last_seen timestamp with time zone DEFAULT NULL
 )
 RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
+-- PL/pgSQL: a SQL function reading FROM a subquery is planned again at
+-- each execution of every query that calls it (see text_helpers.sql).
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-	SELECT CASE WHEN coalesce(last_seen, first_seen) < s.started THEN 'before the restart at ' || s.at
-				WHEN first_seen < s.started THEN 'partly before the restart at ' || s.at
-		   END
-	  FROM (SELECT r.started,
-				   pg_catalog.to_char(r.started,
-									  CASE WHEN r.started > pg_catalog.now() - interval '1 day'
-										   THEN 'HH24:MI:SS' ELSE 'YYYY-MM-DD HH24:MI:SS' END) AS at
-			  FROM (SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded) AS started
-					  FROM @extschema@.pg_contention_info() AS i) AS r) AS s
+DECLARE
+	started timestamp with time zone;
+	started_text text;
+BEGIN
+	SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded)
+	  INTO started
+	  FROM @extschema@.pg_contention_info() AS i;
+	started_text := pg_catalog.to_char(started,
+						CASE WHEN started > pg_catalog.now() - interval '1 day'
+							 THEN 'HH24:MI:SS' ELSE 'YYYY-MM-DD HH24:MI:SS' END);
+	RETURN CASE WHEN coalesce(last_seen, first_seen) < started THEN 'before the restart at ' || started_text
+				WHEN first_seen < started THEN 'partly before the restart at ' || started_text
+		   END;
+END
 $$;

@@ -23,8 +23,9 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
+-- Who overflowed in the window: only (database, user) is asked of them.
 events AS MATERIALIZED (
-	SELECT e.*
+	SELECT DISTINCT e.datid, e.usesysid
 	  FROM @extschema@.pg_contention_overflow_events() AS e, params
 	 WHERE e.event_time >= params.cutoff
 ),

@@ -25,10 +25,20 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
-events AS MATERIALIZED (
-	SELECT e.*
+-- The window's overflow events per statement, backend and application:
+-- a few rows where the ring holds a thousand events, so the culprits are
+-- told from these (each with its latest event's text) and the events are
+-- sorted once, not once per question asked of them.
+event_groups AS MATERIALIZED (
+	SELECT e.datid, e.usesysid, e.query_id, e.pid, e.application_name,
+		   count(*) AS ring_events, min(e.event_time) AS first_event,
+		   max(e.event_time) AS last_event,
+		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS last_text,
+		   max(e.nested_query_id) AS nested_query_id,
+		   max(e.nesting_depth) AS nesting_depth
 	  FROM @extschema@.pg_contention_overflow_events() AS e, params
 	 WHERE e.event_time >= params.cutoff
+	 GROUP BY e.datid, e.usesysid, e.query_id, e.pid, e.application_name
 ),
 live AS MATERIALIZED (
 	SELECT s.* FROM @extschema@.pg_contention_subxact() AS s
@@ -78,11 +88,11 @@ savepoints AS (
 -- the query ids a driver makes of it by binding a parameter as int2 here
 -- and int4 there are summed into one culprit, all of them in query_ids.
 overflow_query_ids AS (
-	SELECT e.datid, e.usesysid, e.query_id,
-		   count(*) AS ring_events, min(e.event_time) AS first_event,
-		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS last_text
-	  FROM events AS e
-	 GROUP BY e.datid, e.usesysid, e.query_id
+	SELECT g.datid, g.usesysid, g.query_id,
+		   sum(g.ring_events)::bigint AS ring_events, min(g.first_event) AS first_event,
+		   (pg_catalog.array_agg(g.last_text ORDER BY g.last_event DESC))[1] AS last_text
+	  FROM event_groups AS g
+	 GROUP BY g.datid, g.usesysid, g.query_id
 ),
 -- The statement store's text is normalised; an event's is what ran.  A
 -- text masked from this role groups nothing beyond its user.
@@ -116,17 +126,17 @@ overflow_sums AS (
 ),
 overflow_who AS (
 	SELECT k.datid, k.stmt_text, k.masked_user,
-		   min(e.event_time) AS first_event, max(e.event_time) AS last_event,
-		   count(DISTINCT e.pid) AS backends,
-		   (pg_catalog.array_agg(e.pid ORDER BY e.event_time DESC))[1] AS last_pid,
-		   jsonb_agg(DISTINCT e.pid) AS pids,
-		   (pg_catalog.array_agg(e.application_name ORDER BY e.event_time DESC))[1] AS application_name,
-		   max(e.nested_query_id) AS nested_query_id,
-		   max(e.nesting_depth) AS nesting_depth
+		   min(g.first_event) AS first_event, max(g.last_event) AS last_event,
+		   count(DISTINCT g.pid) AS backends,
+		   (pg_catalog.array_agg(g.pid ORDER BY g.last_event DESC))[1] AS last_pid,
+		   jsonb_agg(DISTINCT g.pid) AS pids,
+		   (pg_catalog.array_agg(g.application_name ORDER BY g.last_event DESC))[1] AS application_name,
+		   max(g.nested_query_id) AS nested_query_id,
+		   max(g.nesting_depth) AS nesting_depth
 	  FROM overflow_keyed AS k
-	  JOIN events AS e
-		ON e.datid = k.datid AND e.usesysid = k.usesysid
-		   AND e.query_id IS NOT DISTINCT FROM k.query_id
+	  JOIN event_groups AS g
+		ON g.datid = k.datid AND g.usesysid = k.usesysid
+		   AND g.query_id IS NOT DISTINCT FROM k.query_id
 	 GROUP BY k.datid, k.stmt_text, k.masked_user
 ),
 overflow_statements AS (
@@ -195,7 +205,7 @@ overflow_culprits AS (
 	  CROSS JOIN params
 	  LEFT JOIN activity AS a ON a.pid = l.pid
 	 WHERE l.subxact_overflowed
-	   AND NOT EXISTS (SELECT 1 FROM events AS e WHERE e.pid = l.pid)
+	   AND NOT EXISTS (SELECT 1 FROM event_groups AS e WHERE e.pid = l.pid)
 ),
 -- Who pays, for every culprit in one call: each is left out of its own
 -- victims with every query id it has and the statement inside it.

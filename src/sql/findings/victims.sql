@@ -18,9 +18,8 @@ LANGUAGE C STRICT STABLE PARALLEL SAFE;
 -- Never victims: pg_contention's own (the sampler, application
 -- 'pg_contention sampler'; the client, application 'pg_contention'; any
 -- statement whose text reads pg_contention's objects or is part of the
--- body of one of its SQL-language functions, such as
--- pg_contention_duration's SELECT run for a DBA's query of the findings;
--- the statements of its PL/pgSQL functions name its objects), and the
+-- body of one of its SQL-language functions; the statements of its
+-- PL/pgSQL functions name its objects, and its text helpers run none), and the
 -- culprit's:
 -- the statements of culprit_query_ids, and everything run by the
 -- (application, user) of the culprit's pids (their sessions now, and their
@@ -123,8 +122,10 @@ own_bodies AS MATERIALIZED (
 activity AS MATERIALIZED (
 	SELECT a.pid, a.application_name, a.usesysid FROM pg_catalog.pg_stat_activity AS a
 ),
+-- The window's overflow events: only who ran them is asked (a few rows
+-- where the ring holds a thousand events).
 events AS MATERIALIZED (
-	SELECT e.pid, e.application_name, e.usesysid
+	SELECT DISTINCT e.pid, e.application_name, e.usesysid
 	  FROM params, @extschema@.pg_contention_overflow_events() AS e
 	 WHERE e.event_time >= params.cutoff
 ),
