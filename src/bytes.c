@@ -12,7 +12,9 @@
  * it), so it can be tested or fuzzed alone: the reader never reads
  * outside its section, whatever the bytes say, and reads a file through a
  * buffer of fixed size (never the whole file into memory).  The checks
- * (pgc_fix_*) clamp what a loading store finds implausible and count it.
+ * (pgc_fix_*) clamp what a loading store finds implausible and count it,
+ * and pgc_keep_largest lets a store that is smaller than the file keep
+ * the most used of its records in its own memory.
  *
  * Both are sticky on failure and never raise an ERROR: the reader's
  * failed flag, the writer's error (an errno).  After a failure every call
@@ -27,6 +29,64 @@
 #include <unistd.h>
 
 /* ---- reading ---- */
+
+/* heap[] as an array of elem_size bytes: the element at i. */
+#define HEAP_ELEM(i)	((char *) heap + (i) * elem_size)
+
+static void
+swap_elements(char *a, char *b, Size elem_size)
+{
+	for (Size k = 0; k < elem_size; k++)
+	{
+		char		t = a[k];
+
+		a[k] = b[k];
+		b[k] = t;
+	}
+}
+
+/*
+ * Keep the max_n largest elements of a stream (by less(a, b): a is the
+ * smaller) in heap[], a binary heap with the least at the root, in place:
+ * offer each element with the count kept so far, get the new count.  A
+ * loader whose store is smaller than the file keeps the file's most used
+ * records this way, in the store's own memory.
+ */
+uint64
+pgc_keep_largest(void *heap, uint64 n, uint64 max_n, Size elem_size,
+				 const void *elem, bool (*less) (const void *, const void *))
+{
+	uint64		i;
+
+	if (n < max_n)
+	{
+		/* Room left: add it, then up while it is less than its parent. */
+		memcpy(HEAP_ELEM(n), elem, elem_size);
+		for (i = n; i > 0 && less(HEAP_ELEM(i), HEAP_ELEM((i - 1) / 2)); i = (i - 1) / 2)
+			swap_elements(HEAP_ELEM(i), HEAP_ELEM((i - 1) / 2), elem_size);
+		return n + 1;
+	}
+	if (n == 0 || !less(HEAP_ELEM(0), elem))
+		return n;
+
+	/* It replaces the least, then goes down to its place. */
+	memcpy(HEAP_ELEM(0), elem, elem_size);
+	for (i = 0;;)
+	{
+		uint64		least = i;
+		uint64		l = 2 * i + 1;
+		uint64		r = l + 1;
+
+		if (l < n && less(HEAP_ELEM(l), HEAP_ELEM(least)))
+			least = l;
+		if (r < n && less(HEAP_ELEM(r), HEAP_ELEM(least)))
+			least = r;
+		if (least == i)
+			return n;
+		swap_elements(HEAP_ELEM(i), HEAP_ELEM(least), elem_size);
+		i = least;
+	}
+}
 
 void
 pgc_reader_init(PgcReader *reader, const char *data, Size len)

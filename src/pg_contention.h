@@ -112,6 +112,9 @@ extern bool pgc_fix_counter(PgcReader *reader, int64 *value);
 extern bool pgc_fix_int32(PgcReader *reader, int32 *value, int32 min, int32 max);
 extern bool pgc_fix_time(PgcReader *reader, TimestampTz *value);
 extern void pgc_fix_string(char *value, Size size);
+extern uint64 pgc_keep_largest(void *heap, uint64 n, uint64 max_n, Size elem_size,
+							   const void *elem,
+							   bool (*less) (const void *, const void *));
 extern void pgc_writer_init(PgcWriter *writer, int fd, char *buffer,
 							Size bufsize);
 extern void pgc_writer_fail(PgcWriter *writer, int errno_value);

@@ -728,7 +728,8 @@ sampler_tick(TimestampTz now, TimestampTz next_due)
 	int			n,
 				idle,
 				overflowed,
-				active = 0;
+				active = 0,
+				held_seen = 0;	/* processes seen this tick that hold samples */
 	double		us;
 
 	INSTR_TIME_SET_CURRENT(start);
@@ -774,6 +775,8 @@ sampler_tick(TimestampTz now, TimestampTz next_due)
 		uint32		info = tick_samples[i].key.wait_event_info;
 
 		profile_sample(&tick_samples[i]);
+		if (pending[tick_samples[i].procno].n > 0)
+			held_seen++;
 		if (info == UINT32_MAX)
 			continue;			/* idle */
 		active++;
@@ -787,7 +790,8 @@ sampler_tick(TimestampTz now, TimestampTz next_due)
 					cur->named_samples[w]++;
 		}
 	}
-	if (held_procs > 0)
+	/* Only when a process that holds samples was not seen: it has exited. */
+	if (held_procs > held_seen)
 		settle_exited();
 	cur->ticks++;
 	cur->active_samples += active;
@@ -1056,41 +1060,11 @@ compare_profile_keys(const void *a, const void *b)
 				  &((const PgcProfileEntry *) b)->key, sizeof(PgcProfileKey));
 }
 
-/* The least sampled at the root: profile[] is the heap while loading. */
-static void
-profile_sift_down(PgcProfileEntry *heap, uint64 n, uint64 i)
+/* The heap's order while loading: the least sampled at the root. */
+static bool
+fewer_samples(const void *a, const void *b)
 {
-	for (;;)
-	{
-		uint64		least = i;
-		uint64		l = 2 * i + 1;
-		uint64		r = l + 1;
-		PgcProfileEntry tmp;
-
-		if (l < n && heap[l].samples < heap[least].samples)
-			least = l;
-		if (r < n && heap[r].samples < heap[least].samples)
-			least = r;
-		if (least == i)
-			return;
-		tmp = heap[i];
-		heap[i] = heap[least];
-		heap[least] = tmp;
-		i = least;
-	}
-}
-
-static void
-profile_sift_up(PgcProfileEntry *heap, uint64 i)
-{
-	while (i > 0 && heap[i].samples < heap[(i - 1) / 2].samples)
-	{
-		PgcProfileEntry tmp = heap[i];
-
-		heap[i] = heap[(i - 1) / 2];
-		heap[(i - 1) / 2] = tmp;
-		i = (i - 1) / 2;
-	}
+	return ((const PgcProfileEntry *) a)->samples < ((const PgcProfileEntry *) b)->samples;
 }
 
 /*
@@ -1134,16 +1108,8 @@ pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept)
 			reader->fixed++;
 			continue;
 		}
-		if (n < most)
-		{
-			profile[n] = e;
-			profile_sift_up(profile, n++);
-		}
-		else if (profile[0].samples < e.samples)
-		{
-			profile[0] = e;
-			profile_sift_down(profile, n, 0);
-		}
+		n = pgc_keep_largest(profile, n, most, sizeof(PgcProfileEntry), &e,
+							 fewer_samples);
 	}
 
 	/* One entry per key: sorted by key, repeated ones merged. */

@@ -1692,47 +1692,11 @@ typedef struct SavedStatement
 	Size		pos;			/* where its record starts in the section */
 } SavedStatement;
 
-/* The least used at the root: the heap of the most used kept so far. */
-static inline bool
-saved_less(const SavedStatement *a, const SavedStatement *b)
+/* The heap's order (pgc_keep_largest): the least used at the root. */
+static bool
+saved_less(const void *a, const void *b)
 {
-	return a->usage < b->usage;
-}
-
-static void
-saved_sift_down(SavedStatement *heap, uint64 n, uint64 i)
-{
-	for (;;)
-	{
-		uint64		least = i;
-		uint64		l = 2 * i + 1;
-		uint64		r = l + 1;
-		SavedStatement tmp;
-
-		if (l < n && saved_less(&heap[l], &heap[least]))
-			least = l;
-		if (r < n && saved_less(&heap[r], &heap[least]))
-			least = r;
-		if (least == i)
-			return;
-		tmp = heap[i];
-		heap[i] = heap[least];
-		heap[least] = tmp;
-		i = least;
-	}
-}
-
-static void
-saved_sift_up(SavedStatement *heap, uint64 i)
-{
-	while (i > 0 && saved_less(&heap[i], &heap[(i - 1) / 2]))
-	{
-		SavedStatement tmp = heap[i];
-
-		heap[i] = heap[(i - 1) / 2];
-		heap[(i - 1) / 2] = tmp;
-		i = (i - 1) / 2;
-	}
+	return ((const SavedStatement *) a)->usage < ((const SavedStatement *) b)->usage;
 }
 
 static int
@@ -1892,16 +1856,8 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 			break;
 		read++;
 		this.usage = fix_usage(reader, usage);
-		if (n < Min(count, most))
-		{
-			heap[n] = this;
-			saved_sift_up(heap, n++);
-		}
-		else if (saved_less(&heap[0], &this))
-		{
-			heap[0] = this;
-			saved_sift_down(heap, n, 0);
-		}
+		n = pgc_keep_largest(heap, n, Min(count, most), sizeof(SavedStatement),
+							 &this, saved_less);
 	}
 	/* Second pass, in the file's order: one read through the buffer. */
 	qsort(heap, n, sizeof(SavedStatement), compare_saved_pos);

@@ -58,17 +58,24 @@ sub wait_ticks
 	  or die "the sampler stopped ticking";
 }
 
-# Wait until the role's session waits on a lock (of the given type), then
-# let the sampler see it for a while.
-sub see_lock_wait
+# Wait until the role's session waits for a lock the condition picks (a
+# condition on pg_locks l), then let the sampler see it for a while.
+sub see_wait_for
 {
-	my ($locktype, $what) = @_;
+	my ($condition, $name) = @_;
 	ok( $node->poll_query_until('postgres', qq{
 			SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 							WHERE a.usename = 'bound' AND NOT l.granted
-							  AND l.locktype = '$locktype')}),
-		"$what: the statement waits ($locktype)");
+							  AND $condition)}),
+		$name);
 	wait_ticks(20);
+}
+
+# The same, for a lock of a type.
+sub see_lock_wait
+{
+	my ($locktype, $what) = @_;
+	see_wait_for("l.locktype = '$locktype'", "$what: the statement waits ($locktype)");
 }
 
 # The Lock samples of the role since the last reset: query id -> samples.
@@ -123,11 +130,8 @@ $holder->query_safe('SELECT pg_advisory_lock(1), pg_advisory_lock(2)');
 $session->query_until(qr/started/, "\\echo started\nCALL two_waits();\n");
 see_lock_wait('advisory', 'CALL, before its COMMIT');
 $holder->query_safe('SELECT pg_advisory_unlock(1)');
-ok($node->poll_query_until('postgres', q{
-	SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-					WHERE a.usename = 'bound' AND NOT l.granted AND l.objid = 2)}),
+see_wait_for("l.objid = 2",
 	'CALL: waits again after its COMMIT');
-wait_ticks(20);
 $holder->query_safe('SELECT pg_advisory_unlock(2)');
 $session->query_safe('SELECT 42 AS after_call');
 check_one_id('CALL with COMMIT', 'SELECT $1 AS after_call%');
@@ -140,11 +144,8 @@ DO $$ BEGIN PERFORM pg_advisory_lock(1); COMMIT; PERFORM pg_advisory_lock(2); PE
 });
 see_lock_wait('advisory', 'DO, before its COMMIT');
 $holder->query_safe('SELECT pg_advisory_unlock(1)');
-ok($node->poll_query_until('postgres', q{
-	SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-					WHERE a.usename = 'bound' AND NOT l.granted AND l.objid = 2)}),
+see_wait_for("l.objid = 2",
 	'DO: waits again after its COMMIT');
-wait_ticks(20);
 $holder->query_safe('SELECT pg_advisory_unlock(2)');
 $session->query_safe('SELECT 43 AS after_do');
 check_one_id('DO with COMMIT', 'SELECT $1 AS after_do%');
@@ -182,11 +183,8 @@ for my $case (
 	$session->query_until(qr/started/, "\\echo started\n$sql;\n");
 	see_lock_wait('relation', "$what in a block, in parse analysis");
 	$holder->query_safe('COMMIT');	# the table; the advisory lock stays
-	ok($node->poll_query_until('postgres', q{
-		SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-						WHERE a.usename = 'bound' AND NOT l.granted AND l.locktype = 'advisory')}),
+	see_wait_for("l.locktype = 'advisory'",
 		"$what in a block: waits again in its executor");
-	wait_ticks(20);
 	$holder->query_safe('SELECT pg_advisory_unlock_all()');
 	$session->query_safe('SELECT pg_advisory_unlock_all()');
 	$session->query_safe('COMMIT');
@@ -214,11 +212,8 @@ $session->query_safe('BEGIN');
 $session->query_until(qr/started/, "\\echo started\nREFRESH MATERIALIZED VIEW mv;\n");
 see_lock_wait('relation', 'REFRESH MATERIALIZED VIEW in a block, for its lock');
 $holder->query_safe('COMMIT');	# the view; the advisory lock stays
-ok($node->poll_query_until('postgres', q{
-	SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-					WHERE a.usename = 'bound' AND NOT l.granted AND l.locktype = 'advisory')}),
+see_wait_for("l.locktype = 'advisory'",
 	'REFRESH MATERIALIZED VIEW in a block: waits again in its index build, after its executor');
-wait_ticks(20);
 $holder->query_safe('SELECT pg_advisory_unlock_all()');
 $session->query_safe('COMMIT');
 $session->query_safe('SELECT 46 AS after_refresh');
