@@ -8,9 +8,11 @@
  * Owns the array of published statements (ShmemInitStruct "pg_contention
  * query ids"), one slot per PGPROC, indexed like ProcGlobal->allProcs.
  * Each slot holds a statement number, a query id and the pid of the
- * process that wrote them; only the process owning the PGPROC writes its
- * slot, the sampler reads them all, and believes a slot only for the
- * process whose pid it carries.
+ * process that wrote them; only the process owning the PGPROC writes
+ * them, the sampler reads them all, and believes a slot only for the
+ * process whose pid it carries.  Each slot also keeps the last two exits
+ * from its PGPROC (written by the exiting process, see leave_my_slot) and
+ * the pid whose samples the sampler holds (written by the sampler only).
  *
  * Protocol, without locks (two aligned atomics, ordered by a barrier):
  * the number counts the client's statements twice, 2k while statement k
@@ -34,10 +36,14 @@
  *     outlives it.
  *   - A statement that fails before it starts executing (in parse
  *     analysis) writes query id 0 and skips a number at the abort.
- *   - At exit the number becomes odd (whatever ran is over) and the slot
- *     keeps the last query id and the pid: the sampler can still credit
- *     what it held for a statement that ran too briefly to be seen (a
- *     connection that sends one statement and leaves).  The next process
+ *   - At exit the number becomes odd (whatever ran is over), and the
+ *     final number and query id are written to an exit record with the
+ *     pid: the sampler can still credit what it held for a statement that
+ *     ran too briefly to be seen (a connection that sends one statement
+ *     and leaves), even after other processes have used the PGPROC.  Of
+ *     the two records the exit overwrites the older one, unless that one
+ *     belongs to the pid the sampler holds samples for: the record the
+ *     sampler needs survives any number of later exits.  The next process
  *     in the PGPROC writes its own pid before anything else; until then,
  *     and for processes that serve no client, the pid differs from the
  *     PGPROC's and the sampler reads the slot as empty.
@@ -63,11 +69,25 @@
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 
+/*
+ * How one process left: its pid (0 while the record is being written),
+ * its final statement number and query id.
+ */
+typedef struct ExitRecord
+{
+	pg_atomic_uint64 query_id;
+	pg_atomic_uint32 statement_no;
+	pg_atomic_uint32 pid;
+} ExitRecord;
+
 typedef struct PublishedSlot
 {
 	pg_atomic_uint64 query_id;
 	pg_atomic_uint32 statement_no;
 	pg_atomic_uint32 pid;		/* of the process that wrote the rest */
+	pg_atomic_uint32 held_pid;	/* the sampler holds samples of it; 0: none */
+	uint32		newer_exit;		/* which of exits[] was written last */
+	ExitRecord	exits[2];
 } PublishedSlot;
 
 static PublishedSlot *published = NULL;
@@ -134,19 +154,73 @@ pgc_query_ids_shmem_init(LWLock *lock)
 			pg_atomic_init_u64(&published[i].query_id, 0);
 			pg_atomic_init_u32(&published[i].statement_no, 0);
 			pg_atomic_init_u32(&published[i].pid, 0);
+			pg_atomic_init_u32(&published[i].held_pid, 0);
+			published[i].newer_exit = 0;
+			for (int k = 0; k < 2; k++)
+			{
+				pg_atomic_init_u64(&published[i].exits[k].query_id, 0);
+				pg_atomic_init_u32(&published[i].exits[k].statement_no, 0);
+				pg_atomic_init_u32(&published[i].exits[k].pid, 0);
+			}
 		}
 }
 
 /*
- * At exit: whatever ran is over (an odd number); the query id and the pid
- * stay for the sampler (see the header comment).  Nothing is written
- * after this: an abort that the exit runs later finds no slot.
+ * Only the step from odd to even can wrap to 0, which means "no client":
+ * pgc_statement_begin skips it.
+ */
+static inline void
+set_statement_no(uint32 no)
+{
+	my_statement_no = no;
+	pg_atomic_write_u32(&my_slot->statement_no, no);
+}
+
+/*
+ * Write this process's exit record (see the header comment).  The records
+ * have one writer at a time: the process that owns the PGPROC, which no
+ * other process gets before this one has left it (ProcKill runs after the
+ * before_shmem_exit callbacks).  The sampler may move held_pid from the
+ * pid it settled to a new one while we read it; either value keeps the
+ * record it still needs.
+ */
+static void
+write_exit_record(void)
+{
+	uint32		held_pid;
+	uint32		target;
+	ExitRecord *record;
+
+	pg_memory_barrier();
+	held_pid = pg_atomic_read_u32(&my_slot->held_pid);
+	target = 1 - my_slot->newer_exit;
+	if (held_pid != 0 && pg_atomic_read_u32(&my_slot->exits[target].pid) == held_pid)
+		target = my_slot->newer_exit;
+	record = &my_slot->exits[target];
+
+	pg_atomic_write_u32(&record->pid, 0);
+	pg_write_barrier();
+	pg_atomic_write_u32(&record->statement_no, my_statement_no);
+	pg_atomic_write_u64(&record->query_id, pg_atomic_read_u64(&my_slot->query_id));
+	pg_write_barrier();
+	pg_atomic_write_u32(&record->pid, (uint32) MyProcPid);
+	my_slot->newer_exit = target;
+}
+
+/*
+ * At exit: whatever ran is over (an odd number), and the exit record says
+ * how it ended (see the header comment).  Nothing is written after this:
+ * an abort that the exit runs later finds no slot.
  */
 static void
 leave_my_slot(int code, Datum arg)
 {
-	if (my_slot != NULL && (my_statement_no & 1) == 0 && my_statement_no != 0)
-		pg_atomic_write_u32(&my_slot->statement_no, my_statement_no + 1);
+	if (my_slot != NULL)
+	{
+		if ((my_statement_no & 1) == 0 && my_statement_no != 0)
+			set_statement_no(my_statement_no + 1);
+		write_exit_record();
+	}
 	my_slot = NULL;
 	my_statement_no = 0;
 	exiting = true;
@@ -202,17 +276,6 @@ pgc_current_statement_init(void)
 {
 	prev_client_authentication = ClientAuthentication_hook;
 	ClientAuthentication_hook = pgc_client_authentication;
-}
-
-/*
- * Only the step from odd to even can wrap to 0, which means "no client":
- * pgc_statement_begin skips it.
- */
-static inline void
-set_statement_no(uint32 no)
-{
-	my_statement_no = no;
-	pg_atomic_write_u32(&my_slot->statement_no, no);
 }
 
 /*
@@ -350,4 +413,47 @@ pgc_read_published(int procno, PgcPublishedStatement *out)
 	pg_read_barrier();
 	out->query_id = (int64) pg_atomic_read_u64(&published[procno].query_id);
 	out->pid = (int) pg_atomic_read_u32(&published[procno].pid);
+}
+
+/*
+ * For the sampler: how process pid left the PGPROC procno, if one of the
+ * slot's exit records still says (out->pid is then pid).  A record is
+ * believed only if its pid reads the same before and after the rest: the
+ * writer zeroes it first and sets it last.
+ */
+bool
+pgc_read_exit(int procno, int pid, PgcPublishedStatement *out)
+{
+	if (procno >= published_slots)
+		return false;
+	for (int k = 0; k < 2; k++)
+	{
+		ExitRecord *record = &published[procno].exits[k];
+
+		if (pg_atomic_read_u32(&record->pid) != (uint32) pid)
+			continue;
+		pg_read_barrier();
+		out->statement_no = pg_atomic_read_u32(&record->statement_no);
+		out->query_id = (int64) pg_atomic_read_u64(&record->query_id);
+		pg_read_barrier();
+		if (pg_atomic_read_u32(&record->pid) != (uint32) pid)
+			continue;
+		out->pid = pid;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * For the sampler: it holds samples of process pid in PGPROC procno (0:
+ * none), whose exit record later exits must then not overwrite.  Written
+ * only after the previous pid's samples were settled from its record.
+ */
+void
+pgc_note_held_pid(int procno, int pid)
+{
+	if (procno >= published_slots)
+		return;
+	pg_atomic_write_u32(&published[procno].held_pid, (uint32) pid);
+	pg_memory_barrier();
 }

@@ -252,6 +252,8 @@ pgc_statement_end(const char *source_text)
 
 extern int	pgc_query_id_slots(void);
 extern void pgc_read_published(int procno, PgcPublishedStatement *out);
+extern bool pgc_read_exit(int procno, int pid, PgcPublishedStatement *out);
+extern void pgc_note_held_pid(int procno, int pid);
 
 /* ---- normalize.c: statement texts with constants replaced, and one
  * execution's constants ---- */

@@ -479,13 +479,44 @@ release_pending(PendingSamples *p, int64 query_id)
 }
 
 /*
+ * The statement that a process's held samples were waiting for, given
+ * what its slot says now (stmt, of the same process): the next one if the
+ * number moved one step (it started) or two (it also ended); else 0.
+ */
+static int64
+held_statement_id(const PendingSamples *p, const PgcPublishedStatement *stmt)
+{
+	uint32		steps = stmt->statement_no - p->statement_no;
+
+	return (steps == 1 || steps == 2) ? stmt->query_id : 0;
+}
+
+/*
+ * Settle the held samples of a process that has left the PGPROC procno,
+ * from its exit record (current_statement.c keeps it until we have read
+ * it, however many processes use the PGPROC after it).
+ */
+static void
+release_exited(PendingSamples *p, int procno)
+{
+	PgcPublishedStatement last;
+
+	if (pgc_read_exit(procno, p->pid, &last))
+		release_pending(p, held_statement_id(p, &last));
+	else
+		release_pending(p, 0);
+	pgc_note_held_pid(procno, 0);
+}
+
+/*
  * Add one sample to the profile (idle samples only settle held ones).  A
  * sample of a client statement that has not started executing (odd
  * number, see current_statement.c) is held until the process's number
  * moves on: one step means the statement started, two that it also ended,
  * and in both cases the published query id is that statement's.  If the
- * number moved further, or another process has the slot, what was held
- * goes to query id 0.
+ * number moved further, what was held goes to query id 0.  If another
+ * process has the PGPROC now, the one that held samples has exited: its
+ * exit record says how far it got.
  */
 static void
 profile_sample(const TickSample *s)
@@ -495,12 +526,12 @@ profile_sample(const TickSample *s)
 	PgcProfileKey key;
 
 	p->seen_tick = sampler->status.ticks;
-	if (p->n > 0 && (p->pid != s->pid || p->statement_no != stmt->statement_no))
+	if (p->n > 0 && p->pid != s->pid)
+		release_exited(p, s->procno);
+	else if (p->n > 0 && p->statement_no != stmt->statement_no)
 	{
-		uint32		steps = stmt->statement_no - p->statement_no;
-
-		release_pending(p, (p->pid == s->pid && (steps == 1 || steps == 2)) ?
-						stmt->query_id : 0);
+		release_pending(p, held_statement_id(p, stmt));
+		pgc_note_held_pid(s->procno, 0);
 	}
 	if (s->key.wait_event_info == UINT32_MAX)
 		return;					/* idle */
@@ -524,7 +555,10 @@ profile_sample(const TickSample *s)
 	if (p->n < PENDING_PER_PROC)
 	{
 		if (p->n == 0)
+		{
 			held_procs++;
+			pgc_note_held_pid(s->procno, s->pid);
+		}
 		p->keys[p->n] = key;
 		p->samples[p->n] = 1;
 		p->n++;
@@ -535,30 +569,21 @@ profile_sample(const TickSample *s)
 
 /*
  * Held samples of processes that this tick did not see: they have exited
- * (a live process is sampled every tick, idle or not).  A process that
- * sent one statement and left, after it waited in parse analysis, may
- * never have been seen running it: its slot still says which statement
- * came next (current_statement.c keeps it at exit), and the samples go
- * to it as they would have; otherwise to query id 0.
+ * (a live process is sampled every tick, idle or not, and a process is
+ * out of the PGPROC array only after its exit record is written).  A
+ * process that sent one statement and left, after it waited in parse
+ * analysis, may never have been seen running it: its exit record says
+ * which statement came next, and the samples go to it as they would have.
  */
 static void
 settle_exited(void)
 {
-	int			slots = pgc_query_id_slots();
-
 	for (int i = 0; i < (int) ProcGlobal->allProcCount && held_procs > 0; i++)
 	{
 		PendingSamples *p = &pending[i];
-		PgcPublishedStatement stmt = {0};
-		uint32		steps;
 
-		if (p->n == 0 || p->seen_tick == sampler->status.ticks)
-			continue;
-		if (i < slots)
-			pgc_read_published(i, &stmt);
-		steps = stmt.statement_no - p->statement_no;
-		release_pending(p, (stmt.pid == p->pid && (steps == 1 || steps == 2)) ?
-						stmt.query_id : 0);
+		if (p->n > 0 && p->seen_tick != sampler->status.ticks)
+			release_exited(p, i);
 	}
 }
 
@@ -761,7 +786,10 @@ sampler_tick(TimestampTz now, TimestampTz next_due)
 	{
 		rebuild_profile_index();
 		for (int i = 0; i < (int) ProcGlobal->allProcCount; i++)
+		{
 			pending[i].n = 0;	/* reset: drop what was held too */
+			pgc_note_held_pid(i, 0);
+		}
 		held_procs = 0;
 	}
 	if (new_second)

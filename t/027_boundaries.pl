@@ -222,14 +222,20 @@ check_one_id('REFRESH MATERIALIZED VIEW in a block', 'SELECT $1 AS after_refresh
 # ---- a connection that sends one statement and leaves ----
 # Blocked in parse analysis (the table), it runs briefly once the lock is
 # released and the connection closes at once: the sampler may never see
-# it running, and the slot it leaves behind still says which statement
-# the held samples were waiting for.
+# it running, and the exit record it leaves behind says which statement
+# the held samples were waiting for.  In the third case the sampler is
+# stopped from before the lock is released until the connection and
+# several after it (which take the same PGPROC: the free list is LIFO)
+# have come and gone: the record must outlive them.
+my $sampler_pid = $node->safe_psql('postgres', 'SELECT pid FROM pg_contention_sampler_status');
 for my $case (
 	[ 'one statement', [ '-c', 'SELECT count(*) AS one_shot FROM lockme' ] ],
 	[ 'a brief statement, then the blocked one',
-		[ '-c', 'SELECT 1 AS brief_first', '-c', 'SELECT count(*) AS one_shot FROM lockme' ] ])
+		[ '-c', 'SELECT 1 AS brief_first', '-c', 'SELECT count(*) AS one_shot FROM lockme' ] ],
+	[ 'one statement, other connections before the sampler looks',
+		[ '-c', 'SELECT count(*) AS one_shot FROM lockme' ], 'stop' ])
 {
-	my ($what, $args) = @$case;
+	my ($what, $args, $stop) = @$case;
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 	$holder->query_safe('BEGIN; LOCK TABLE lockme IN ACCESS EXCLUSIVE MODE');
 	my ($out, $err) = ('', '');
@@ -237,12 +243,20 @@ for my $case (
 		[ 'psql', '-X', '-q', '-d', $node->connstr('postgres') . ' user=bound', @$args ],
 		'>', \$out, '2>', \$err);
 	see_lock_wait('relation', "$what: in parse analysis");
+	ok(kill('STOP', $sampler_pid), "$what: SIGSTOP the sampler") if $stop;
 	$holder->query_safe('COMMIT');
 	$h->finish;
 	is($h->result(0), 0, "$what: psql finished ($err)");
 	ok($node->poll_query_until('postgres',
 		"SELECT count(*) = 0 FROM pg_stat_activity WHERE usename = 'bound' AND query LIKE '%one_shot%'"),
 		"$what: the connection is gone");
+	if ($stop)
+	{
+		# Connections as the role, each in the PGPROC the last one left.
+		$node->safe_psql('postgres', 'SELECT 1', extra_params => [ '-U', 'bound' ])
+		  for 1 .. 5;
+		ok(kill('CONT', $sampler_pid), "$what: SIGCONT the sampler");
+	}
 	my $id = statement_id('SELECT count(*) AS one_shot FROM lockme%');
 	isnt($id, '', "$what: the statement was counted");
 	my $got = check_one_id($what);
