@@ -84,7 +84,11 @@ is($node->safe_psql('postgres',
 	"SELECT round(sum(share)::numeric, 6) <= 1 FROM pg_contention_waits"),
 	't', 'shares are fractions of all non-idle samples');
 
-# History wrap-around: a ring of 5 seconds.
+# History wrap-around: a ring of 5 seconds.  The reset above emptied it,
+# and the eviction may have taken less than a second: wait for the first
+# completed second before taking it as the oldest.
+$node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM pg_contention_history')
+  or die 'no second of history completed';
 my $first = $node->safe_psql('postgres',
 	'SELECT min(bucket_start) FROM pg_contention_history');
 ok($node->poll_query_until('postgres',
