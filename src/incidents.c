@@ -362,9 +362,10 @@ details_text(const Incident *inc)
 }
 
 /*
- * Is s one JSON value (RFC 8259, as jsonb_in reads it, without \u0000 or
- * surrogate escapes, which the stored texts never have), nested at most
- * 32 deep?  Iterative: a damaged file's text cannot exhaust the stack.
+ * Is s one JSON value (RFC 8259, as jsonb_in reads it), nested at most
+ * 32 deep, with \u escapes of ASCII characters only and exponents of at
+ * most 4 digits (what the stored texts have: jsonb's output and
+ * escape_json's)?  Iterative: a damaged file's text cannot exhaust the stack.
  * What loading checks before a text may reach jsonb_in in a view.
  */
 static bool
@@ -430,7 +431,8 @@ json_valid(const char *s)
 								code = code * 16 + (isdigit((unsigned char) c) ? c - '0' :
 													(tolower((unsigned char) c) - 'a' + 10));
 							}
-							if (code == 0 || (code >= 0xD800 && code <= 0xDFFF))
+							/* ASCII only: others fail in a non-UTF-8 database. */
+							if (code == 0 || code >= 0x80)
 								return false;
 							p += 4;
 						}
@@ -481,8 +483,10 @@ json_valid(const char *s)
 						p++;
 					if (!isdigit((unsigned char) *p))
 						return false;
-					while (isdigit((unsigned char) *p))
-						p++;
+					/* At most 4 digits: within numeric's range. */
+					for (int i = 0; isdigit((unsigned char) *p); i++, p++)
+						if (i == 4)
+							return false;
 				}
 			}
 			else
