@@ -514,7 +514,7 @@ extern void pgc_oldsnap_add_to_total(const PgcOldSnapFigures *figures);
 /* ---- incidents.c: the incidents worker, its store and view ---- */
 
 /* Bytes of one incident's frozen statements, holders and history (JSON). */
-#define PGC_INCIDENT_FROZEN_BYTES	(32 * 1024)
+#define PGC_INCIDENT_FROZEN_BYTES	(48 * 1024)
 
 extern Size pgc_incidents_shmem_size(void);
 extern void pgc_incidents_shmem_init(LWLock *lock);
