@@ -22,7 +22,9 @@
  *                        MAXALIGN(sizeof(entry) + max_query_length))
  *   + max_profile_entries * 32 + history_seconds * sizeof(bucket)
  *   + processes * 24 (published statements)
- * (about 11.8 MB with the defaults; pg_shmem_allocations lists each block).
+ *   + max_incidents * sizeof(Incident) (about 63 kB each)
+ * (about 11.8 MB with the defaults, and 6.3 MB for the incidents;
+ * pg_shmem_allocations lists each block).
  *
  * Locking: the blocks are created once under AddinShmemInitLock.
  * pgc_shared is set in every process that attached them; it stays NULL
