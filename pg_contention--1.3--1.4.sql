@@ -2499,9 +2499,9 @@ GRANT SELECT ON @extschema@.pg_contention_findings TO PUBLIC;
 --
 -- Incidents (1.4): the subject key an incident is matched on, from a
 -- finding's details (its subject text changes with its figures, the key
--- does not): one statement pattern, one index, one holder.  And the
--- culprit role the finding names, if any, whose members may read the
--- incident's texts.  Called by the incidents worker for each finding.
+-- does not): one transaction pattern (database and user), one index,
+-- one holder.  And the culprit role the finding names, if any, whose
+-- members may read the incident's texts.  Called by the incidents worker for each finding.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
@@ -2513,21 +2513,15 @@ RETURNS record
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
 SELECT CASE problem
-		   -- The culprit statement pattern: its database, user and query
-		   -- ids (the smallest, stable while others join); a session
-		   -- overflowed without an event in the window: its pid.  On a
+		   -- The culprit's transaction pattern, as subxact_near_overflow
+		   -- groups it: its database and user.  Not its query ids: their
+		   -- set changes as its statements come and go (and on
+		   -- PostgreSQL 13 one statement has an id per text).  On a
 		   -- standby: the primary's, one incident.
 		   WHEN 'subxact_overflow' THEN
 			   CASE WHEN details ? 'database_oid'
 					THEN 'database ' || coalesce(details ->> 'database_oid', '?')
 						 || ' user ' || coalesce(details ->> 'user_oid', '?')
-						 || coalesce(' query id ' || (SELECT min(q.value::text::numeric)::text
-														FROM pg_catalog.jsonb_array_elements(
-																 CASE WHEN pg_catalog.jsonb_typeof(details -> 'query_ids') = 'array'
-																	  THEN details -> 'query_ids' END) AS q
-													   WHERE pg_catalog.jsonb_typeof(q.value) = 'number'),
-									 ' query id ' || (details ->> 'query_id'),
-									 ' pid ' || (details -> 'pids' ->> 0), '')
 					ELSE 'the primary' END
 		   WHEN 'subxact_near_overflow' THEN
 			   'database ' || coalesce(details ->> 'database_oid', '?')
