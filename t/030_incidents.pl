@@ -235,8 +235,13 @@ ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_conten
 	'closed');
 ok(!$node->log_contains(qr/pg_contention: incident/, $offset), 'incident_log = off: no LOG line');
 
-# The worker leaves promptly on SIGTERM and comes back.
+# pg_cancel_backend() cancels at most an evaluation: the worker goes on.
 my $worker_pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'");
+$node->safe_psql('postgres', "SELECT pg_cancel_backend($worker_pid)");
+evaluated_twice();
+is($node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'"),
+	$worker_pid, 'after pg_cancel_backend() the same worker evaluates on');
+# It leaves promptly on SIGTERM and comes back.
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($worker_pid)");
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents' AND pid <> $worker_pid"),
