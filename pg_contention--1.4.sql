@@ -2454,13 +2454,18 @@ GRANT SELECT ON @extschema@.pg_contention_findings TO PUBLIC;
 -- finding's details (its subject text changes with its figures, the key
 -- does not): one transaction pattern (database and user), one index,
 -- one holder.  And the culprit role the finding names, if any, whose
--- members may read the incident's texts.  Called by the incidents worker for each finding.
+-- members may read the incident's texts; and the details as an incident
+-- keeps them (finding): whole up to 3,800 bytes, else with each array but
+-- the pids cut to its first 10 elements and "truncated": true (lists of
+-- query ids grow with the workload, and on PostgreSQL 13 hold one id per
+-- text).  Called by the incidents worker for each finding.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
 	details jsonb,
 	OUT key text,
-	OUT culprit oid
+	OUT culprit oid,
+	OUT finding jsonb
 )
 RETURNS record
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -2503,6 +2508,22 @@ SELECT CASE problem
 			THEN (SELECT r.oid FROM pg_catalog.pg_prepared_xacts AS p
 					JOIN pg_catalog.pg_roles AS r ON r.rolname = p.owner
 				   WHERE p.gid = details ->> 'holder')
+	   END,
+	   CASE WHEN pg_catalog.octet_length(details::text) <= 3800 THEN details
+			ELSE (SELECT pg_catalog.jsonb_object_agg(
+							 k.key,
+							 -- the pids are kept whole: the resolution asks
+							 -- whether every one of them ended
+							 CASE WHEN pg_catalog.jsonb_typeof(k.value) = 'array'
+									   AND k.key NOT IN ('pids', 'culprit_pids')
+									   AND pg_catalog.jsonb_array_length(k.value) > 10
+								  THEN (SELECT pg_catalog.jsonb_agg(e.value ORDER BY e.i)
+										  FROM pg_catalog.jsonb_array_elements(k.value)
+											   WITH ORDINALITY AS e(value, i)
+										 WHERE e.i <= 10)
+								  ELSE k.value END)
+					FROM pg_catalog.jsonb_each(details) AS k)
+				 || '{"truncated": true}'::jsonb
 	   END
 $$;
 

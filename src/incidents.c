@@ -964,7 +964,7 @@ read_findings(Found **found)
 	int			rc;
 	int			n;
 
-	sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details::text,"
+	sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
 				   " k.key, k.culprit"
 				   " FROM %s.pg_contention_findings() AS f"
 				   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k"
