@@ -1,0 +1,77 @@
+--
+-- Incidents (1.4): the subject key an incident is matched on, from a
+-- finding's details (its subject text changes with its figures, the key
+-- does not): one transaction pattern (database and user), one index,
+-- one holder.  And the culprit role the finding names, if any, whose
+-- members may read the incident's texts; and the details as an incident
+-- keeps them (finding): whole up to 3,800 bytes, else with each array but
+-- the pids cut to its first 10 elements and "truncated": true (lists of
+-- query ids grow with the workload, and on PostgreSQL 13 hold one id per
+-- text).  Called by the incidents worker for each finding.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
+	problem text,
+	details jsonb,
+	OUT key text,
+	OUT culprit oid,
+	OUT finding jsonb
+)
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+SELECT CASE problem
+		   -- The culprit's transaction pattern, as subxact_near_overflow
+		   -- groups it: its database and user.  Not its query ids: their
+		   -- set changes as its statements come and go (and on
+		   -- PostgreSQL 13 one statement has an id per text).  On a
+		   -- standby: the primary's, one incident.
+		   WHEN 'subxact_overflow' THEN
+			   CASE WHEN details ? 'database_oid'
+					THEN 'database ' || coalesce(details ->> 'database_oid', '?')
+						 || ' user ' || coalesce(details ->> 'user_oid', '?')
+					ELSE 'the primary' END
+		   WHEN 'subxact_near_overflow' THEN
+			   'database ' || coalesce(details ->> 'database_oid', '?')
+			   || ' user ' || coalesce(details ->> 'user_oid', '?')
+		   -- One index.
+		   WHEN 'dead_tuple_index_scan' THEN
+			   'database ' || coalesce(details ->> 'database_oid', '?')
+			   || ' index ' || coalesce(details ->> 'indexrelid', '?')
+		   WHEN 'hot_chain_scan' THEN
+			   'database ' || coalesce(details ->> 'database_oid', '?')
+			   || ' index ' || coalesce(details ->> 'indexrelid', '?')
+		   -- One holder: a backend's pid, a slot's name, a prepared
+		   -- transaction's gid, a standby's walsender.
+		   WHEN 'xmin_horizon_held' THEN
+			   coalesce(details ->> 'kind', '?') || ' ' || coalesce(details ->> 'holder', '?')
+		   -- Cluster-wide: one at a time.
+		   ELSE 'cluster' END,
+	   CASE WHEN problem IN ('subxact_overflow', 'subxact_near_overflow')
+				 AND pg_catalog.jsonb_typeof(details -> 'user_oid') = 'number'
+			THEN (details ->> 'user_oid')::oid
+			WHEN problem = 'xmin_horizon_held' AND details ->> 'kind' = 'backend'
+				 AND pg_catalog.jsonb_typeof(details -> 'pid') = 'number'
+			THEN (SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
+				   WHERE a.pid = (details ->> 'pid')::integer)
+			WHEN problem = 'xmin_horizon_held' AND details ->> 'kind' = 'prepared transaction'
+			THEN (SELECT r.oid FROM pg_catalog.pg_prepared_xacts AS p
+					JOIN pg_catalog.pg_roles AS r ON r.rolname = p.owner
+				   WHERE p.gid = details ->> 'holder')
+	   END,
+	   CASE WHEN pg_catalog.octet_length(details::text) <= 3800 THEN details
+			ELSE (SELECT pg_catalog.jsonb_object_agg(
+							 k.key,
+							 -- the pids are kept whole: the resolution asks
+							 -- whether every one of them ended
+							 CASE WHEN pg_catalog.jsonb_typeof(k.value) = 'array'
+									   AND k.key NOT IN ('pids', 'culprit_pids')
+									   AND pg_catalog.jsonb_array_length(k.value) > 10
+								  THEN (SELECT pg_catalog.jsonb_agg(e.value ORDER BY e.i)
+										  FROM pg_catalog.jsonb_array_elements(k.value)
+											   WITH ORDINALITY AS e(value, i)
+										 WHERE e.i <= 10)
+								  ELSE k.value END)
+					FROM pg_catalog.jsonb_each(details) AS k)
+				 || '{"truncated": true}'::jsonb
+	   END
+$$;
