@@ -49,6 +49,13 @@ DROP FUNCTION @extschema@.pg_contention_sampler_status();
 -- pg_contention_report('5 min') call it as before.  Nothing depends on it.
 DROP FUNCTION @extschema@.pg_contention_report(interval);
 
+-- pg_contention_info gains the incidents' capacity, fill, evictions and
+-- the incidents opened: dropped here with its view, created again by
+-- info.sql (with the view's grant).  The functions that read it are
+-- PL/pgSQL: nothing else depends on it.
+DROP VIEW @extschema@.pg_contention_info;
+DROP FUNCTION @extschema@.pg_contention_info();
+
 -- ---- src/sql/subxact.sql ----
 
 --
@@ -136,7 +143,9 @@ GRANT SELECT ON @extschema@.pg_contention_overflow_events TO PUBLIC;
 
 --
 -- Capacities and fill of the bounded stores, with their eviction and drop
--- counters, and when they were last saved to and loaded from their file.
+-- counters, and when they were last saved to and loaded from their file;
+-- 1.4 adds the incidents' (and the incidents opened, by problem and
+-- severity, since the reset).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT stats_reset timestamp with time zone,
@@ -148,7 +157,12 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT events_dropped bigint,
 	OUT last_saved timestamp with time zone,
 	OUT last_loaded timestamp with time zone,
-	OUT loaded_file_saved_at timestamp with time zone
+	OUT loaded_file_saved_at timestamp with time zone,
+	OUT incidents_max integer,
+	OUT incidents integer,
+	OUT incident_evictions bigint,
+	OUT open_incident_evictions bigint,
+	OUT incidents_opened jsonb
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'
@@ -2486,6 +2500,323 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_findings AS
 
 GRANT SELECT ON @extschema@.pg_contention_findings TO PUBLIC;
 
+-- ---- src/sql/incidents/key.sql ----
+
+--
+-- Incidents (1.4): the subject key an incident is matched on, from a
+-- finding's details (its subject text changes with its figures, the key
+-- does not): one statement pattern, one index, one holder.  And the
+-- culprit role the finding names, if any, whose members may read the
+-- incident's texts.  Called by the incidents worker for each finding.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
+	problem text,
+	details jsonb,
+	OUT key text,
+	OUT culprit oid
+)
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+SELECT CASE problem
+		   -- The culprit statement pattern: its database, user and query
+		   -- ids (the smallest, stable while others join); a session
+		   -- overflowed without an event in the window: its pid.  On a
+		   -- standby: the primary's, one incident.
+		   WHEN 'subxact_overflow' THEN
+			   CASE WHEN details ? 'database_oid'
+					THEN 'database ' || coalesce(details ->> 'database_oid', '?')
+						 || ' user ' || coalesce(details ->> 'user_oid', '?')
+						 || coalesce(' query id ' || (SELECT min(q.value::text::numeric)::text
+														FROM pg_catalog.jsonb_array_elements(
+																 CASE WHEN pg_catalog.jsonb_typeof(details -> 'query_ids') = 'array'
+																	  THEN details -> 'query_ids' END) AS q
+													   WHERE pg_catalog.jsonb_typeof(q.value) = 'number'),
+									 ' query id ' || (details ->> 'query_id'),
+									 ' pid ' || (details -> 'pids' ->> 0), '')
+					ELSE 'the primary' END
+		   WHEN 'subxact_near_overflow' THEN
+			   'database ' || coalesce(details ->> 'database_oid', '?')
+			   || ' user ' || coalesce(details ->> 'user_oid', '?')
+		   -- One index.
+		   WHEN 'dead_tuple_index_scan' THEN
+			   'database ' || coalesce(details ->> 'database_oid', '?')
+			   || ' index ' || coalesce(details ->> 'indexrelid', '?')
+		   WHEN 'hot_chain_scan' THEN
+			   'database ' || coalesce(details ->> 'database_oid', '?')
+			   || ' index ' || coalesce(details ->> 'indexrelid', '?')
+		   -- One holder: a backend's pid, a slot's name, a prepared
+		   -- transaction's gid, a standby's walsender.
+		   WHEN 'xmin_horizon_held' THEN
+			   coalesce(details ->> 'kind', '?') || ' ' || coalesce(details ->> 'holder', '?')
+		   -- Cluster-wide: one at a time.
+		   ELSE 'cluster' END,
+	   CASE WHEN problem IN ('subxact_overflow', 'subxact_near_overflow')
+				 AND pg_catalog.jsonb_typeof(details -> 'user_oid') = 'number'
+			THEN (details ->> 'user_oid')::oid
+			WHEN problem = 'xmin_horizon_held' AND details ->> 'kind' = 'backend'
+				 AND pg_catalog.jsonb_typeof(details -> 'pid') = 'number'
+			THEN (SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
+				   WHERE a.pid = (details ->> 'pid')::integer)
+			WHEN problem = 'xmin_horizon_held' AND details ->> 'kind' = 'prepared transaction'
+			THEN (SELECT r.oid FROM pg_catalog.pg_prepared_xacts AS p
+					JOIN pg_catalog.pg_roles AS r ON r.rolname = p.owner
+				   WHERE p.gid = details ->> 'holder')
+	   END
+$$;
+
+-- ---- src/sql/incidents/evidence.sql ----
+
+--
+-- Incidents (1.4): what an incident freezes at its open and at its peak
+-- besides the finding itself: the statements it names (else the busiest),
+-- the oldest horizon holders, and the history of the 60 seconds before,
+-- oldest first; at most max_bytes of JSON text: history rows are dropped
+-- oldest first, then statements and holders beyond the first, and
+-- "truncated" says so.  Called by the incidents worker.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_evidence(
+	problem text,
+	details jsonb,
+	max_bytes integer
+)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+AS $$
+DECLARE
+	ids numeric[];
+	statements jsonb;
+	holders jsonb;
+	history jsonb;
+	doc jsonb;
+	truncated boolean := false;
+	n integer;
+BEGIN
+	-- The query ids the finding names, wherever its rule put them.
+	SELECT pg_catalog.array_agg(DISTINCT v.value::text::numeric)
+	  INTO ids
+	  FROM (SELECT details -> 'query_id' AS value
+			UNION ALL
+			SELECT e.value
+			  FROM pg_catalog.jsonb_each(details) AS k,
+				   pg_catalog.jsonb_array_elements(
+					   CASE WHEN pg_catalog.jsonb_typeof(k.value) = 'array'
+								 AND k.key IN ('query_ids', 'victim_query_ids', 'culprit_query_ids')
+							THEN k.value ELSE '[]' END) AS e) AS v
+	 WHERE pg_catalog.jsonb_typeof(v.value) = 'number';
+
+	SELECT coalesce(jsonb_agg(pg_catalog.jsonb_build_object(
+			   'query_id', s.query_id, 'query', s.query, 'calls', s.calls, 'rows', s.rows,
+			   'shared_blks_hit', s.shared_blks_hit, 'shared_blks_read', s.shared_blks_read,
+			   'blks_per_row', s.blks_per_row, 'suboverflowed_calls', s.suboverflowed_calls,
+			   'subtrans_wait_samples', s.subtrans_wait_samples, 'userid', s.userid)
+			   ORDER BY s.named DESC, s.weight DESC), '[]')
+	  INTO statements
+	  FROM (SELECT st.*, st.query_id::numeric = ANY (coalesce(ids, '{}')) AS named,
+				   st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls AS weight
+			  FROM @extschema@.pg_contention_statements AS st
+			 ORDER BY st.query_id::numeric = ANY (coalesce(ids, '{}')) DESC,
+					  st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls DESC
+			 LIMIT 5) AS s;
+
+	SELECT coalesce(jsonb_agg(pg_catalog.jsonb_build_object(
+			   'kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'xmin_age', h.xmin_age,
+			   'held_for', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric, 1),
+			   'blocks_cleanup', h.blocks_cleanup, 'state', h.state,
+			   'application_name', h.application_name, 'query', h.query)
+			   ORDER BY h.xmin_age DESC NULLS LAST), '[]')
+	  INTO holders
+	  FROM (SELECT * FROM @extschema@.pg_contention_horizon AS x
+			 ORDER BY x.xmin_age DESC NULLS LAST LIMIT 5) AS h;
+
+	SELECT coalesce(jsonb_agg(pg_catalog.to_jsonb(b) ORDER BY b.bucket_start), '[]')
+	  INTO history
+	  FROM @extschema@.pg_contention_history AS b
+	 WHERE b.bucket_start >= pg_catalog.now() - interval '60 s';
+
+	LOOP
+		doc := pg_catalog.jsonb_build_object('statements', statements, 'holders', holders,
+											 'history', history, 'truncated', truncated);
+		EXIT WHEN pg_catalog.octet_length(doc::text) <= max_bytes;
+		truncated := true;
+		n := pg_catalog.jsonb_array_length(history);
+		IF n > 0 THEN
+			-- The oldest rows first, in steps of a sixth of what is left.
+			history := (SELECT coalesce(jsonb_agg(e.value ORDER BY e.i), '[]')
+						  FROM pg_catalog.jsonb_array_elements(history) WITH ORDINALITY AS e(value, i)
+						 WHERE e.i > greatest(n / 6, 1));
+		ELSIF pg_catalog.jsonb_array_length(statements) > 1 OR pg_catalog.jsonb_array_length(holders) > 1 THEN
+			statements := coalesce(statements -> 0, 'null') || '[]'::jsonb;
+			holders := coalesce(holders -> 0, 'null') || '[]'::jsonb;
+			statements := (SELECT coalesce(jsonb_agg(e), '[]') FROM pg_catalog.jsonb_array_elements(statements) AS e WHERE e <> 'null');
+			holders := (SELECT coalesce(jsonb_agg(e), '[]') FROM pg_catalog.jsonb_array_elements(holders) AS e WHERE e <> 'null');
+		ELSE
+			statements := '[]';
+			holders := '[]';
+			IF pg_catalog.octet_length(pg_catalog.jsonb_build_object('statements', statements, 'holders', holders,
+											 'history', history, 'truncated', true)::text) > max_bytes THEN
+				RETURN NULL;
+			END IF;
+		END IF;
+	END LOOP;
+	RETURN doc;
+END
+$$;
+
+-- ---- src/sql/incidents/resolution.sql ----
+
+--
+-- Incidents (1.4): what ended an incident, as far as the server can tell
+-- when it closes, from the finding's details at its peak and what is
+-- there now: the holder's session or transaction ended, the slot was
+-- dropped, the prepared transaction finished, the overflowing sessions
+-- ended, the index's dead entries are no longer visited,
+-- old_snapshot_threshold was turned off.  NULL when it cannot tell (the
+-- finding went below its threshold for another reason, or its window
+-- passed): never a guess.  Called by the incidents worker.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
+	problem text,
+	details jsonb,
+	opened timestamp with time zone
+)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+AS $$
+DECLARE
+	kind text := details ->> 'kind';
+	holder text := details ->> 'holder';
+	holder_pid integer;
+	pids integer[];
+	alive integer[];
+	overflowed integer[];
+	state text;
+BEGIN
+	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan')
+	   AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object' THEN
+		-- The index rules name the holder behind them.
+		kind := details -> 'holder' ->> 'kind';
+		holder := details -> 'holder' ->> 'holder';
+	END IF;
+
+	IF problem = 'dead_tuple_index_scan' THEN
+		-- The rule itself says when the index is clean or vacuumed.
+		SELECT f.details ->> 'state' INTO state
+		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL) AS f
+		 WHERE f.details ->> 'indexrelid' = details ->> 'indexrelid'
+		   AND f.details ->> 'database_oid' = details ->> 'database_oid';
+		IF state = 'vacuumed' THEN
+			RETURN 'vacuum removed the dead entries: the index''s lookups no longer visit them';
+		ELSIF state = 'clean' THEN
+			RETURN 'the index''s lookups no longer visit dead entries';
+		END IF;
+	END IF;
+
+	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan') THEN
+		IF kind = 'backend' AND holder ~ '^[0-9]+$' THEN
+			holder_pid := holder::integer;
+			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
+							WHERE a.pid = holder_pid AND a.backend_start <= opened) THEN
+				RETURN 'the holder of the xmin horizon, pid ' || holder_pid || ', ended';
+			ELSIF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
+							   WHERE a.pid = holder_pid
+								 AND (a.backend_xmin IS NOT NULL OR a.backend_xid IS NOT NULL)
+								 AND a.xact_start <= opened) THEN
+				RETURN 'the holder of the xmin horizon, pid ' || holder_pid || ', ended its transaction';
+			END IF;
+		ELSIF kind = 'prepared transaction' THEN
+			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts AS p WHERE p.gid = holder) THEN
+				RETURN 'the prepared transaction ''' || holder || ''' was committed or rolled back';
+			END IF;
+		ELSIF kind = 'replication slot' THEN
+			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots AS s WHERE s.slot_name = holder) THEN
+				RETURN 'the replication slot ' || holder || ' was dropped';
+			ELSIF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots AS s
+							   WHERE s.slot_name = holder
+								 AND (s.xmin::text = details ->> 'xmin' OR s.catalog_xmin::text = details ->> 'xmin')) THEN
+				RETURN 'the replication slot ' || holder || ' moved its xmin on';
+			END IF;
+		ELSIF kind = 'standby feedback' AND pg_catalog.jsonb_typeof(details -> 'pid') = 'number' THEN
+			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
+							WHERE a.pid = (details ->> 'pid')::integer) THEN
+				RETURN 'the standby''s walsender, pid ' || (details ->> 'pid') || ', ended';
+			END IF;
+		END IF;
+		RETURN NULL;
+	END IF;
+
+	IF problem IN ('subxact_overflow', 'subtrans_slru_contention') THEN
+		SELECT pg_catalog.array_agg(DISTINCT e.value::text::integer) INTO pids
+		  FROM pg_catalog.jsonb_array_elements(
+				   CASE WHEN pg_catalog.jsonb_typeof(details -> 'pids') = 'array' THEN details -> 'pids'
+						WHEN pg_catalog.jsonb_typeof(details -> 'culprit_pids') = 'array' THEN details -> 'culprit_pids'
+						ELSE '[]' END) AS e
+		 WHERE pg_catalog.jsonb_typeof(e.value) = 'number';
+		IF pids IS NULL THEN
+			RETURN NULL;
+		END IF;
+		SELECT pg_catalog.array_agg(a.pid) INTO alive
+		  FROM pg_catalog.pg_stat_activity AS a
+		 WHERE a.pid = ANY (pids) AND a.backend_start <= opened;
+		IF alive IS NULL THEN
+			RETURN 'the overflowing session' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's' ELSE '' END
+				   || ' (pid' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's ' ELSE ' ' END
+				   || pg_catalog.array_to_string(pids, ', ') || ') ended';
+		END IF;
+		SELECT pg_catalog.array_agg(s.pid) INTO overflowed
+		  FROM @extschema@.pg_contention_subxact() AS s
+		 WHERE s.pid = ANY (alive) AND s.subxact_overflowed;
+		IF overflowed IS NULL THEN
+			RETURN 'the overflowing transaction' || CASE WHEN pg_catalog.cardinality(alive) > 1 THEN 's' ELSE '' END
+				   || ' (pid' || CASE WHEN pg_catalog.cardinality(alive) > 1 THEN 's ' ELSE ' ' END
+				   || pg_catalog.array_to_string(alive, ', ') || ') ended';
+		END IF;
+		RETURN NULL;
+	END IF;
+
+	IF problem = 'old_snapshot_threshold_spinlock' THEN
+		IF coalesce(pg_catalog.current_setting('old_snapshot_threshold', true), '-1') IN ('-1', '') THEN
+			RETURN 'old_snapshot_threshold was turned off';
+		END IF;
+	END IF;
+	RETURN NULL;
+END
+$$;
+
+-- ---- src/sql/incidents.sql ----
+
+--
+-- Incidents (1.4): what the incidents worker opened, escalated and closed,
+-- with the evidence frozen at the peak (see doc/incidents.md).  Texts are
+-- masked for roles without pg_read_all_stats unless they are members of
+-- the culprit role the finding named.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incidents(
+	OUT id bigint,
+	OUT problem text,
+	OUT peak_severity text,
+	OUT subject text,
+	OUT opened timestamp with time zone,
+	OUT peak timestamp with time zone,
+	OUT closed timestamp with time zone,
+	OUT evidence text,
+	OUT resolution text,
+	OUT details jsonb,
+	OUT severity text,
+	OUT advice text,
+	OUT last_seen timestamp with time zone
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_incidents'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_incidents AS
+	SELECT * FROM @extschema@.pg_contention_incidents();
+
+GRANT SELECT ON @extschema@.pg_contention_incidents TO PUBLIC;
+
 -- ---- src/sql/report.sql ----
 
 --
@@ -2878,6 +3209,27 @@ BEGIN
 			   (SELECT count(*) FROM f WHERE f.problem = p.problem AND f.severity = s.severity)::float8,
 			   'Current findings (pg_contention_findings) by problem and severity.', 'gauge'
 		  FROM problems AS p CROSS JOIN severities AS s;
+
+		-- The incidents (1.4): the findings the server remembered.  Cheap:
+		-- read from the store, no evaluation.
+		RETURN QUERY
+		WITH problems(problem) AS (
+			VALUES ('subxact_overflow'), ('subtrans_slru_contention'),
+				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+		), severities(severity) AS (
+			VALUES ('warning'), ('critical')
+		), i AS MATERIALIZED (
+			SELECT i.incidents_opened FROM @extschema@.pg_contention_info() AS i
+		)
+		SELECT 'incidents_opened_total', jsonb_build_object('problem', p.problem, 'severity', s.severity),
+			   coalesce((i.incidents_opened -> p.problem ->> s.severity)::float8, 0),
+			   'Incidents opened since the last reset, by problem and the severity they opened at (pg_contention_incidents; escalations are not counted again).', 'counter'
+		  FROM problems AS p CROSS JOIN severities AS s CROSS JOIN i
+		UNION ALL
+		SELECT 'incidents_open', '{}', count(*)::float8,
+			   'Incidents open now (pg_contention_incidents with closed NULL).', 'gauge'
+		  FROM @extschema@.pg_contention_incidents() AS x
+		 WHERE x.closed IS NULL;
 	END IF;
 
 	IF families IS NULL OR 'sampler' = ANY (families) THEN

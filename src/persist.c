@@ -109,7 +109,7 @@ typedef struct FileHeader
 	int32		max_profile_entries;
 	int32		history_seconds;
 	int32		max_query_length;
-	int32		padding;
+	int32		max_incidents;	/* 1.4; before it padding, 0 */
 	/* Format 3: data_directory_identity() of the server that wrote it. */
 	uint64		data_directory;
 } FileHeader;
@@ -257,6 +257,7 @@ write_file(bool take_locks, TimestampTz now)
 	header.max_profile_entries = pgc_max_profile_entries;
 	header.history_seconds = pgc_history_seconds;
 	header.max_query_length = pgc_max_query_length;
+	header.max_incidents = pgc_max_incidents;
 	header.data_directory = data_directory_identity();
 	pgc_write_bytes(&writer, &header, sizeof(header));
 
@@ -414,6 +415,8 @@ largest_file(const FileHeader *header)
 	size += (uint64) header->max_statements * (pgc_statements_record_size() + text);
 	size += (uint64) header->max_profile_entries * pgc_profile_record_size();
 	size += (uint64) header->history_seconds * pgc_history_record_size();
+	/* Incidents: their counters, and each with its texts at their bounds. */
+	size += sizeof(int64) * 32 + (uint64) header->max_incidents * pgc_incidents_record_max();
 	return size;
 }
 
@@ -425,7 +428,8 @@ header_sizes_valid(const FileHeader *header)
 		header->max_statements >= 1 && header->max_statements <= 1000000 &&
 		header->max_profile_entries >= 1 && header->max_profile_entries <= 1000000 &&
 		header->history_seconds >= 1 && header->history_seconds <= 86400 &&
-		header->max_query_length >= 1 && header->max_query_length <= 65536;
+		header->max_query_length >= 1 && header->max_query_length <= 65536 &&
+		header->max_incidents >= 0 && header->max_incidents <= 10000;
 }
 
 /*

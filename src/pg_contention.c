@@ -33,6 +33,11 @@ int			pgc_subxact_warn_level = 48;
 int			pgc_findings_window = 300;
 bool		pgc_save_enabled = true;
 int			pgc_save_interval = 60;
+int			pgc_incident_interval = 10;
+int			pgc_incident_close_after = 60;
+int			pgc_max_incidents = 100;
+bool		pgc_incident_log = true;
+char	   *pgc_incident_database = NULL;
 
 /*
  * The findings' thresholds: read by the SQL of pg_contention_findings()
@@ -323,6 +328,51 @@ pgc_define_settings(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomIntVariable("pg_contention.incident_interval",
+							gettext_noop("Time between two evaluations of the findings by the incidents worker."),
+							gettext_noop("0 turns incidents off; the worker is started only if it is above 0 at server start."),
+							&pgc_incident_interval,
+							10, 0, 3600,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.incident_close_after",
+							gettext_noop("How long a finding must have been gone, or below warning, for its incident to close."),
+							NULL,
+							&pgc_incident_close_after,
+							60, 1, 86400,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.max_incidents",
+							gettext_noop("Incidents kept in pg_contention_incidents."),
+							gettext_noop("When full, the oldest closed incident is evicted (or, all open, the oldest) and counted."),
+							&pgc_max_incidents,
+							100, 1, 10000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_contention.incident_log",
+							 gettext_noop("Writes a LOG line when an incident opens, escalates or closes."),
+							 NULL,
+							 &pgc_incident_log,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomStringVariable("pg_contention.incident_database",
+							   gettext_noop("The database the incidents worker connects to, where the extension is installed."),
+							   NULL,
+							   &pgc_incident_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("pg_contention");
 }
 
@@ -359,4 +409,5 @@ _PG_init(void)
 	pgc_current_statement_init();
 	pgc_subxact_init();
 	pgc_sampler_register();
+	pgc_incidents_register();
 }

@@ -53,6 +53,11 @@ extern int	pgc_findings_window;
 extern int	pgc_dead_visits_warning;
 extern bool pgc_save_enabled;
 extern int	pgc_save_interval;
+extern int	pgc_incident_interval;
+extern int	pgc_incident_close_after;
+extern int	pgc_max_incidents;
+extern bool pgc_incident_log;
+extern char *pgc_incident_database;
 
 /* ---- bytes.c: the file's records, read from memory, streamed out ---- */
 
@@ -505,6 +510,23 @@ extern void pgc_oldsnap_sample(int64 tick, PgcOldSnapFigures *figures);
 extern void pgc_oldsnap_add(PgcOldSnapFigures *into,
 							const PgcOldSnapFigures *from);
 extern void pgc_oldsnap_add_to_total(const PgcOldSnapFigures *figures);
+
+/* ---- incidents.c: the incidents worker, its store and view ---- */
+
+/* Bytes of one incident's frozen statements, holders and history (JSON). */
+#define PGC_INCIDENT_FROZEN_BYTES	(32 * 1024)
+
+extern Size pgc_incidents_shmem_size(void);
+extern void pgc_incidents_shmem_init(LWLock *lock);
+extern void pgc_incidents_reset(void);
+extern void pgc_incidents_register(void);
+extern int	pgc_incidents_worker_pid(void);
+extern void pgc_incidents_info(int *used, int64 *evictions,
+							   int64 *open_evictions, char **opened_json);
+extern uint32 pgc_incidents_record_size(void);
+extern uint64 pgc_incidents_record_max(void);
+extern void pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count);
+extern void pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept);
 
 /* ---- activity.c: helpers for the views about backends ---- */
 typedef struct PgcProcState

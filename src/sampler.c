@@ -349,6 +349,7 @@ gather_tick(int *idle, int *overflowed)
 	uint32		nprocs = ProcGlobal->allProcCount;
 	PGPROC	   *procs = ProcGlobal->allProcs;
 	int			slots = pgc_query_id_slots();
+	int			incidents_pid = pgc_incidents_worker_pid();
 	int			n = 0;
 
 	*idle = 0;
@@ -363,7 +364,9 @@ gather_tick(int *idle, int *overflowed)
 		bool		ovf;
 		PgcPublishedStatement stmt = {0};
 
-		if (pid == 0 || proc == MyProc || proc->procLatch.owner_pid == 0)
+		/* The incidents worker's evaluations are not the workload. */
+		if (pid == 0 || proc == MyProc || proc->procLatch.owner_pid == 0 ||
+			pid == incidents_pid)
 			continue;
 		pg_read_barrier();
 		info = proc->wait_event_info;

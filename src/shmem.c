@@ -39,6 +39,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/shmem.h"
+#include "utils/builtins.h"
 
 typedef struct RegistryHeader
 {
@@ -211,6 +212,11 @@ static const PgcResultColumn info_columns[] = {
 	{"last_saved", TIMESTAMPTZOID, PGC_SQL_V(1, 2)},
 	{"last_loaded", TIMESTAMPTZOID, PGC_SQL_V(1, 2)},
 	{"loaded_file_saved_at", TIMESTAMPTZOID, PGC_SQL_V(1, 2)},
+	{"incidents_max", INT4OID, PGC_SQL_V(1, 4)},
+	{"incidents", INT4OID, PGC_SQL_V(1, 4)},
+	{"incident_evictions", INT8OID, PGC_SQL_V(1, 4)},
+	{"open_incident_evictions", INT8OID, PGC_SQL_V(1, 4)},
+	{"incidents_opened", JSONBOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape info_shape = {
 	"pg_contention_info", info_columns, lengthof(info_columns)
@@ -257,5 +263,19 @@ pg_contention_info(PG_FUNCTION_ARGS)
 	nulls[8] = (loaded == 0);
 	values[9] = TimestampTzGetDatum(loaded_saved_at);
 	nulls[9] = (loaded_saved_at == 0);
+	if (tupdesc->natts > 10)
+	{
+		int			used;
+		int64		incident_evictions;
+		int64		open_evictions;
+		char	   *opened;
+
+		pgc_incidents_info(&used, &incident_evictions, &open_evictions, &opened);
+		values[10] = Int32GetDatum(pgc_max_incidents);
+		values[11] = Int32GetDatum(used);
+		values[12] = Int64GetDatum(incident_evictions);
+		values[13] = Int64GetDatum(open_evictions);
+		values[14] = DirectFunctionCall1(jsonb_in, CStringGetDatum(opened));
+	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -72,6 +72,17 @@ const PgcStore pgc_stores[] = {
 		.needs_lock = true,
 		.reset = pgc_oldsnap_reset,
 	},
+	{
+		.name = "incidents",
+		.shmem_size = pgc_incidents_shmem_size,
+		.shmem_init = pgc_incidents_shmem_init,
+		.needs_lock = true,
+		.reset = pgc_incidents_reset,
+		.file_id = 5,
+		.record_size = pgc_incidents_record_size,
+		.save = pgc_incidents_save,
+		.load = pgc_incidents_load,
+	},
 	/* persist.c's own times: when saved, when loaded. */
 	{
 		.name = "save and load times",

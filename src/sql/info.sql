@@ -1,6 +1,8 @@
 --
 -- Capacities and fill of the bounded stores, with their eviction and drop
--- counters, and when they were last saved to and loaded from their file.
+-- counters, and when they were last saved to and loaded from their file;
+-- 1.4 adds the incidents' (and the incidents opened, by problem and
+-- severity, since the reset).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT stats_reset timestamp with time zone,
@@ -12,7 +14,12 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT events_dropped bigint,
 	OUT last_saved timestamp with time zone,
 	OUT last_loaded timestamp with time zone,
-	OUT loaded_file_saved_at timestamp with time zone
+	OUT loaded_file_saved_at timestamp with time zone,
+	OUT incidents_max integer,
+	OUT incidents integer,
+	OUT incident_evictions bigint,
+	OUT open_incident_evictions bigint,
+	OUT incidents_opened jsonb
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'

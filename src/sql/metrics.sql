@@ -169,6 +169,27 @@ BEGIN
 			   (SELECT count(*) FROM f WHERE f.problem = p.problem AND f.severity = s.severity)::float8,
 			   'Current findings (pg_contention_findings) by problem and severity.', 'gauge'
 		  FROM problems AS p CROSS JOIN severities AS s;
+
+		-- The incidents (1.4): the findings the server remembered.  Cheap:
+		-- read from the store, no evaluation.
+		RETURN QUERY
+		WITH problems(problem) AS (
+			VALUES ('subxact_overflow'), ('subtrans_slru_contention'),
+				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+		), severities(severity) AS (
+			VALUES ('warning'), ('critical')
+		), i AS MATERIALIZED (
+			SELECT i.incidents_opened FROM @extschema@.pg_contention_info() AS i
+		)
+		SELECT 'incidents_opened_total', jsonb_build_object('problem', p.problem, 'severity', s.severity),
+			   coalesce((i.incidents_opened -> p.problem ->> s.severity)::float8, 0),
+			   'Incidents opened since the last reset, by problem and the severity they opened at (pg_contention_incidents; escalations are not counted again).', 'counter'
+		  FROM problems AS p CROSS JOIN severities AS s CROSS JOIN i
+		UNION ALL
+		SELECT 'incidents_open', '{}', count(*)::float8,
+			   'Incidents open now (pg_contention_incidents with closed NULL).', 'gauge'
+		  FROM @extschema@.pg_contention_incidents() AS x
+		 WHERE x.closed IS NULL;
 	END IF;
 
 	IF families IS NULL OR 'sampler' = ANY (families) THEN

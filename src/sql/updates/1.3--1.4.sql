@@ -41,3 +41,10 @@ DROP FUNCTION @extschema@.pg_contention_sampler_status();
 -- and report.sql creates it again.  pg_contention_report() and
 -- pg_contention_report('5 min') call it as before.  Nothing depends on it.
 DROP FUNCTION @extschema@.pg_contention_report(interval);
+
+-- pg_contention_info gains the incidents' capacity, fill, evictions and
+-- the incidents opened: dropped here with its view, created again by
+-- info.sql (with the view's grant).  The functions that read it are
+-- PL/pgSQL: nothing else depends on it.
+DROP VIEW @extschema@.pg_contention_info;
+DROP FUNCTION @extschema@.pg_contention_info();

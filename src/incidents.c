@@ -1,0 +1,1446 @@
+/*-------------------------------------------------------------------------
+ *
+ * incidents.c
+ *		Incidents: the findings, evaluated by the server itself every
+ *		pg_contention.incident_interval by a background worker ("pg_contention
+ *		incidents", connected to pg_contention.incident_database), opened
+ *		when a finding reaches warning or critical for a subject, escalated
+ *		when its severity rises, closed when it has been gone (or below
+ *		warning) for pg_contention.incident_close_after, with their evidence
+ *		frozen at open and at the peak.  The view pg_contention_incidents,
+ *		the store's section of the stores' file, and the LOG lines.
+ *
+ * Owns the incident store (ShmemInitStruct "pg_contention incidents": a
+ * header, then max_incidents fixed-size slots, each with its texts cut at
+ * fixed sizes) and its LWLock.
+ *
+ * Locking: the worker is the only writer of incidents (reset empties the
+ * store, the postmaster loads it before any process exists).  The worker
+ * evaluates without the lock (SPI, in its own transaction): it copies the
+ * open incidents' keys under the lock in shared mode, runs the queries,
+ * then takes the lock exclusively once to apply what it found (memcpy of
+ * bounded texts, nothing that can ERROR), and LOGs after releasing it.  A
+ * reset between the copy and the apply is seen through reset_generation:
+ * that evaluation's updates are dropped.  Readers copy the slots under
+ * the lock in shared mode and build rows after releasing it.  The
+ * sampler reads worker_pid without the lock (an aligned int written by
+ * the worker alone) to leave the worker's own samples out.
+ *
+ * What the worker runs is kept out of the stores it reads: it turns
+ * pg_contention.track_statements off for itself (no statement counted),
+ * the sampler skips its pid, and pg_contention_horizon leaves out the
+ * process that reads it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_contention.h"
+
+#include <limits.h>
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "tcop/tcopprot.h"
+#include "commands/dbcommands.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timeout.h"
+
+PGDLLEXPORT void pgc_incidents_main(Datum main_arg);
+
+/* Severities as stored: 0 none (NULL), then info, warning, critical. */
+#define SEV_NONE		0
+#define SEV_INFO		1
+#define SEV_WARNING		2
+#define SEV_CRITICAL	3
+
+/* Text sizes of one slot (with the NUL): the per-incident bound. */
+#define PROBLEM_LEN		64
+#define KEY_LEN			256
+#define SUBJECT_LEN		1024
+#define EVIDENCE_LEN	2048
+#define ADVICE_LEN		1024
+#define RESOLUTION_LEN	512
+#define FINDING_LEN		4096
+#define FROZEN_LEN		(PGC_INCIDENT_FROZEN_BYTES)
+
+/* The problems counted by incidents_opened_total; the last is "other". */
+static const char *const counted_problems[] = {
+	"subxact_overflow", "subtrans_slru_contention", "subxact_near_overflow",
+	"dead_tuple_index_scan", "hot_chain_scan", "xmin_horizon_held",
+	"old_snapshot_threshold_spinlock", "other"
+};
+
+#define NUM_COUNTED lengthof(counted_problems)
+
+/*
+ * One incident.  id 0: a free slot.  The fixed part (up to problem) is a
+ * record's fixed part in the file; the texts follow it there one by one.
+ */
+typedef struct Incident
+{
+	int64		id;
+	TimestampTz opened;
+	TimestampTz peak;
+	TimestampTz closed;			/* 0 while open */
+	TimestampTz last_seen;		/* last evaluation at warning or above */
+	Oid			dbid;			/* the database the texts came from */
+	Oid			culprit;		/* InvalidOid: none named */
+	int32		open_severity;
+	int32		peak_severity;
+	int32		severity;		/* at the last evaluation that saw it */
+	int32		padding;
+	char		problem[PROBLEM_LEN];
+	char		key[KEY_LEN];
+	char		subject[SUBJECT_LEN];	/* at the peak */
+	char		evidence[EVIDENCE_LEN];
+	char		advice[ADVICE_LEN];
+	char		open_subject[SUBJECT_LEN];
+	char		open_evidence[EVIDENCE_LEN];
+	char		last_evidence[EVIDENCE_LEN];	/* the last seen */
+	char		resolution[RESOLUTION_LEN];
+	char		finding[FINDING_LEN];	/* its details jsonb, at the peak */
+	char		frozen[FROZEN_LEN]; /* {"statements":..,"holders":..,"history":..} */
+} Incident;
+
+typedef struct IncidentsShared
+{
+	LWLock	   *lock;
+	int			worker_pid;		/* 0: not running */
+	uint64		reset_generation;
+	int64		next_id;
+	int64		evictions;		/* closed incidents evicted */
+	int64		open_evictions; /* open ones evicted (all were open) */
+	int64		opened[NUM_COUNTED][2]; /* [problem][warning, critical] */
+} IncidentsShared;
+
+static IncidentsShared *incidents = NULL;
+static Incident *slots = NULL;
+
+/* ---- shared memory ---- */
+
+Size
+pgc_incidents_shmem_size(void)
+{
+	return add_size(MAXALIGN(sizeof(IncidentsShared)),
+					mul_size(pgc_max_incidents, sizeof(Incident)));
+}
+
+void
+pgc_incidents_shmem_init(LWLock *lock)
+{
+	bool		found;
+
+	incidents = ShmemInitStruct("pg_contention incidents",
+								pgc_incidents_shmem_size(), &found);
+	slots = (Incident *) ((char *) incidents + MAXALIGN(sizeof(IncidentsShared)));
+	if (!found)
+	{
+		memset(incidents, 0, pgc_incidents_shmem_size());
+		incidents->next_id = 1;
+	}
+	incidents->lock = lock;
+}
+
+void
+pgc_incidents_reset(void)
+{
+	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+	memset(slots, 0, mul_size(pgc_max_incidents, sizeof(Incident)));
+	incidents->next_id = 1;
+	incidents->evictions = 0;
+	incidents->open_evictions = 0;
+	memset(incidents->opened, 0, sizeof(incidents->opened));
+	incidents->reset_generation++;
+	LWLockRelease(incidents->lock);
+}
+
+/* The worker's pid, for the sampler: an aligned int only the worker writes. */
+int
+pgc_incidents_worker_pid(void)
+{
+	if (incidents == NULL)
+		return 0;
+	return *((volatile int *) &incidents->worker_pid);
+}
+
+static int
+counted_index(const char *problem)
+{
+	for (int i = 0; i < (int) NUM_COUNTED - 1; i++)
+		if (strcmp(problem, counted_problems[i]) == 0)
+			return i;
+	return NUM_COUNTED - 1;
+}
+
+/*
+ * For pg_contention_info: capacity, fill, evictions, and the incidents
+ * opened since the reset by problem and severity as a jsonb text
+ * ({"xmin_horizon_held": {"warning": 2, "critical": 0}, ...}: only the
+ * problems with any).
+ */
+void
+pgc_incidents_info(int *used, int64 *evictions, int64 *open_evictions,
+				   char **opened_json)
+{
+	int64		opened[NUM_COUNTED][2];
+	StringInfoData buf;
+	bool		first = true;
+
+	*used = 0;
+	LWLockAcquire(incidents->lock, LW_SHARED);
+	for (int i = 0; i < pgc_max_incidents; i++)
+		if (slots[i].id != 0)
+			(*used)++;
+	*evictions = incidents->evictions;
+	*open_evictions = incidents->open_evictions;
+	memcpy(opened, incidents->opened, sizeof(opened));
+	LWLockRelease(incidents->lock);
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < (int) NUM_COUNTED; i++)
+	{
+		if (opened[i][0] == 0 && opened[i][1] == 0)
+			continue;
+		appendStringInfo(&buf, "%s\"%s\": {\"warning\": " INT64_FORMAT ", \"critical\": " INT64_FORMAT "}",
+						 first ? "" : ", ", counted_problems[i], opened[i][0], opened[i][1]);
+		first = false;
+	}
+	appendStringInfoChar(&buf, '}');
+	*opened_json = buf.data;
+}
+
+/* ---- texts ---- */
+
+static const char *
+severity_name(int severity)
+{
+	switch (severity)
+	{
+		case SEV_INFO:
+			return "info";
+		case SEV_WARNING:
+			return "warning";
+		case SEV_CRITICAL:
+			return "critical";
+	}
+	return NULL;
+}
+
+static int
+severity_from_name(const char *name)
+{
+	if (name == NULL)
+		return SEV_NONE;
+	if (strcmp(name, "critical") == 0)
+		return SEV_CRITICAL;
+	if (strcmp(name, "warning") == 0)
+		return SEV_WARNING;
+	return SEV_INFO;
+}
+
+/* Copy src into a slot's field of size "size", cut at a character boundary. */
+static void
+put_text(char *dest, int size, const char *src)
+{
+	int			len;
+
+	if (src == NULL)
+		src = "";
+	len = strlen(src);
+	if (len >= size)
+		len = pg_mbcliplen(src, len, size - 1);
+	memcpy(dest, src, len);
+	dest[len] = '\0';
+}
+
+/*
+ * A text for a LOG line: on one line (control characters written as
+ * \xNN), at most 200 bytes, cut at a character boundary.
+ */
+static char *
+log_text(const char *s)
+{
+	StringInfoData buf;
+	int			len = strlen(s);
+
+	if (len > 200)
+		len = pg_mbcliplen(s, len, 200);
+	initStringInfo(&buf);
+	for (int i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) s[i];
+
+		if (c < 0x20 || c == 0x7f)
+			appendStringInfo(&buf, "\\x%02x", c);
+		else
+			appendStringInfoChar(&buf, (char) c);
+	}
+	if (len < (int) strlen(s))
+		appendStringInfoString(&buf, "...");
+	return buf.data;
+}
+
+static void
+append_json_time(StringInfo buf, TimestampTz t)
+{
+	char		out[MAXDATELEN + 1];
+
+	if (t == 0)
+	{
+		appendStringInfoString(buf, "null");
+		return;
+	}
+	appendStringInfoChar(buf, '"');
+	appendStringInfoString(buf, JsonEncodeDateTime(out, TimestampTzGetDatum(t),
+												   TIMESTAMPTZOID, NULL));
+	appendStringInfoChar(buf, '"');
+}
+
+/*
+ * The details document of an incident (a copy, out of the lock): the
+ * frozen texts spliced into the contract's shape.  finding and frozen
+ * were checked as JSON when they were stored or loaded.
+ */
+static char *
+details_text(const Incident *inc)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"key\": ");
+	escape_json(&buf, inc->key);
+	appendStringInfo(&buf, ", \"finding\": %s", inc->finding[0] ? inc->finding : "null");
+	appendStringInfoString(&buf, ", \"opened\": {\"at\": ");
+	append_json_time(&buf, inc->opened);
+	appendStringInfo(&buf, ", \"severity\": \"%s\", \"subject\": ",
+					 severity_name(inc->open_severity));
+	escape_json(&buf, inc->open_subject);
+	appendStringInfoString(&buf, ", \"evidence\": ");
+	escape_json(&buf, inc->open_evidence);
+	appendStringInfoString(&buf, "}, \"peak\": {\"at\": ");
+	append_json_time(&buf, inc->peak);
+	appendStringInfo(&buf, ", \"severity\": \"%s\", \"subject\": ",
+					 severity_name(inc->peak_severity));
+	escape_json(&buf, inc->subject);
+	appendStringInfoString(&buf, ", \"evidence\": ");
+	escape_json(&buf, inc->evidence);
+	appendStringInfoString(&buf, "}, \"closed\": ");
+	if (inc->closed != 0)
+	{
+		appendStringInfoString(&buf, "{\"at\": ");
+		append_json_time(&buf, inc->closed);
+		appendStringInfoString(&buf, ", \"evidence\": ");
+		escape_json(&buf, inc->last_evidence);
+		appendStringInfoChar(&buf, '}');
+	}
+	else
+		appendStringInfoString(&buf, "null");
+	/* frozen is an object: its members follow ours. */
+	if (inc->frozen[0] == '{' && inc->frozen[1] != '}')
+		appendStringInfo(&buf, ", %s", inc->frozen + 1);
+	else
+		appendStringInfoString(&buf, ", \"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}");
+	return buf.data;
+}
+
+/*
+ * Is s one JSON value (RFC 8259, as jsonb_in reads it, without \u0000 or
+ * surrogate escapes, which the stored texts never have), nested at most
+ * 32 deep?  Iterative: a damaged file's text cannot exhaust the stack.
+ * What loading checks before a text may reach jsonb_in in a view.
+ */
+static bool
+json_valid(const char *s)
+{
+	char		stack[32];		/* '{' or '[' */
+	int			depth = 0;
+	bool		expect_value = true;	/* else a ',' or a closer */
+	bool		expect_key = false;
+	const char *p = s;
+
+#define SKIP_WS() while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++
+
+	for (;;)
+	{
+		SKIP_WS();
+		if (expect_value)
+		{
+			if (*p == '{' || *p == '[')
+			{
+				if (depth == lengthof(stack))
+					return false;
+				stack[depth++] = *p++;
+				SKIP_WS();
+				if ((stack[depth - 1] == '{' && *p == '}') ||
+					(stack[depth - 1] == '[' && *p == ']'))
+				{
+					p++;
+					depth--;
+					expect_value = false;
+				}
+				else
+					expect_key = (stack[depth - 1] == '{');
+				if (expect_key)
+				{
+					if (*p != '"')
+						return false;
+				}
+				if (!expect_value)
+					goto after_value;
+				continue;
+			}
+			if (*p == '"')
+			{
+				p++;
+				while (*p != '"')
+				{
+					if (*p == '\0' || (unsigned char) *p < 0x20)
+						return false;
+					if (*p == '\\')
+					{
+						p++;
+						if (*p == 'u')
+						{
+							unsigned int code = 0;
+
+							for (int i = 1; i <= 4; i++)
+							{
+								char		c = p[i];
+
+								if (!isxdigit((unsigned char) c))
+									return false;
+								code = code * 16 + (isdigit((unsigned char) c) ? c - '0' :
+													(tolower((unsigned char) c) - 'a' + 10));
+							}
+							if (code == 0 || (code >= 0xD800 && code <= 0xDFFF))
+								return false;
+							p += 4;
+						}
+						else if (strchr("\"\\/bfnrt", *p) == NULL || *p == '\0')
+							return false;
+					}
+					p++;
+				}
+				p++;
+				if (expect_key)
+				{
+					SKIP_WS();
+					if (*p++ != ':')
+						return false;
+					expect_key = false;
+					continue;	/* the member's value */
+				}
+			}
+			else if (strncmp(p, "true", 4) == 0)
+				p += 4;
+			else if (strncmp(p, "false", 5) == 0)
+				p += 5;
+			else if (strncmp(p, "null", 4) == 0)
+				p += 4;
+			else if (*p == '-' || isdigit((unsigned char) *p))
+			{
+				if (*p == '-')
+					p++;
+				if (!isdigit((unsigned char) *p))
+					return false;
+				if (*p == '0')
+					p++;
+				else
+					while (isdigit((unsigned char) *p))
+						p++;
+				if (*p == '.')
+				{
+					p++;
+					if (!isdigit((unsigned char) *p))
+						return false;
+					while (isdigit((unsigned char) *p))
+						p++;
+				}
+				if (*p == 'e' || *p == 'E')
+				{
+					p++;
+					if (*p == '+' || *p == '-')
+						p++;
+					if (!isdigit((unsigned char) *p))
+						return false;
+					while (isdigit((unsigned char) *p))
+						p++;
+				}
+			}
+			else
+				return false;
+			expect_value = false;
+		}
+after_value:
+		SKIP_WS();
+		if (depth == 0)
+			return *p == '\0';
+		if (*p == ',')
+		{
+			p++;
+			expect_value = true;
+			if (stack[depth - 1] == '{')
+			{
+				SKIP_WS();
+				if (*p != '"')
+					return false;
+				expect_key = true;
+			}
+			continue;
+		}
+		if ((stack[depth - 1] == '{' && *p == '}') ||
+			(stack[depth - 1] == '[' && *p == ']'))
+		{
+			p++;
+			depth--;
+			goto after_value;
+		}
+		return false;
+	}
+#undef SKIP_WS
+}
+
+/* ---- the view ---- */
+
+static int
+compare_incident_ids(const void *a, const void *b)
+{
+	int64		ia = ((const Incident *) a)->id;
+	int64		ib = ((const Incident *) b)->id;
+
+	return (ia > ib) - (ia < ib);
+}
+
+
+PG_FUNCTION_INFO_V1(pg_contention_incidents);
+
+static const PgcResultColumn incidents_columns[] = {
+	{"id", INT8OID, PGC_SQL_V(1, 4)},
+	{"problem", TEXTOID, PGC_SQL_V(1, 4)},
+	{"peak_severity", TEXTOID, PGC_SQL_V(1, 4)},
+	{"subject", TEXTOID, PGC_SQL_V(1, 4)},
+	{"opened", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"peak", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"closed", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"evidence", TEXTOID, PGC_SQL_V(1, 4)},
+	{"resolution", TEXTOID, PGC_SQL_V(1, 4)},
+	{"details", JSONBOID, PGC_SQL_V(1, 4)},
+	{"severity", TEXTOID, PGC_SQL_V(1, 4)},
+	{"advice", TEXTOID, PGC_SQL_V(1, 4)},
+	{"last_seen", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+};
+static const PgcResultShape incidents_shape = {
+	"pg_contention_incidents", incidents_columns, lengthof(incidents_columns)
+};
+
+#define INCIDENT_COLS lengthof(incidents_columns)
+
+/*
+ * pg_contention_incidents(): every incident kept, newest first.  Texts
+ * are shown to roles with pg_read_all_stats, or that are members of the
+ * culprit role the finding named; others get "<insufficient privilege>"
+ * (details: {"masked": true}).
+ */
+Datum
+pg_contention_incidents(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	Incident   *copy;
+	int			n = 0;
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &incidents_shape, &tupdesc);
+
+	/* Slots are copied whole under the lock (bounded: max_incidents). */
+	copy = palloc_extended(mul_size(pgc_max_incidents, sizeof(Incident)),
+						   MCXT_ALLOC_HUGE);
+	LWLockAcquire(incidents->lock, LW_SHARED);
+	for (int i = 0; i < pgc_max_incidents; i++)
+		if (slots[i].id != 0)
+			memcpy(&copy[n++], &slots[i], sizeof(Incident));
+	LWLockRelease(incidents->lock);
+
+	/* Newest first. */
+	qsort(copy, n, sizeof(Incident), compare_incident_ids);
+	for (int k = n - 1; k >= 0; k--)
+	{
+		Incident   *inc = &copy[k];
+		Datum		values[INCIDENT_COLS] = {0};
+		bool		nulls[INCIDENT_COLS] = {0};
+		bool		visible;
+		const char *sev;
+
+		visible = pgc_can_see_details(inc->culprit);
+
+		values[0] = Int64GetDatum(inc->id);
+		values[1] = pgc_text_datum(inc->problem, inc->dbid);
+		values[2] = CStringGetTextDatum(severity_name(inc->peak_severity));
+		values[3] = pgc_masked_text_datum(visible, inc->subject, inc->dbid);
+		values[4] = TimestampTzGetDatum(inc->opened);
+		values[5] = TimestampTzGetDatum(inc->peak);
+		values[6] = TimestampTzGetDatum(inc->closed);
+		nulls[6] = (inc->closed == 0);
+		values[7] = pgc_masked_text_datum(visible, inc->evidence, inc->dbid);
+		if (inc->closed == 0 || (visible && inc->resolution[0] == '\0'))
+			nulls[8] = true;
+		else
+			values[8] = pgc_masked_text_datum(visible, inc->resolution, inc->dbid);
+		if (visible)
+		{
+			/* In the reader's encoding, then parsed. */
+			Datum		doc = pgc_text_datum(details_text(inc), inc->dbid);
+
+			values[9] = DirectFunctionCall1(jsonb_in,
+											CStringGetDatum(TextDatumGetCString(doc)));
+		}
+		else
+			values[9] = DirectFunctionCall1(jsonb_in, CStringGetDatum("{\"masked\": true}"));
+		sev = inc->closed == 0 ? severity_name(inc->severity) : NULL;
+		if (sev)
+			values[10] = CStringGetTextDatum(sev);
+		else
+			nulls[10] = true;
+		values[11] = pgc_masked_text_datum(visible, inc->advice, inc->dbid);
+		values[12] = TimestampTzGetDatum(inc->last_seen);
+		nulls[12] = (inc->last_seen == 0);
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	pfree(copy);
+	return (Datum) 0;
+}
+
+/* ---- the file ---- */
+
+uint32
+pgc_incidents_record_size(void)
+{
+	return (uint32) offsetof(Incident, problem);
+}
+
+/* The most bytes a record can take in the file: its texts at their bounds. */
+uint64
+pgc_incidents_record_max(void)
+{
+	return sizeof(Incident) + 11 * sizeof(uint32);
+}
+
+static void
+write_incident_texts(PgcWriter *writer, const Incident *inc)
+{
+	pgc_write_text(writer, inc->problem);
+	pgc_write_text(writer, inc->key);
+	pgc_write_text(writer, inc->subject);
+	pgc_write_text(writer, inc->evidence);
+	pgc_write_text(writer, inc->advice);
+	pgc_write_text(writer, inc->open_subject);
+	pgc_write_text(writer, inc->open_evidence);
+	pgc_write_text(writer, inc->last_evidence);
+	pgc_write_text(writer, inc->resolution);
+	pgc_write_text(writer, inc->finding);
+	pgc_write_text(writer, inc->frozen);
+}
+
+/*
+ * The section: the next id, the eviction counters and the opened
+ * counters, then each incident (fixed part and texts).  One slot at a
+ * time is copied under the lock in shared mode and written after
+ * releasing it; a reset in between ends the section with what was copied.
+ */
+void
+pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
+{
+	Incident   *one;
+	int64		head[3];
+	int64		opened[NUM_COUNTED][2];
+	uint64		resets;
+
+	*count = 0;
+	one = palloc_extended(sizeof(Incident), MCXT_ALLOC_NO_OOM);
+	if (one == NULL)
+	{
+		pgc_writer_fail(writer, ENOMEM);
+		return;
+	}
+	if (take_locks)
+		LWLockAcquire(incidents->lock, LW_SHARED);
+	head[0] = incidents->next_id;
+	head[1] = incidents->evictions;
+	head[2] = incidents->open_evictions;
+	memcpy(opened, incidents->opened, sizeof(opened));
+	resets = incidents->reset_generation;
+	if (take_locks)
+		LWLockRelease(incidents->lock);
+	pgc_write_bytes(writer, head, sizeof(head));
+	pgc_write_bytes(writer, opened, sizeof(opened));
+
+	for (int i = 0; i < pgc_max_incidents && !pgc_writer_failed(writer); i++)
+	{
+		bool		have = false;
+
+		if (take_locks)
+			LWLockAcquire(incidents->lock, LW_SHARED);
+		if (incidents->reset_generation != resets)
+		{
+			if (take_locks)
+				LWLockRelease(incidents->lock);
+			break;
+		}
+		if (slots[i].id != 0)
+		{
+			memcpy(one, &slots[i], sizeof(Incident));
+			have = true;
+		}
+		if (take_locks)
+			LWLockRelease(incidents->lock);
+		if (!have)
+			continue;
+		pgc_write_bytes(writer, one, offsetof(Incident, problem));
+		write_incident_texts(writer, one);
+		(*count)++;
+	}
+	pfree(one);
+}
+
+/*
+ * Fill the empty store from the section, keeping the newest
+ * max_incidents.  Postmaster only, before any other process: no lock.
+ * Nothing read is trusted: ids must be positive and unique (others are
+ * skipped), times plausible (an incident without its opening time is
+ * skipped), severities in range, texts terminated and cut to their
+ * fields, the JSON texts valid JSON (else dropped); the next id stays
+ * above every id kept.  Each fix is counted in reader->fixed.
+ */
+void
+pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
+{
+	int64		head[3];
+	int64		opened[NUM_COUNTED][2];
+	Incident   *all;
+	int			n = 0;
+	int64		max_id = 0;
+
+	*kept = 0;
+	if (!pgc_read_bytes(reader, head, sizeof(head)) ||
+		!pgc_read_bytes(reader, opened, sizeof(opened)))
+		return;
+	for (int i = 0; i < 3; i++)
+		pgc_fix_counter(reader, &head[i]);
+	for (int i = 0; i < (int) NUM_COUNTED; i++)
+		for (int j = 0; j < 2; j++)
+			pgc_fix_counter(reader, &opened[i][j]);
+
+	/* The newest max_incidents by id: read all, keep the largest ids. */
+	all = palloc_extended(mul_size(pgc_max_incidents + 1, sizeof(Incident)),
+						  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+	if (all == NULL)
+		return;
+	for (uint64 r = 0; r < count && !reader->failed; r++)
+	{
+		Incident   *inc = &all[n];
+		bool		dup = false;
+
+		memset(inc, 0, sizeof(Incident));
+		if (!pgc_read_bytes(reader, inc, offsetof(Incident, problem)) ||
+			!pgc_read_text(reader, inc->problem, PROBLEM_LEN) ||
+			!pgc_read_text(reader, inc->key, KEY_LEN) ||
+			!pgc_read_text(reader, inc->subject, SUBJECT_LEN) ||
+			!pgc_read_text(reader, inc->evidence, EVIDENCE_LEN) ||
+			!pgc_read_text(reader, inc->advice, ADVICE_LEN) ||
+			!pgc_read_text(reader, inc->open_subject, SUBJECT_LEN) ||
+			!pgc_read_text(reader, inc->open_evidence, EVIDENCE_LEN) ||
+			!pgc_read_text(reader, inc->last_evidence, EVIDENCE_LEN) ||
+			!pgc_read_text(reader, inc->resolution, RESOLUTION_LEN) ||
+			!pgc_read_text(reader, inc->finding, FINDING_LEN) ||
+			!pgc_read_text(reader, inc->frozen, FROZEN_LEN))
+			break;
+		if (inc->id <= 0 || inc->id > PGC_COUNTER_MAX ||
+			!pgc_fix_time(reader, &inc->opened) || inc->opened == 0 ||
+			inc->problem[0] == '\0')
+		{
+			reader->fixed++;
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			dup |= (all[i].id == inc->id);
+		if (dup)
+		{
+			reader->fixed++;
+			continue;
+		}
+		pgc_fix_time(reader, &inc->peak);
+		pgc_fix_time(reader, &inc->closed);
+		pgc_fix_time(reader, &inc->last_seen);
+		if (inc->peak == 0)
+			inc->peak = inc->opened;
+		pgc_fix_int32(reader, &inc->open_severity, SEV_WARNING, SEV_CRITICAL);
+		pgc_fix_int32(reader, &inc->peak_severity, SEV_WARNING, SEV_CRITICAL);
+		pgc_fix_int32(reader, &inc->severity, SEV_NONE, SEV_CRITICAL);
+		inc->padding = 0;
+		if (inc->finding[0] != '\0' && !json_valid(inc->finding))
+		{
+			inc->finding[0] = '\0';
+			reader->fixed++;
+		}
+		if (inc->frozen[0] != '\0' &&
+			(inc->frozen[0] != '{' || !json_valid(inc->frozen)))
+		{
+			inc->frozen[0] = '\0';
+			reader->fixed++;
+		}
+		max_id = Max(max_id, inc->id);
+		n++;
+		if (n > pgc_max_incidents)
+		{
+			/* Drop the smallest id: the last slot is free again. */
+			qsort(all, n, sizeof(Incident), compare_incident_ids);
+			memmove(&all[0], &all[1], (n - 1) * sizeof(Incident));
+			n--;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		memcpy(&slots[i], &all[i], sizeof(Incident));
+	*kept = n;
+	incidents->next_id = Max(head[0], max_id + 1);
+	incidents->evictions = head[1];
+	incidents->open_evictions = head[2];
+	memcpy(incidents->opened, opened, sizeof(opened));
+	pfree(all);
+}
+
+/* ---- the worker ---- */
+
+/* A finding of one evaluation, in the worker's evaluation context. */
+typedef struct Found
+{
+	char	   *problem;
+	int			severity;
+	char	   *subject;
+	char	   *evidence;
+	char	   *advice;
+	char	   *details;
+	char	   *key;
+	Oid			culprit;
+	/* What the evaluation decided. */
+	int64		match_id;		/* the open incident it belongs to, or 0 */
+	bool		open;			/* opens a new incident */
+	bool		escalate;		/* raises match_id's peak */
+	char	   *frozen;
+} Found;
+
+/* An open incident, as the evaluation copied it. */
+typedef struct OpenCopy
+{
+	int64		id;
+	char		problem[PROBLEM_LEN];
+	char		key[KEY_LEN];
+	int			peak_severity;
+	TimestampTz opened;
+	TimestampTz last_seen;
+	bool		seen;			/* at warning or above this time */
+	bool		close;
+	char	   *finding;		/* for the resolution query */
+	char	   *resolution;
+} OpenCopy;
+
+static volatile sig_atomic_t evaluating = false;
+static MemoryContext eval_context = NULL;
+static char *ext_schema = NULL; /* quoted, in TopMemoryContext */
+static bool told_missing = false;
+static char last_failure[256];	/* the last evaluation's error, LOGged once */
+
+/*
+ * SIGTERM: leave at the next loop; an evaluation under way is cancelled
+ * (its ERROR is caught), so that the worker exits promptly.
+ */
+static void
+incidents_sigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	ShutdownRequestPending = true;
+	if (evaluating)
+	{
+		QueryCancelPending = true;
+		InterruptPending = true;
+	}
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+static void
+incidents_exit(int code, Datum arg)
+{
+	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+	if (incidents->worker_pid == MyProcPid)
+		incidents->worker_pid = 0;
+	LWLockRelease(incidents->lock);
+}
+
+static char *
+spi_text(HeapTuple tuple, TupleDesc desc, int col)
+{
+	char	   *s = SPI_getvalue(tuple, desc, col);
+
+	return s ? s : pstrdup("");
+}
+
+/*
+ * The extension's schema in this database, with the functions this
+ * library calls (1.4), quoted; NULL when not installed (or older).
+ */
+static char *
+find_schema(void)
+{
+	int			rc;
+
+	rc = SPI_execute("SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension AS e"
+					 " JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace"
+					 " WHERE e.extname = 'pg_contention'"
+					 " AND pg_catalog.to_regprocedure(pg_catalog.quote_ident(n.nspname)"
+					 " || '.pg_contention_incident_evidence(text,jsonb,integer)') IS NOT NULL",
+					 true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed == 0)
+		return NULL;
+	return MemoryContextStrdup(TopMemoryContext,
+							   spi_text(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/* Read the findings with their keys into *found (eval_context). */
+static int
+read_findings(Found **found)
+{
+	char	   *sql;
+	int			rc;
+	int			n;
+
+	sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details::text,"
+				   " k.key, k.culprit"
+				   " FROM %s.pg_contention_findings() AS f"
+				   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k"
+				   " WHERE f.problem <> 'sampler_stale' AND k.key IS NOT NULL",
+				   ext_schema, ext_schema);
+	rc = SPI_execute(sql, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute failed: %d", rc);
+	n = (int) SPI_processed;
+	*found = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(Found));
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		Found	   *f = &(*found)[i];
+		MemoryContext old = MemoryContextSwitchTo(eval_context);
+		bool		isnull;
+		Datum		culprit;
+
+		f->problem = spi_text(tup, desc, 1);
+		f->severity = severity_from_name(SPI_getvalue(tup, desc, 2));
+		f->subject = spi_text(tup, desc, 3);
+		f->evidence = spi_text(tup, desc, 4);
+		f->advice = spi_text(tup, desc, 5);
+		f->details = spi_text(tup, desc, 6);
+		f->key = spi_text(tup, desc, 7);
+		culprit = SPI_getbinval(tup, desc, 8, &isnull);
+		f->culprit = isnull ? InvalidOid : DatumGetObjectId(culprit);
+		MemoryContextSwitchTo(old);
+	}
+	return n;
+}
+
+/* One text-returning query with text arguments (NULL: SQL NULL). */
+static char *
+query_text(const char *sql, int nargs, Oid *types, Datum *args, const char *argnulls)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, args, argnulls, true, 1);
+	char	   *s;
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %d", rc);
+	if (SPI_processed == 0)
+		return NULL;
+	s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return s ? MemoryContextStrdup(eval_context, s) : NULL;
+}
+
+/* The frozen statements, holders and history of a finding at its peak. */
+static char *
+freeze(const Found *f)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, INT4OID};
+	Datum		args[3];
+	char	   *sql;
+	char	   *s;
+
+	sql = psprintf("SELECT %s.pg_contention_incident_evidence($1, $2::jsonb, $3)::text", ext_schema);
+	args[0] = CStringGetTextDatum(f->problem);
+	args[1] = CStringGetTextDatum(f->details);
+	args[2] = Int32GetDatum(FROZEN_LEN - 1);
+	s = query_text(sql, 3, types, args, NULL);
+	/* The function keeps within the bound; whatever it did not: dropped. */
+	if (s == NULL || strlen(s) >= FROZEN_LEN || s[0] != '{')
+		return MemoryContextStrdup(eval_context,
+								   "{\"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}");
+	return s;
+}
+
+/* What ended it, as far as the server can tell now; NULL if it cannot. */
+static char *
+resolve(const OpenCopy *o)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	char	   *sql;
+
+	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::jsonb, $3)", ext_schema);
+	args[0] = CStringGetTextDatum(o->problem);
+	args[1] = CStringGetTextDatum(o->finding[0] ? o->finding : "{}");
+	args[2] = TimestampTzGetDatum(o->opened);
+	return query_text(sql, 3, types, args, nulls);
+}
+
+/* A free slot, or the one to evict (oldest closed, else oldest open). */
+static Incident *
+take_slot(void)
+{
+	Incident   *oldest_closed = NULL;
+	Incident   *oldest_open = NULL;
+
+	for (int i = 0; i < pgc_max_incidents; i++)
+	{
+		Incident   *s = &slots[i];
+
+		if (s->id == 0)
+			return s;
+		if (s->closed != 0 && (oldest_closed == NULL || s->id < oldest_closed->id))
+			oldest_closed = s;
+		if (s->closed == 0 && (oldest_open == NULL || s->id < oldest_open->id))
+			oldest_open = s;
+	}
+	if (oldest_closed)
+	{
+		incidents->evictions++;
+		return oldest_closed;
+	}
+	incidents->open_evictions++;
+	return oldest_open;
+}
+
+static Incident *
+find_slot(int64 id)
+{
+	for (int i = 0; i < pgc_max_incidents; i++)
+		if (slots[i].id == id)
+			return &slots[i];
+	return NULL;
+}
+
+typedef struct LogLine
+{
+	int64		id;
+	int			kind;			/* 0 opened, 1 escalated, 2 closed */
+	int			severity;
+	char	   *problem;
+	char	   *text;			/* subject, or the resolution */
+	TimestampTz opened;
+	TimestampTz at;
+} LogLine;
+
+/* "4 min", "1 h 5 min", "12 s": how long an incident lasted. */
+static char *
+duration_text(TimestampTz from, TimestampTz to)
+{
+	int64		s = Max((to - from) / USECS_PER_SEC, 0);
+
+	if (s < 60)
+		return psprintf(INT64_FORMAT " s", s);
+	if (s < 3600)
+		return psprintf(INT64_FORMAT " min", s / 60);
+	return psprintf(INT64_FORMAT " h " INT64_FORMAT " min", s / 3600, (s % 3600) / 60);
+}
+
+/*
+ * One evaluation: read the findings, decide what opens, escalates and
+ * closes, freeze and resolve in the same transaction, then apply it all
+ * to the store under its lock at once.  Any ERROR aborts the whole
+ * evaluation (the caller LOGs it): the store is unchanged.
+ */
+static void
+evaluate(void)
+{
+	Found	   *found;
+	int			nfound;
+	OpenCopy   *open;
+	int			nopen = 0;
+	uint64		generation;
+	TimestampTz now;
+	List	   *logs = NIL;
+	ListCell   *lc;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "pg_contention incidents: evaluating the findings");
+	/* Bounded: a lock it waits for or a slow evaluation is an ERROR. */
+	SPI_execute("SET LOCAL lock_timeout = '1s'", false, 0);
+	enable_timeout_after(STATEMENT_TIMEOUT, 30000);
+
+	if (ext_schema == NULL)
+	{
+		ext_schema = find_schema();
+		if (ext_schema == NULL)
+		{
+			if (!told_missing)
+				ereport(LOG,
+						(errmsg("pg_contention incidents: the extension pg_contention %s is not installed in database \"%s\"; incidents wait for it",
+								PGC_VERSION, get_database_name(MyDatabaseId)),
+						 errhint("Run CREATE EXTENSION pg_contention (or ALTER EXTENSION pg_contention UPDATE) in that database, or set pg_contention.incident_database.")));
+			told_missing = true;
+		}
+		else if (told_missing)
+		{
+			ereport(LOG,
+					(errmsg("pg_contention incidents: found the extension in schema %s", ext_schema)));
+			told_missing = false;
+		}
+	}
+
+	if (ext_schema != NULL)
+	{
+		now = GetCurrentTimestamp();
+		nfound = read_findings(&found);
+
+		/* The open incidents, copied. */
+		open = MemoryContextAllocZero(eval_context, Max(pgc_max_incidents, 1) * sizeof(OpenCopy));
+		LWLockAcquire(incidents->lock, LW_SHARED);
+		generation = incidents->reset_generation;
+		for (int i = 0; i < pgc_max_incidents; i++)
+		{
+			Incident   *s = &slots[i];
+			OpenCopy   *o;
+
+			if (s->id == 0 || s->closed != 0)
+				continue;
+			o = &open[nopen++];
+			o->id = s->id;
+			memcpy(o->problem, s->problem, PROBLEM_LEN);
+			memcpy(o->key, s->key, KEY_LEN);
+			o->peak_severity = s->peak_severity;
+			o->opened = s->opened;
+			o->last_seen = s->last_seen;
+			o->finding = MemoryContextStrdup(eval_context, s->finding);
+		}
+		LWLockRelease(incidents->lock);
+
+		/* Match. */
+		for (int i = 0; i < nfound; i++)
+		{
+			Found	   *f = &found[i];
+
+			for (int j = 0; j < nopen; j++)
+				if (strcmp(open[j].problem, f->problem) == 0 &&
+					strncmp(open[j].key, f->key, KEY_LEN - 1) == 0)
+				{
+					f->match_id = open[j].id;
+					if (f->severity >= SEV_WARNING)
+					{
+						open[j].seen = true;
+						f->escalate = f->severity > open[j].peak_severity;
+						open[j].peak_severity = Max(open[j].peak_severity, f->severity);
+					}
+					break;
+				}
+			if (f->match_id == 0 && f->severity >= SEV_WARNING)
+			{
+				/* Two findings with one key this time: the first opens. */
+				bool		twin = false;
+
+				for (int k = 0; k < i; k++)
+					twin |= (found[k].open && strcmp(found[k].problem, f->problem) == 0 &&
+							 strcmp(found[k].key, f->key) == 0);
+				f->open = !twin;
+			}
+			if (f->open || f->escalate)
+				f->frozen = freeze(f);
+		}
+		for (int j = 0; j < nopen; j++)
+		{
+			OpenCopy   *o = &open[j];
+
+			if (!o->seen && now - o->last_seen >= (TimestampTz) pgc_incident_close_after * USECS_PER_SEC)
+			{
+				o->close = true;
+				o->resolution = resolve(o);
+			}
+		}
+
+		/* Apply, at once.  The LOG lines' list outlives SPI's memory. */
+		MemoryContextSwitchTo(eval_context);
+		LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+		if (incidents->reset_generation == generation)
+		{
+			for (int i = 0; i < nfound; i++)
+			{
+				Found	   *f = &found[i];
+				Incident   *s = NULL;
+				LogLine    *line = NULL;
+
+				if (f->open)
+				{
+					s = take_slot();
+					memset(s, 0, sizeof(Incident));
+					s->id = incidents->next_id++;
+					s->dbid = MyDatabaseId;
+					s->culprit = f->culprit;
+					s->opened = now;
+					s->open_severity = f->severity;
+					put_text(s->problem, PROBLEM_LEN, f->problem);
+					put_text(s->key, KEY_LEN, f->key);
+					put_text(s->open_subject, SUBJECT_LEN, f->subject);
+					put_text(s->open_evidence, EVIDENCE_LEN, f->evidence);
+					incidents->opened[counted_index(f->problem)][f->severity == SEV_CRITICAL]++;
+				}
+				else if (f->match_id != 0)
+					s = find_slot(f->match_id);
+				if (s == NULL)
+					continue;
+				s->severity = f->severity;
+				put_text(s->last_evidence, EVIDENCE_LEN, f->evidence);
+				if (f->severity >= SEV_WARNING)
+					s->last_seen = now;
+				if (f->open || f->escalate)
+				{
+					s->peak = now;
+					s->peak_severity = f->severity;
+					if (OidIsValid(f->culprit))
+						s->culprit = f->culprit;
+					put_text(s->subject, SUBJECT_LEN, f->subject);
+					put_text(s->evidence, EVIDENCE_LEN, f->evidence);
+					put_text(s->advice, ADVICE_LEN, f->advice);
+					/* Only whole documents: a cut one would not parse. */
+					if (strlen(f->details) < FINDING_LEN)
+						put_text(s->finding, FINDING_LEN, f->details);
+					else
+						put_text(s->finding, FINDING_LEN, "{\"truncated\": true}");
+					put_text(s->frozen, FROZEN_LEN, f->frozen);
+					line = MemoryContextAllocZero(eval_context, sizeof(LogLine));
+					line->kind = f->open ? 0 : 1;
+				}
+				if (line)
+				{
+					line->problem = f->problem;
+					line->id = s->id;
+					line->severity = f->severity;
+					line->text = f->subject;
+					logs = lappend(logs, line);
+				}
+			}
+			for (int j = 0; j < nopen; j++)
+			{
+				Incident   *s;
+				LogLine    *line;
+
+				if (!open[j].close || (s = find_slot(open[j].id)) == NULL)
+					continue;
+				s->closed = now;
+				s->severity = SEV_NONE;
+				put_text(s->resolution, RESOLUTION_LEN, open[j].resolution);
+				line = MemoryContextAllocZero(eval_context, sizeof(LogLine));
+				line->id = s->id;
+				line->kind = 2;
+				line->severity = s->peak_severity;
+				line->problem = MemoryContextStrdup(eval_context, s->problem);
+				line->text = open[j].resolution;
+				line->opened = s->opened;
+				line->at = now;
+				logs = lappend(logs, line);
+			}
+		}
+		LWLockRelease(incidents->lock);
+	}
+
+	disable_timeout(STATEMENT_TIMEOUT, false);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(eval_context);
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	if (!pgc_incident_log)
+		return;
+	foreach(lc, logs)
+	{
+		LogLine    *line = (LogLine *) lfirst(lc);
+
+		if (line->kind == 2)
+			ereport(LOG,
+					(errmsg("pg_contention: incident " INT64_FORMAT " closed after %s: %s",
+							line->id, duration_text(line->opened, line->at),
+							line->text ? log_text(line->text) : "the finding is gone")));
+		else
+			ereport(LOG,
+					(errmsg("pg_contention: incident " INT64_FORMAT " %s: %s %s: %s",
+							line->id, line->kind == 0 ? "opened" : "escalated",
+							severity_name(line->severity), log_text(line->problem),
+							log_text(line->text))));
+	}
+}
+
+void
+pgc_incidents_main(Datum main_arg)
+{
+	TimestampTz next;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, incidents_sigterm);
+	pqsignal(SIGINT, SIG_IGN);
+	BackgroundWorkerUnblockSignals();
+
+	if (pgc_shared == NULL || incidents == NULL)
+	{
+		ereport(LOG,
+				(errmsg("pg_contention incidents not started: the library was not preloaded as \"pg_contention\""),
+				 errhint("List it as pg_contention in shared_preload_libraries.")));
+		proc_exit(0);
+	}
+
+	BackgroundWorkerInitializeConnection(pgc_incident_database, NULL, 0);
+	pgstat_report_appname("pg_contention incidents");
+	/* Its own statements are not the workload's: counted nowhere. */
+	SetConfigOption("pg_contention.track_statements", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", "pg_contention incidents", PGC_USERSET, PGC_S_OVERRIDE);
+
+	eval_context = AllocSetContextCreate(TopMemoryContext,
+										 "pg_contention incidents",
+										 ALLOCSET_DEFAULT_SIZES);
+	before_shmem_exit(incidents_exit, (Datum) 0);
+	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+	incidents->worker_pid = MyProcPid;
+	LWLockRelease(incidents->lock);
+
+	next = GetCurrentTimestamp();
+	for (;;)
+	{
+		TimestampTz now;
+		long		sleep_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+			proc_exit(1);
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			next = Min(next, GetCurrentTimestamp() +
+					   (TimestampTz) pgc_incident_interval * USECS_PER_SEC);
+		}
+
+		now = GetCurrentTimestamp();
+		if (pgc_incident_interval > 0 && now >= next)
+		{
+			MemoryContext old = CurrentMemoryContext;
+
+			next = now + (TimestampTz) pgc_incident_interval * USECS_PER_SEC;
+			evaluating = true;
+			PG_TRY();
+			{
+				MemoryContextSwitchTo(eval_context);
+				evaluate();
+				last_failure[0] = '\0';
+			}
+			PG_CATCH();
+			{
+				ErrorData  *edata;
+
+				/*
+				 * The evaluation failed (a timeout, a cancel, a dropped
+				 * extension, any ERROR): LOG it and try again next
+				 * interval.  Nothing of it reached the store.
+				 */
+				evaluating = false;
+				MemoryContextSwitchTo(old);
+				HOLD_INTERRUPTS();
+				edata = CopyErrorData();
+				FlushErrorState();
+				disable_all_timeouts(false);
+				QueryCancelPending = false;
+				AbortCurrentTransaction();
+				LWLockReleaseAll();
+				RESUME_INTERRUPTS();
+				pgstat_report_activity(STATE_IDLE, NULL);
+				/* The same failure again and again is LOGged once. */
+				if (!ShutdownRequestPending &&
+					strncmp(last_failure, edata->message, sizeof(last_failure) - 1) != 0)
+					ereport(LOG,
+							(errcode(edata->sqlerrcode),
+							 errmsg("pg_contention incidents: the evaluation failed: %s",
+									edata->message),
+							 errdetail("It is tried again every pg_contention.incident_interval; the same failure is not logged again.")));
+				strlcpy(last_failure, edata->message, sizeof(last_failure));
+				FreeErrorData(edata);
+				/* The extension may be gone or updated: look again. */
+				if (ext_schema)
+					pfree(ext_schema);
+				ext_schema = NULL;
+			}
+			PG_END_TRY();
+			evaluating = false;
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(eval_context);
+		}
+
+		if (pgc_incident_interval > 0)
+		{
+			TimestampTz wait_us = next - GetCurrentTimestamp();
+
+			sleep_ms = wait_us > 0 ? (long) ((wait_us + 999) / 1000) : 0;
+		}
+		else
+			sleep_ms = -1;
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+						 (sleep_ms >= 0 ? WL_TIMEOUT : 0),
+						 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* Register the worker; called from _PG_init while preloading. */
+void
+pgc_incidents_register(void)
+{
+	BackgroundWorker worker;
+
+	if (pgc_incident_interval <= 0)
+		return;
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	/* A missing database is a FATAL at connection: retry, not in a loop. */
+	worker.bgw_restart_time = 10;
+	strlcpy(worker.bgw_library_name, "pg_contention", sizeof(worker.bgw_library_name));
+	strlcpy(worker.bgw_function_name, "pgc_incidents_main", sizeof(worker.bgw_function_name));
+	strlcpy(worker.bgw_name, "pg_contention incidents", sizeof(worker.bgw_name));
+	strlcpy(worker.bgw_type, "pg_contention incidents", sizeof(worker.bgw_type));
+	RegisterBackgroundWorker(&worker);
+}

@@ -1,0 +1,29 @@
+--
+-- Incidents (1.4): what the incidents worker opened, escalated and closed,
+-- with the evidence frozen at the peak (see doc/incidents.md).  Texts are
+-- masked for roles without pg_read_all_stats unless they are members of
+-- the culprit role the finding named.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incidents(
+	OUT id bigint,
+	OUT problem text,
+	OUT peak_severity text,
+	OUT subject text,
+	OUT opened timestamp with time zone,
+	OUT peak timestamp with time zone,
+	OUT closed timestamp with time zone,
+	OUT evidence text,
+	OUT resolution text,
+	OUT details jsonb,
+	OUT severity text,
+	OUT advice text,
+	OUT last_seen timestamp with time zone
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_incidents'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_incidents AS
+	SELECT * FROM @extschema@.pg_contention_incidents();
+
+GRANT SELECT ON @extschema@.pg_contention_incidents TO PUBLIC;

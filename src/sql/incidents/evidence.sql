@@ -1,0 +1,96 @@
+--
+-- Incidents (1.4): what an incident freezes at its open and at its peak
+-- besides the finding itself: the statements it names (else the busiest),
+-- the oldest horizon holders, and the history of the 60 seconds before,
+-- oldest first; at most max_bytes of JSON text: history rows are dropped
+-- oldest first, then statements and holders beyond the first, and
+-- "truncated" says so.  Called by the incidents worker.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_evidence(
+	problem text,
+	details jsonb,
+	max_bytes integer
+)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+AS $$
+DECLARE
+	ids numeric[];
+	statements jsonb;
+	holders jsonb;
+	history jsonb;
+	doc jsonb;
+	truncated boolean := false;
+	n integer;
+BEGIN
+	-- The query ids the finding names, wherever its rule put them.
+	SELECT pg_catalog.array_agg(DISTINCT v.value::text::numeric)
+	  INTO ids
+	  FROM (SELECT details -> 'query_id' AS value
+			UNION ALL
+			SELECT e.value
+			  FROM pg_catalog.jsonb_each(details) AS k,
+				   pg_catalog.jsonb_array_elements(
+					   CASE WHEN pg_catalog.jsonb_typeof(k.value) = 'array'
+								 AND k.key IN ('query_ids', 'victim_query_ids', 'culprit_query_ids')
+							THEN k.value ELSE '[]' END) AS e) AS v
+	 WHERE pg_catalog.jsonb_typeof(v.value) = 'number';
+
+	SELECT coalesce(jsonb_agg(pg_catalog.jsonb_build_object(
+			   'query_id', s.query_id, 'query', s.query, 'calls', s.calls, 'rows', s.rows,
+			   'shared_blks_hit', s.shared_blks_hit, 'shared_blks_read', s.shared_blks_read,
+			   'blks_per_row', s.blks_per_row, 'suboverflowed_calls', s.suboverflowed_calls,
+			   'subtrans_wait_samples', s.subtrans_wait_samples, 'userid', s.userid)
+			   ORDER BY s.named DESC, s.weight DESC), '[]')
+	  INTO statements
+	  FROM (SELECT st.*, st.query_id::numeric = ANY (coalesce(ids, '{}')) AS named,
+				   st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls AS weight
+			  FROM @extschema@.pg_contention_statements AS st
+			 ORDER BY st.query_id::numeric = ANY (coalesce(ids, '{}')) DESC,
+					  st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls DESC
+			 LIMIT 5) AS s;
+
+	SELECT coalesce(jsonb_agg(pg_catalog.jsonb_build_object(
+			   'kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'xmin_age', h.xmin_age,
+			   'held_for', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric, 1),
+			   'blocks_cleanup', h.blocks_cleanup, 'state', h.state,
+			   'application_name', h.application_name, 'query', h.query)
+			   ORDER BY h.xmin_age DESC NULLS LAST), '[]')
+	  INTO holders
+	  FROM (SELECT * FROM @extschema@.pg_contention_horizon AS x
+			 ORDER BY x.xmin_age DESC NULLS LAST LIMIT 5) AS h;
+
+	SELECT coalesce(jsonb_agg(pg_catalog.to_jsonb(b) ORDER BY b.bucket_start), '[]')
+	  INTO history
+	  FROM @extschema@.pg_contention_history AS b
+	 WHERE b.bucket_start >= pg_catalog.now() - interval '60 s';
+
+	LOOP
+		doc := pg_catalog.jsonb_build_object('statements', statements, 'holders', holders,
+											 'history', history, 'truncated', truncated);
+		EXIT WHEN pg_catalog.octet_length(doc::text) <= max_bytes;
+		truncated := true;
+		n := pg_catalog.jsonb_array_length(history);
+		IF n > 0 THEN
+			-- The oldest rows first, in steps of a sixth of what is left.
+			history := (SELECT coalesce(jsonb_agg(e.value ORDER BY e.i), '[]')
+						  FROM pg_catalog.jsonb_array_elements(history) WITH ORDINALITY AS e(value, i)
+						 WHERE e.i > greatest(n / 6, 1));
+		ELSIF pg_catalog.jsonb_array_length(statements) > 1 OR pg_catalog.jsonb_array_length(holders) > 1 THEN
+			statements := coalesce(statements -> 0, 'null') || '[]'::jsonb;
+			holders := coalesce(holders -> 0, 'null') || '[]'::jsonb;
+			statements := (SELECT coalesce(jsonb_agg(e), '[]') FROM pg_catalog.jsonb_array_elements(statements) AS e WHERE e <> 'null');
+			holders := (SELECT coalesce(jsonb_agg(e), '[]') FROM pg_catalog.jsonb_array_elements(holders) AS e WHERE e <> 'null');
+		ELSE
+			statements := '[]';
+			holders := '[]';
+			IF pg_catalog.octet_length(pg_catalog.jsonb_build_object('statements', statements, 'holders', holders,
+											 'history', history, 'truncated', true)::text) > max_bytes THEN
+				RETURN NULL;
+			END IF;
+		END IF;
+	END LOOP;
+	RETURN doc;
+END
+$$;

@@ -1,0 +1,118 @@
+--
+-- Incidents (1.4): what ended an incident, as far as the server can tell
+-- when it closes, from the finding's details at its peak and what is
+-- there now: the holder's session or transaction ended, the slot was
+-- dropped, the prepared transaction finished, the overflowing sessions
+-- ended, the index's dead entries are no longer visited,
+-- old_snapshot_threshold was turned off.  NULL when it cannot tell (the
+-- finding went below its threshold for another reason, or its window
+-- passed): never a guess.  Called by the incidents worker.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
+	problem text,
+	details jsonb,
+	opened timestamp with time zone
+)
+RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET jit = off
+AS $$
+DECLARE
+	kind text := details ->> 'kind';
+	holder text := details ->> 'holder';
+	holder_pid integer;
+	pids integer[];
+	alive integer[];
+	overflowed integer[];
+	state text;
+BEGIN
+	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan')
+	   AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object' THEN
+		-- The index rules name the holder behind them.
+		kind := details -> 'holder' ->> 'kind';
+		holder := details -> 'holder' ->> 'holder';
+	END IF;
+
+	IF problem = 'dead_tuple_index_scan' THEN
+		-- The rule itself says when the index is clean or vacuumed.
+		SELECT f.details ->> 'state' INTO state
+		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL) AS f
+		 WHERE f.details ->> 'indexrelid' = details ->> 'indexrelid'
+		   AND f.details ->> 'database_oid' = details ->> 'database_oid';
+		IF state = 'vacuumed' THEN
+			RETURN 'vacuum removed the dead entries: the index''s lookups no longer visit them';
+		ELSIF state = 'clean' THEN
+			RETURN 'the index''s lookups no longer visit dead entries';
+		END IF;
+	END IF;
+
+	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan') THEN
+		IF kind = 'backend' AND holder ~ '^[0-9]+$' THEN
+			holder_pid := holder::integer;
+			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
+							WHERE a.pid = holder_pid AND a.backend_start <= opened) THEN
+				RETURN 'the holder of the xmin horizon, pid ' || holder_pid || ', ended';
+			ELSIF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
+							   WHERE a.pid = holder_pid
+								 AND (a.backend_xmin IS NOT NULL OR a.backend_xid IS NOT NULL)
+								 AND a.xact_start <= opened) THEN
+				RETURN 'the holder of the xmin horizon, pid ' || holder_pid || ', ended its transaction';
+			END IF;
+		ELSIF kind = 'prepared transaction' THEN
+			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts AS p WHERE p.gid = holder) THEN
+				RETURN 'the prepared transaction ''' || holder || ''' was committed or rolled back';
+			END IF;
+		ELSIF kind = 'replication slot' THEN
+			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots AS s WHERE s.slot_name = holder) THEN
+				RETURN 'the replication slot ' || holder || ' was dropped';
+			ELSIF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots AS s
+							   WHERE s.slot_name = holder
+								 AND (s.xmin::text = details ->> 'xmin' OR s.catalog_xmin::text = details ->> 'xmin')) THEN
+				RETURN 'the replication slot ' || holder || ' moved its xmin on';
+			END IF;
+		ELSIF kind = 'standby feedback' AND pg_catalog.jsonb_typeof(details -> 'pid') = 'number' THEN
+			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
+							WHERE a.pid = (details ->> 'pid')::integer) THEN
+				RETURN 'the standby''s walsender, pid ' || (details ->> 'pid') || ', ended';
+			END IF;
+		END IF;
+		RETURN NULL;
+	END IF;
+
+	IF problem IN ('subxact_overflow', 'subtrans_slru_contention') THEN
+		SELECT pg_catalog.array_agg(DISTINCT e.value::text::integer) INTO pids
+		  FROM pg_catalog.jsonb_array_elements(
+				   CASE WHEN pg_catalog.jsonb_typeof(details -> 'pids') = 'array' THEN details -> 'pids'
+						WHEN pg_catalog.jsonb_typeof(details -> 'culprit_pids') = 'array' THEN details -> 'culprit_pids'
+						ELSE '[]' END) AS e
+		 WHERE pg_catalog.jsonb_typeof(e.value) = 'number';
+		IF pids IS NULL THEN
+			RETURN NULL;
+		END IF;
+		SELECT pg_catalog.array_agg(a.pid) INTO alive
+		  FROM pg_catalog.pg_stat_activity AS a
+		 WHERE a.pid = ANY (pids) AND a.backend_start <= opened;
+		IF alive IS NULL THEN
+			RETURN 'the overflowing session' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's' ELSE '' END
+				   || ' (pid' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's ' ELSE ' ' END
+				   || pg_catalog.array_to_string(pids, ', ') || ') ended';
+		END IF;
+		SELECT pg_catalog.array_agg(s.pid) INTO overflowed
+		  FROM @extschema@.pg_contention_subxact() AS s
+		 WHERE s.pid = ANY (alive) AND s.subxact_overflowed;
+		IF overflowed IS NULL THEN
+			RETURN 'the overflowing transaction' || CASE WHEN pg_catalog.cardinality(alive) > 1 THEN 's' ELSE '' END
+				   || ' (pid' || CASE WHEN pg_catalog.cardinality(alive) > 1 THEN 's ' ELSE ' ' END
+				   || pg_catalog.array_to_string(alive, ', ') || ') ended';
+		END IF;
+		RETURN NULL;
+	END IF;
+
+	IF problem = 'old_snapshot_threshold_spinlock' THEN
+		IF coalesce(pg_catalog.current_setting('old_snapshot_threshold', true), '-1') IN ('-1', '') THEN
+			RETURN 'old_snapshot_threshold was turned off';
+		END IF;
+	END IF;
+	RETURN NULL;
+END
+$$;
