@@ -83,6 +83,7 @@ port = 5432
 # that the demo's short cases open and close theirs.
 pg_contention.incident_interval = 1
 pg_contention.incident_close_after = 3
+log_line_prefix = '%m [%p] '
 CONF
 "${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null ||
 	{ cat "$work/server.log" >&2; die "the server did not start"; }
@@ -102,8 +103,12 @@ findings() {
 	sql -c '\x on' -c "SELECT severity, problem, subject, evidence, advice, since
 	                     FROM pg_contention_findings $*" | sed 's/^-\[ RECORD \([0-9]*\) \]-*.*$/-[ finding \1 ]/'
 }
-# The findings' windows start afresh before each case.
-start_case() { sql -c "SELECT pg_contention_reset()" >/dev/null; }
+# The findings' windows start afresh before each case (the incidents
+# too: the server's log keeps them, and where each case's lines start).
+start_case() {
+	printf '%s\t%s\n' "$(wc -l <"$work/server.log")" "$1" >>"$work/cases"
+	sql -c "SELECT pg_contention_reset()" >/dev/null
+}
 # pg_stat_slru reaches the history once the clients have exited and the
 # sampler has closed the next second.
 settle() { sleep 2.2; }
@@ -137,7 +142,7 @@ savepoint_script 90 >"$work/savepoints90.sql"
 [ ${#as_user[@]} -eq 0 ] || chown postgres: "$work"/*.sql
 
 say "3. Case 1: four clients, 30 savepoints per transaction, 15 seconds"
-start_case
+start_case "case 1, 30 savepoints"
 tps30=$("${pgbench_cmd[@]}" -n -M prepared -c 4 -j 2 -T 15 -f "$work/savepoints30.sql" postgres 2>&1 | tps)
 settle
 lookups30=$(sql -At -c "SELECT coalesce(sum(subtrans_reader_lookups), 0) FROM pg_contention_history")
@@ -147,7 +152,7 @@ findings
 echo "(no finding: 30 subtransactions fit in each backend's cache of 64)"
 
 say "4. Case 1: the same clients, 90 savepoints per transaction, 15 seconds"
-start_case
+start_case "case 1, 90 savepoints"
 tps90=$("${pgbench_cmd[@]}" -n -M prepared -c 4 -j 2 -T 15 -f "$work/savepoints90.sql" postgres 2>&1 | tps)
 settle
 lookups90=$(sql -At -c "SELECT coalesce(sum(subtrans_reader_lookups), 0) FROM pg_contention_history")
@@ -172,7 +177,7 @@ sql -c "SELECT count(*) AS overflow_events_kept, count(DISTINCT pid) AS backends
 	      FROM pg_contention_history WHERE max_overflowed_backends > 0 OR subtrans_reader_lookups > 0"
 
 say "5. Case 2: 100,000 dead versions of one customer's orders behind an open transaction"
-start_case
+start_case "case 2"
 sql -c "ALTER SYSTEM SET pg_contention.horizon_min_age = '5s'" -c "SELECT pg_reload_conf()" >/dev/null
 # The billing session reads its commands from a pipe the demo keeps open:
 # it stays idle in transaction, as an application that forgot to commit.
@@ -237,13 +242,14 @@ if [ -n "$closed_id" ]; then
 	echo "The frozen report of the closed one (pg_contention report --incident $closed_id, its first lines):"
 	"${as_user[@]}" "$bindir/pg_contention" report --incident "$closed_id" -h "$work" -p 5432 -U postgres \
 		-d postgres >"$work/incident.txt"
-	sed -n 4,20p "$work/incident.txt" | cut -c1-200
+	sed -n 4,9p "$work/incident.txt" | cut -c1-200
 fi
+echo
 # Back to the default: case 3's and the healthy case's sessions are not
 # judged by it.
 sql -c "ALTER SYSTEM RESET pg_contention.horizon_min_age" -c "SELECT pg_reload_conf()" >/dev/null
 sql -c "VACUUM orders"
-start_case
+start_case "case 2, after the fix"
 "${pgbench_cmd[@]}" -n -c 2 -j 2 -T 2 -f "$work/lookup.sql" postgres >/dev/null 2>&1
 echo "after ending the billing session and VACUUM orders, the same lookup:"
 sql -c "SELECT left(query, 40) AS statement, calls, rows, round(blks_per_row::numeric, 1) AS blks_per_row
@@ -255,7 +261,7 @@ if [ "$version_num" -lt 170000 ]; then
 	say "6. Case 3: old_snapshot_threshold = 1min (a restart), four read-only clients for 10 seconds"
 	echo "old_snapshot_threshold = '1min'" >>"$work/data/postgresql.conf"
 	restart
-	start_case
+	start_case "case 3"
 	tps_on=$("${pgbench_cmd[@]}" -n -S -c 4 -j 2 -T 10 postgres 2>&1 | tps)
 	settle
 	echo "throughput: $tps_on transactions/s"
@@ -279,7 +285,7 @@ else
 fi
 
 say "7. A healthy server: pgbench's default TPC-B, eight clients for 15 seconds, an idle session beside"
-start_case
+start_case "the healthy server"
 {
 	echo "SET application_name = 'idle_session';"
 	echo "SELECT pg_sleep(600);"
@@ -297,10 +303,17 @@ sql -At -c "SELECT pg_contention_report()" | sed -n 1,12p	# reads it all: no "Br
 
 say "9. The incidents the cases opened and closed, as the server logged them"
 # Each case above starts with pg_contention_reset(), which empties the
-# incidents too; the server's log keeps one line per open, escalation and
-# close.
-grep -o 'LOG:  pg_contention: incident .*' "$work/server.log" | sed 's/^LOG:  pg_contention: //' | cut -c1-200 ||
-	echo "(none)"
+# incidents too (their ids start again at 1); the server's log keeps one
+# line per open, escalation and close.
+echo "(each case starts with pg_contention_reset(), which empties pg_contention_incidents and starts its ids at 1 again; the server's log keeps them)"
+printf '%s\t%s\n' "$(wc -l <"$work/server.log")" "end" >>"$work/cases"
+while IFS=$'\t' read -r from label && IFS=$'\t' read -r to next <&4; do
+	echo "$label:"
+	# (sed prints one line of a range that ends before it starts.)
+	[ "$to" -gt "$from" ] && sed -n "$((from + 1)),${to}p" "$work/server.log" | grep 'LOG:  pg_contention: incident ' |
+		sed 's/^[0-9-]* \([0-9:]*\)[.0-9]* [^ ]* \[[0-9]*\] LOG:  pg_contention: /  \1 /' | cut -c1-200 ||
+		echo "  (none)"
+done <"$work/cases" 4< <(tail -n +2 "$work/cases")
 
 say "10. Ending the sessions and stopping the cluster"
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
