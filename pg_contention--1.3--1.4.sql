@@ -2864,6 +2864,10 @@ BEGIN
 			inc.id, pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),
 			pg_catalog.current_setting('server_version'),
 			CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END);
+		IF coalesce(doc->>'masked', '') = 'true' THEN
+			report := report || E'\nThe texts and the frozen evidence are masked: reading them takes '
+				|| E'pg_read_all_stats, or membership in the role the incident names.\n';
+		END IF;
 		report := report || pg_catalog.format(E'\n[%s] %s: %s\n',
 			inc.peak_severity, inc.problem, inc.subject);
 		report := report || pg_catalog.format(E'Opened:     %s (%s)\nPeak:       %s (%s)\n',

@@ -550,7 +550,8 @@ report_incident_html(Conn *c, const char *path, long long id)
 			   " details #>> '{opened,evidence}', details #>> '{closed,evidence}',"
 			   " coalesce(details ->> 'truncated' = 'true', false),"
 			   " pg_catalog.jsonb_pretty(details -> 'finding'),"
-			   " pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ')"
+			   " pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),"
+			   " coalesce(details ->> 'masked' = 'true', false)"
 			   " FROM %s.pg_contention_incidents WHERE id = %lld", c->schema, c->schema, id);
 	inc = conn_query(c, sql.data, &message);
 	buf_free(&sql);
@@ -629,6 +630,10 @@ report_incident_html(Conn *c, const char *path, long long id)
 	buf_html(&b, PQgetvalue(inc, 0, 18));
 	buf_append(&b, ". Everything below is what the server froze at the time, not what it "
 			   "holds now.</p>\n");
+	if (PQgetvalue(inc, 0, 19)[0] == 't')
+		buf_append(&b, "<p class=\"meta\"><b>The texts and the frozen evidence are masked</b>: "
+				   "reading them takes pg_read_all_stats, or membership in the role the incident "
+				   "names.</p>\n");
 
 	/* The incident at its peak, as a finding is shown. */
 	buf_append(&b, "<section class=\"finding ");

@@ -276,6 +276,22 @@ cmp_ok($frozen_seconds, '>', 0, 'the incident froze history seconds');
 		'top: the closed incident');
 }
 
+# ---- A role without pg_read_all_stats, not the culprit's: the server masks
+# the texts and the frozen evidence, and both reports say so.
+$node->safe_psql('postgres', 'CREATE ROLE outsider LOGIN');
+{
+	my ($rc, $out, $err) = client('report', '--incident', $id, '-U', 'outsider');
+	is($rc, 0, 'masked: report --incident exits 0') or diag($err);
+	like($out, qr/^The texts and the frozen evidence are masked: /m, 'masked: the text report says so');
+	like($out, qr/^\[(warning|critical)\] xmin_horizon_held: <insufficient privilege>$/m,
+		'masked: the subject is masked');
+	unlike($out, qr/app<script>|QUERY/, 'masked: nothing of the holder');
+	($rc, $out, $err) = client('report', '--incident', $id, '--html', '-', '-U', 'outsider');
+	is($rc, 0, 'masked: report --incident --html exits 0') or diag($err);
+	like($out, qr/<b>The texts and the frozen evidence are masked<\/b>/, 'masked: the page says so');
+	unlike($out, qr/app&lt;script|QUERY/, 'masked: nothing of the holder in the page');
+}
+
 # ---- The report function's arguments.
 {
 	my ($rc, $out, $err) = $node->psql('postgres', "SELECT pg_contention_report('5 min', $id)");
