@@ -111,13 +111,20 @@ pgc_collect_backends(int *n)
 	int			nbackends = pgstat_fetch_stat_numbackends();
 	PgcBackend *backends = palloc(sizeof(PgcBackend) * Max(nbackends, 1));
 	int			count = 0;
+	int			incidents_pid = pgc_incidents_worker_pid();
 
 	for (int i = 1; i <= nbackends; i++)
 	{
 		LocalPgBackendStatus *local = pgc_local_beentry(i);
 		PgcProcState *proc;
 
-		if (local == NULL)
+		/*
+		 * The incidents worker's evaluations (a transaction of a few ms
+		 * every incident_interval) are pg_contention's own, not the
+		 * workload's: left out as the sampler leaves them out.
+		 */
+		if (local == NULL || (incidents_pid != 0 &&
+							  local->backendStatus.st_procpid == incidents_pid))
 			continue;
 		proc = pgc_find_proc(states, nstates, local->backendStatus.st_procpid);
 		if (proc == NULL)

@@ -314,57 +314,76 @@ append_json_time(StringInfo buf, TimestampTz t)
 	appendStringInfoChar(buf, '"');
 }
 
+/* A stored text in the reader's encoding, as a C string. */
+static char *
+reader_text(const char *s, Oid dbid)
+{
+	return TextDatumGetCString(pgc_text_datum(s, dbid));
+}
+
+static bool json_valid(const char *s);
+
 /*
  * The details document of an incident (a copy, out of the lock): the
- * frozen texts spliced into the contract's shape.  finding and frozen
- * were checked as JSON when they were stored or loaded.
+ * frozen texts spliced into the contract's shape, each first made valid
+ * in the reader's encoding.  The texts that are JSON (finding, frozen)
+ * are checked again after that (a conversion may write a byte it cannot
+ * show as \xNN, which is no JSON escape): one that fails is left out.
  */
 static char *
 details_text(const Incident *inc)
 {
 	StringInfoData buf;
+	char	   *finding = reader_text(inc->finding, inc->dbid);
+	char	   *frozen = reader_text(inc->frozen, inc->dbid);
+
+	if (finding[0] != '\0' && !json_valid(finding))
+		finding = "";
+	if (frozen[0] != '{' || frozen[1] == '}' || !json_valid(frozen))
+		frozen = "";
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"key\": ");
-	escape_json(&buf, inc->key);
-	appendStringInfo(&buf, ", \"finding\": %s", inc->finding[0] ? inc->finding : "null");
+	escape_json(&buf, reader_text(inc->key, inc->dbid));
+	appendStringInfo(&buf, ", \"finding\": %s", finding[0] ? finding : "null");
 	appendStringInfoString(&buf, ", \"opened\": {\"at\": ");
 	append_json_time(&buf, inc->opened);
 	appendStringInfo(&buf, ", \"severity\": \"%s\", \"subject\": ",
 					 severity_name(inc->open_severity));
-	escape_json(&buf, inc->open_subject);
+	escape_json(&buf, reader_text(inc->open_subject, inc->dbid));
 	appendStringInfoString(&buf, ", \"evidence\": ");
-	escape_json(&buf, inc->open_evidence);
+	escape_json(&buf, reader_text(inc->open_evidence, inc->dbid));
 	appendStringInfoString(&buf, "}, \"peak\": {\"at\": ");
 	append_json_time(&buf, inc->peak);
 	appendStringInfo(&buf, ", \"severity\": \"%s\", \"subject\": ",
 					 severity_name(inc->peak_severity));
-	escape_json(&buf, inc->subject);
+	escape_json(&buf, reader_text(inc->subject, inc->dbid));
 	appendStringInfoString(&buf, ", \"evidence\": ");
-	escape_json(&buf, inc->evidence);
+	escape_json(&buf, reader_text(inc->evidence, inc->dbid));
 	appendStringInfoString(&buf, "}, \"closed\": ");
 	if (inc->closed != 0)
 	{
 		appendStringInfoString(&buf, "{\"at\": ");
 		append_json_time(&buf, inc->closed);
 		appendStringInfoString(&buf, ", \"evidence\": ");
-		escape_json(&buf, inc->last_evidence);
+		escape_json(&buf, reader_text(inc->last_evidence, inc->dbid));
 		appendStringInfoChar(&buf, '}');
 	}
 	else
 		appendStringInfoString(&buf, "null");
 	/* frozen is an object: its members follow ours. */
-	if (inc->frozen[0] == '{' && inc->frozen[1] != '}')
-		appendStringInfo(&buf, ", %s", inc->frozen + 1);
+	if (frozen[0] != '\0')
+		appendStringInfo(&buf, ", %s", frozen + 1);
 	else
 		appendStringInfoString(&buf, ", \"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}");
 	return buf.data;
 }
 
 /*
- * Is s one JSON value (RFC 8259, as jsonb_in reads it, without \u0000 or
- * surrogate escapes, which the stored texts never have), nested at most
- * 32 deep?  Iterative: a damaged file's text cannot exhaust the stack.
+ * Is s one JSON value (RFC 8259, as jsonb_in reads it), nested at most
+ * 32 deep, with \u escapes of ASCII characters only and exponents of at
+ * most 4 digits (what the stored texts have: jsonb's output and
+ * escape_json's)?  Iterative: a damaged file's text cannot exhaust the stack.
  * What loading checks before a text may reach jsonb_in in a view.
  */
 static bool
@@ -430,7 +449,8 @@ json_valid(const char *s)
 								code = code * 16 + (isdigit((unsigned char) c) ? c - '0' :
 													(tolower((unsigned char) c) - 'a' + 10));
 							}
-							if (code == 0 || (code >= 0xD800 && code <= 0xDFFF))
+							/* ASCII only: others fail in a non-UTF-8 database. */
+							if (code == 0 || code >= 0x80)
 								return false;
 							p += 4;
 						}
@@ -481,8 +501,10 @@ json_valid(const char *s)
 						p++;
 					if (!isdigit((unsigned char) *p))
 						return false;
-					while (isdigit((unsigned char) *p))
-						p++;
+					/* At most 4 digits: within numeric's range. */
+					for (int i = 0; isdigit((unsigned char) *p); i++, p++)
+						if (i == 4)
+							return false;
 				}
 			}
 			else
@@ -600,17 +622,15 @@ pg_contention_incidents(PG_FUNCTION_ARGS)
 		values[6] = TimestampTzGetDatum(inc->closed);
 		nulls[6] = (inc->closed == 0);
 		values[7] = pgc_masked_text_datum(visible, inc->evidence, inc->dbid);
-		if (inc->closed == 0 || (visible && inc->resolution[0] == '\0'))
+		if (inc->closed == 0 || inc->resolution[0] == '\0')
 			nulls[8] = true;
 		else
 			values[8] = pgc_masked_text_datum(visible, inc->resolution, inc->dbid);
 		if (visible)
 		{
 			/* In the reader's encoding, then parsed. */
-			Datum		doc = pgc_text_datum(details_text(inc), inc->dbid);
-
 			values[9] = DirectFunctionCall1(jsonb_in,
-											CStringGetDatum(TextDatumGetCString(doc)));
+											CStringGetDatum(details_text(inc)));
 		}
 		else
 			values[9] = DirectFunctionCall1(jsonb_in, CStringGetDatum("{\"masked\": true}"));
@@ -884,6 +904,18 @@ incidents_sigterm(SIGNAL_ARGS)
 	}
 	SetLatch(MyLatch);
 	errno = save_errno;
+}
+
+/*
+ * SIGINT (pg_cancel_backend(), and the statement timeout the worker arms,
+ * whose handler signals the process itself): cancel an evaluation under
+ * way; between evaluations there is nothing to cancel.
+ */
+static void
+incidents_sigint(SIGNAL_ARGS)
+{
+	if (evaluating)
+		StatementCancelHandler(postgres_signal_arg);
 }
 
 static void
@@ -1313,7 +1345,7 @@ pgc_incidents_main(Datum main_arg)
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, incidents_sigterm);
-	pqsignal(SIGINT, SIG_IGN);
+	pqsignal(SIGINT, incidents_sigint);
 	BackgroundWorkerUnblockSignals();
 
 	if (pgc_shared == NULL || incidents == NULL)
@@ -1405,6 +1437,8 @@ pgc_incidents_main(Datum main_arg)
 			}
 			PG_END_TRY();
 			evaluating = false;
+			/* A cancel that came as it ended has nothing left to cancel. */
+			QueryCancelPending = false;
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(eval_context);
 		}

@@ -429,7 +429,7 @@ header_sizes_valid(const FileHeader *header)
 		header->max_profile_entries >= 1 && header->max_profile_entries <= 1000000 &&
 		header->history_seconds >= 1 && header->history_seconds <= 86400 &&
 		header->max_query_length >= 1 && header->max_query_length <= 65536 &&
-		header->max_incidents >= 0 && header->max_incidents <= 10000;
+		header->max_incidents >= 0 && header->max_incidents <= 1000;
 }
 
 /*

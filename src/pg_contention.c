@@ -350,7 +350,7 @@ pgc_define_settings(void)
 							gettext_noop("Incidents kept in pg_contention_incidents."),
 							gettext_noop("When full, the oldest closed incident is evicted (or, all open, the oldest) and counted."),
 							&pgc_max_incidents,
-							100, 1, 10000,
+							100, 1, 1000,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);

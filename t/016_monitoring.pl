@@ -33,7 +33,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
 my $rows = $node->safe_psql('postgres',
 	"SELECT metric, labels, value, type, length(help) > 20 FROM pg_contention_metrics ORDER BY 1, 2");
 my @rows = map { [ split /\|/ ] } split /\n/, $rows;
-ok(@rows >= 40 && @rows <= 50, 'a bounded number of rows (' . scalar(@rows) . ')');
+ok(@rows >= 50 && @rows <= 65, 'a bounded number of rows (' . scalar(@rows) . ')');
 is(scalar(grep { $_->[3] !~ /^(gauge|counter)$/ || $_->[4] ne 't' } @rows), 0,
 	'every row is a gauge or a counter with a help text');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_metrics WHERE value IS NULL'),
@@ -51,12 +51,15 @@ is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_metrics WHERE metric = 'findings'"),
 	'24', 'findings: eight problems times three severities, always present');
 is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_metrics WHERE metric = 'incidents_opened_total'"),
+	'12', 'incidents opened: six problems times two severities, always present');
+is($node->safe_psql('postgres',
 	"SELECT string_agg(DISTINCT type, ',') FROM pg_contention_metrics WHERE metric LIKE '%\\_total'"),
 	'counter', 'the *_total metrics are counters');
 
 is($node->safe_psql('postgres',
 	"SELECT string_agg(DISTINCT metric, ',' ORDER BY metric) FROM pg_contention_metrics('{horizon,findings}')"),
-	'cluster_horizon_age_xids,findings,horizon_age_xids,horizon_blocking_holders,horizon_held_seconds',
+	'cluster_horizon_age_xids,findings,horizon_age_xids,horizon_blocking_holders,horizon_held_seconds,incidents_open,incidents_opened_total',
 	'families limit the rows to theirs');
 my ($ret, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_contention_metrics('{horizon,bogus}')");
 like($err, qr/ERROR:  unknown metric family in \{horizon,bogus\}\nHINT:  The families are subxact, sampler, horizon, index, old_snapshot and findings/,

@@ -63,7 +63,8 @@ my $members = q{
 	 WHERE p.proretset OR p.prorettype = 'record'::regtype
 	 ORDER BY 1, 2
 };
-my %argument = (integer => '60', interval => "'60 seconds'", boolean => 'false');
+my %argument = (integer => '60', interval => "'60 seconds'", boolean => 'false',
+	text => "'xmin_horizon_held'", jsonb => "'{}'");
 
 # The C functions that surely have rows by now, in every version that has
 # them: each of these builds rows for the version's own declaration.
@@ -173,7 +174,7 @@ my @wrong = (
 	  qr/pg_contention_history\(\) is declared without result columns, this library fills 22, 23 or 25/,
 	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
 	[ 'SELECT scalar_info()',
-	  qr/pg_contention_info\(\) is declared without result columns, this library fills 7 or 10/,
+	  qr/pg_contention_info\(\) is declared without result columns, this library fills 7, 10 or 15/,
 	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
 	[ 'SELECT * FROM wrong_history_type()',
 	  qr/pg_contention_history\(\) declares column 23 as integer, this library fills bigint/,
@@ -188,7 +189,7 @@ my @wrong = (
 	  qr/pg_contention_history\(\) is declared with 2 columns, this library fills 22, 23 or 25/,
 	  qr/HINT:  Run ALTER EXTENSION pg_contention UPDATE\./ ],
 	[ 'SELECT * FROM wrong_info()',
-	  qr/pg_contention_info\(\) is declared with 8 columns, this library fills 7 or 10/,
+	  qr/pg_contention_info\(\) is declared with 8 columns, this library fills 7, 10 or 15/,
 	  qr/DETAIL:  Its SQL declaration is none of those of pg_contention 1\.0 to 1\.\d+\./ ],
 	[ 'SELECT * FROM wrong_info_type()',
 	  qr/pg_contention_info\(\) declares column 2 as bigint, this library fills integer/,

@@ -1,5 +1,5 @@
 # The stores' file is untrusted input: a real saved file (statements with
-# index scans, overflow events, a wait profile, some history) is mutated
+# index scans, overflow events, a wait profile, some history, incidents) is mutated
 # field by field (every field of the header, of the directory and of each
 # section's leading counters set to 0, -1, INT64_MAX, INT32_MAX and huge
 # lengths; every 4- and 8-byte field of each section's first and last
@@ -25,6 +25,10 @@ pg_contention.max_events = 50
 pg_contention.max_statements = 200
 pg_contention.history_seconds = 60
 pg_contention.max_profile_entries = 100
+pg_contention.incident_interval = 1s
+pg_contention.incident_close_after = 1s
+pg_contention.horizon_min_age = 1s
+pg_contention.max_incidents = 5
 restart_after_crash = off
 log_min_messages = warning
 log_checkpoints = off
@@ -53,7 +57,17 @@ sub overflow_sql
 $node->safe_psql('postgres', overflow_sql()) for 1 .. 2;
 ok($node->poll_query_until('postgres', 'SELECT count(*) >= 3 FROM pg_contention_history'),
 	'some seconds of history');
+# Two incidents, one closed, one open: a transaction holds the horizon.
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; SELECT txid_current()');
+ok($node->poll_query_until('postgres', 'SELECT count(*) = 1 FROM pg_contention_incidents'), 'an incident');
+$holder->query_safe('COMMIT');
+ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_contention_incidents WHERE closed IS NULL'),
+	'closed');
+$holder->query_safe('BEGIN; SELECT txid_current()');
+ok($node->poll_query_until('postgres', 'SELECT count(*) = 2 FROM pg_contention_incidents'), 'another incident');
 $node->stop;
+$holder->quit;
 
 open(my $in, '<:raw', $file) or die "$file: $!";
 my $good = do { local $/; <$in> };
@@ -101,14 +115,15 @@ for my $s (0 .. $nsections - 1)
 	$pos += $bytes;
 }
 is($pos, $dir_start, 'the sections end where the directory starts');
-is(join(',', map { $_->{count} > 0 ? 1 : 0 } @sections), '1,1,1,1',
-	'events, statements, profile entries and seconds of history were saved');
+is(join(',', map { $_->{count} > 0 ? 1 : 0 } @sections), '1,1,1,1,1',
+	'events, statements, profile entries, seconds of history and incidents were saved');
 
 # Where each section's records are: after the leading counters (two for
-# the profile, one for the others), each a fixed part and, for events and
-# statements, a text (uint32 length, bytes).
-my %leading = (1 => 1, 2 => 1, 3 => 2, 4 => 1);
-my %has_text = (1 => 1, 2 => 1);
+# the profile, 3 + 8 * 2 for incidents, one for the others), each a fixed
+# part and, for events and statements, a text (uint32 length, bytes), for
+# incidents eleven.
+my %leading = (1 => 1, 2 => 1, 3 => 2, 4 => 1, 5 => 19);
+my %has_text = (1 => 1, 2 => 1, 5 => 11);
 for my $s (@sections)
 {
 	my $p = $s->{start} + 8 * $leading{ $s->{id} };
@@ -117,7 +132,7 @@ for my $s (@sections)
 	{
 		push @records, $p;
 		$p += $s->{record_size};
-		$p += 4 + unpack('V', substr($good, $p, 4)) if $has_text{ $s->{id} };
+		$p += 4 + unpack('V', substr($good, $p, 4)) for 1 .. ($has_text{ $s->{id} } // 0);
 	}
 	is($p, $s->{start} + $s->{bytes}, "section $s->{id}: its records fill it");
 	$s->{records} = \@records;

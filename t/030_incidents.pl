@@ -1,0 +1,246 @@
+# Incidents (issue 25): the server evaluates the findings itself, with no
+# client polling them (this test reads only pg_contention_incidents,
+# pg_contention_info and the log), opens an incident when a finding reaches
+# warning, escalates it when its severity rises, closes it after the fix
+# with what ended it named; the LOG lines; a clean and a crash restart keep
+# them; the bound evicts and counts; a role without pg_read_all_stats reads
+# masked texts; pg_contention_reset() removes them; a healthy pgbench
+# workload opens none; the frozen history outlives the history ring.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('incidents');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+pg_contention.incident_interval = 1s
+pg_contention.incident_close_after = 3s
+pg_contention.findings_window = 10s
+pg_contention.history_seconds = 15
+pg_contention.subtrans_lookups_warning = 1
+pg_contention.horizon_min_age = 1s
+pg_contention.horizon_critical_age = 6s
+pg_contention.save_interval = 1s
+max_prepared_transactions = 5
+restart_after_crash = on
+});
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION pg_contention;
+	CREATE ROLE watcher LOGIN;
+	CREATE ROLE culprit LOGIN;
+	CREATE UNLOGGED TABLE contend (id integer PRIMARY KEY, val integer NOT NULL)
+		WITH (fillfactor = '50');
+	INSERT INTO contend SELECT i, 0 FROM generate_series(1, 10000) AS i;
+	CREATE TABLE side (id integer);
+	GRANT SELECT, INSERT ON side TO culprit;
+});
+$node->safe_psql('postgres', 'VACUUM (ANALYZE) contend');
+$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', '-h', $node->host, '-p', $node->port, 'postgres' ],
+	'pgbench tables');
+
+my $worker = $node->safe_psql('postgres',
+	"SELECT application_name FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'");
+is($worker, 'pg_contention incidents', 'the worker runs, named in pg_stat_activity');
+
+# The worker has evaluated at least twice since now (it reports each
+# evaluation's start and end in pg_stat_activity).
+sub evaluated_twice
+{
+	for (1 .. 2)
+	{
+		my $mark = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+		$node->poll_query_until('postgres',
+			"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
+			  WHERE backend_type = 'pg_contention incidents'")
+		  or die 'the incidents worker did not evaluate';
+	}
+}
+
+sub incidents
+{
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(string_agg(problem || ' ' || peak_severity || ' ' || coalesce(severity, 'closed'), E'\\n' ORDER BY id), '')
+		   FROM pg_contention_incidents");
+}
+
+# ---- (g) A healthy pgbench workload opens none.
+$node->pgbench('-n -c 4 -j 2 -T 4', 0, [qr{processed}], [qr{^$}], 'a healthy pgbench run');
+evaluated_twice();
+is(incidents(), '', 'a healthy workload: no incident');
+
+# ---- (a) Subtransaction overflow (the README's first incident): sessions
+# whose transactions take 90 savepoints, readers beside them.
+sub savepoint_script
+{
+	my ($n) = @_;
+	my $body = "BEGIN;\n";
+	for my $i (1 .. $n)
+	{
+		$body .= "SAVEPOINT a;\n"
+		  . "\\set rnd random(1, 990)\n"
+		  . "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 1 + 100;\n"
+		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
+	}
+	return $body . "COMMIT;\n";
+}
+my $offset = -s $node->logfile;
+$node->pgbench('-n -c 2 -j 2 -t 30', 0, [qr{processed}], [qr{^$}], '90 savepoints per transaction',
+	{ 'savepoints' => savepoint_script(90) });
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'subxact_overflow'"),
+	'subxact_overflow: an incident opened, with no client reading the findings');
+my $id = $node->safe_psql('postgres', "SELECT id FROM pg_contention_incidents WHERE problem = 'subxact_overflow'");
+ok($node->log_contains(qr/LOG:  pg_contention: incident $id opened: (warning|critical) subxact_overflow: statement UPDATE contend /, $offset),
+	'its LOG line names it, its severity, problem and subject');
+like($node->safe_psql('postgres', "SELECT details ->> 'key' FROM pg_contention_incidents WHERE id = $id"),
+	qr/^database \d+ user \d+ query id -?\d+$/, 'matched on the statement pattern, not on the subject text');
+like($node->safe_psql('postgres', "SELECT jsonb_typeof(details -> 'finding') || ' ' || jsonb_typeof(details -> 'statements')
+	|| ' ' || (jsonb_array_length(details -> 'history') > 0) || ' ' || (details -> 'statements' -> 0 ->> 'query' LIKE 'UPDATE contend%')
+	|| ' ' || (details -> 'opened' ->> 'severity') FROM pg_contention_incidents WHERE id = $id"),
+	qr/^object array true true (warning|critical)$/, 'the frozen evidence: the finding, the culprit statement first, the history');
+# The fix: the sessions ended (pgbench did).  Closed after the window and
+# incident_close_after, with what ended it.
+ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = $id"),
+	'closed after the fix');
+like($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $id"),
+	qr/^the overflowing sessions? \(pids? \d+(, \d+)?\) ended$/, 'the resolution names the sessions that ended');
+ok($node->log_contains(qr/LOG:  pg_contention: incident $id closed after \d+ (s|min): the overflowing sessions? \(pids? [\d, ]+\) ended/, $offset),
+	'the close is logged with it');
+is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed' ->> 'evidence' LIKE 'In the last %' FROM pg_contention_incidents WHERE id = $id"),
+	't', 'closed: no current severity, the last evidence frozen');
+# (Its texts spelt in pieces: this query's own text is counted.)
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_statements
+	WHERE strpos(query, 'pg_contention_' || 'incident_key') > 0 OR strpos(query, 'public.' || 'pg_contention_findings()') > 0"),
+	'0', 'the worker\'s own statements are not in pg_contention_statements');
+
+# ---- (b) An xmin horizon held by a session idle in its transaction:
+# warning, then critical after horizon_critical_age, closed when it
+# commits.  The session is the culprit role's, for the privileges below.
+$offset = -s $node->logfile;
+my $holder = $node->background_psql('postgres', extra_params => [ '-U', 'culprit' ]);
+my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
+$holder_pid =~ s/\s+//g;
+$holder->query_safe('BEGIN; INSERT INTO side VALUES (1)');
+ok($node->poll_query_until('postgres',
+	"SELECT peak_severity = 'critical' FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'"),
+	'xmin_horizon_held: opened, then escalated to critical');
+$id = $node->safe_psql('postgres', "SELECT id FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'");
+ok($node->log_contains(qr/LOG:  pg_contention: incident $id opened: warning xmin_horizon_held: pid $holder_pid /, $offset),
+	'the open is logged');
+ok($node->log_contains(qr/LOG:  pg_contention: incident $id escalated: critical xmin_horizon_held: pid $holder_pid /, $offset),
+	'the escalation is logged');
+is($node->safe_psql('postgres', "SELECT details -> 'opened' ->> 'severity' || ' ' || (details -> 'peak' ->> 'severity')
+	|| ' ' || (peak > opened) || ' ' || (details ->> 'key') FROM pg_contention_incidents WHERE id = $id"),
+	"warning critical true backend $holder_pid", 'opened at warning, its peak later at critical');
+
+# ---- (e) Privileges: like pg_stat_activity.
+is($node->safe_psql('postgres', "SET ROLE watcher; SELECT subject || ' ' || evidence || ' ' || advice || ' ' || details::text
+	FROM pg_contention_incidents WHERE id = $id"),
+	'<insufficient privilege> <insufficient privilege> <insufficient privilege> {"masked": true}',
+	'a role without pg_read_all_stats: the texts masked');
+like($node->safe_psql('postgres', "SET ROLE culprit; SELECT subject FROM pg_contention_incidents WHERE id = $id"),
+	qr/^pid $holder_pid /, 'the culprit role reads its own incident');
+$node->safe_psql('postgres', 'GRANT pg_read_all_stats TO watcher');
+like($node->safe_psql('postgres', "SET ROLE watcher; SELECT subject FROM pg_contention_incidents WHERE id = $id"),
+	qr/^pid $holder_pid /, 'with pg_read_all_stats: the texts');
+$node->safe_psql('postgres', 'REVOKE pg_read_all_stats FROM watcher');
+
+# The fix.
+$holder->query_safe('COMMIT');
+ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = $id"),
+	'closed after the commit');
+is($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $id"),
+	"the holder of the xmin horizon, pid $holder_pid, ended its transaction", 'the resolution: the transaction ended');
+$holder->quit;
+
+# ---- (h) The history that backed it wraps (history_seconds = 15); the
+# frozen history stays.
+ok($node->poll_query_until('postgres',
+	"SELECT min(h.bucket_start) > (SELECT peak FROM pg_contention_incidents WHERE id = $id) FROM pg_contention_history AS h"),
+	'the history of the peak has wrapped');
+is($node->safe_psql('postgres', "SELECT jsonb_array_length(details -> 'history') > 0
+	AND (details -> 'history' -> 0 ->> 'bucket_start')::timestamptz <= peak FROM pg_contention_incidents WHERE id = $id"),
+	't', 'the frozen history still has the seconds before the peak');
+
+# ---- (c) A clean restart and a crash restart keep them (all closed: an
+# open one would change meanwhile).
+ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_contention_incidents WHERE closed IS NULL'),
+	'every incident closed');
+my $all = q{SELECT string_agg(id || ' ' || problem || ' ' || peak_severity || ' ' || opened || ' ' || peak || ' ' || closed
+	|| ' ' || coalesce(resolution, '-') || ' ' || md5(details::text), E'\n' ORDER BY id) FROM pg_contention_incidents};
+my $before = $node->safe_psql('postgres', $all);
+$node->restart;
+is($node->safe_psql('postgres', $all), $before, 'a clean restart: the same incidents');
+# A crash: what the sampler saved (every save_interval) is back.
+my $marker = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+ok($node->poll_query_until('postgres', "SELECT last_saved > '$marker' FROM pg_contention_info"),
+	'saved since');
+my $victim = $node->background_psql('postgres');
+my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+$victim_pid =~ s/\s+//g;
+$offset = -s $node->logfile;
+kill 'KILL', $victim_pid;
+$victim->{run}->kill_kill;
+ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
+ok($node->log_contains(qr/terminated by signal 9/, $offset), 'it was a crash');
+is($node->safe_psql('postgres', $all), $before, 'after the crash: the same incidents');
+my $next = $node->safe_psql('postgres', 'SELECT max(id) + 1 FROM pg_contention_incidents');
+
+# ---- (d) The bound: three prepared transactions hold the horizon, each
+# its own root holder, with max_incidents = 2.
+$node->append_conf('postgresql.conf', 'pg_contention.max_incidents = 2');
+$node->restart;
+is($node->safe_psql('postgres', 'SELECT count(*) || \' \' || min(id) FROM pg_contention_incidents'),
+	'2 ' . ($next - 2), 'a smaller store keeps the newest');
+for my $g (1 .. 3)
+{
+	$node->safe_psql('postgres', "BEGIN; INSERT INTO side VALUES ($g); PREPARE TRANSACTION 'batch$g'");
+}
+ok($node->poll_query_until('postgres',
+	"SELECT incident_evictions = 2 AND open_incident_evictions >= 1 FROM pg_contention_info"),
+	'full: the closed incidents were evicted first, then the oldest open one, each counted');
+is($node->safe_psql('postgres', "SELECT count(*) || ' ' || min(id) FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),
+	'2 ' . ($next + 1), 'the two newest open incidents are kept');
+is($node->safe_psql('postgres', "SELECT value FROM pg_contention_metrics WHERE metric = 'incidents_open'"),
+	'2', 'the incidents_open gauge');
+is($node->safe_psql('postgres', "SELECT value FROM pg_contention_metrics WHERE metric = 'incidents_opened_total'
+	AND labels = '{\"problem\": \"xmin_horizon_held\", \"severity\": \"warning\"}'"),
+	'4', 'the incidents_opened_total counter counts every incident opened, kept or not');
+$node->safe_psql('postgres', "COMMIT PREPARED 'batch$_'") for 1 .. 3;
+ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_contention_incidents WHERE closed IS NULL"),
+	'closed after COMMIT PREPARED');
+like($node->safe_psql('postgres', "SELECT string_agg(resolution, ',') FROM pg_contention_incidents"),
+	qr/^the prepared transaction 'batch\d' was committed or rolled back,the prepared transaction 'batch\d' was committed or rolled back$/,
+	'the resolution names the prepared transaction');
+
+# ---- (f) pg_contention_reset() removes them.
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_incidents'), '0', 'reset: no incident');
+is($node->safe_psql('postgres', "SELECT incidents || ' ' || incident_evictions || ' ' || incidents_opened FROM pg_contention_info"),
+	'0 0 {}', 'reset: the counters too');
+
+# incident_log = off: no LOG line; ids start again at 1.
+$node->append_conf('postgresql.conf', 'pg_contention.incident_log = off');
+$node->reload;
+$offset = -s $node->logfile;
+$node->safe_psql('postgres', "BEGIN; INSERT INTO side VALUES (9); PREPARE TRANSACTION 'quiet'");
+ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_contention_incidents WHERE id = 1"),
+	'after the reset the ids start at 1');
+$node->safe_psql('postgres', "ROLLBACK PREPARED 'quiet'");
+ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = 1"),
+	'closed');
+ok(!$node->log_contains(qr/pg_contention: incident/, $offset), 'incident_log = off: no LOG line');
+
+# The worker leaves promptly on SIGTERM and comes back.
+my $worker_pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'");
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($worker_pid)");
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents' AND pid <> $worker_pid"),
+	'terminated, the worker is started again');
+
+$node->stop;
+done_testing();
