@@ -103,6 +103,8 @@ typedef enum ConnProblem
 extern ConnProblem conn_open(Conn *c, char **message);
 extern void conn_close(Conn *c);
 extern PGresult *conn_query(Conn *c, const char *sql, char **message);
+extern PGresult *conn_query_params(Conn *c, const char *sql, int nparams,
+								   const char *const *values, char **message);
 
 /* ---- data.c: one look at the server ---- */
 typedef struct Finding

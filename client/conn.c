@@ -61,6 +61,22 @@ conn_query(Conn *c, const char *sql, char **message)
 	return NULL;
 }
 
+/* The same with text parameters ($1, ...). */
+PGresult *
+conn_query_params(Conn *c, const char *sql, int nparams, const char *const *values,
+				  char **message)
+{
+	PGresult   *res = PQexecParams(c->conn, sql, nparams, NULL, values, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(res);
+
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return res;
+	if (message)
+		*message = first_line(res ? PQresultErrorMessage(res) : PQerrorMessage(c->conn));
+	PQclear(res);
+	return NULL;
+}
+
 static bool
 has_sqlstate(PGresult *res, const char *state)
 {

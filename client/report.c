@@ -495,22 +495,24 @@ incident_missing(long long id)
 
 /*
  * The rows of one of the frozen arrays (statements, holders, history) of
- * an incident, each element's keys as columns.
+ * an incident's details, each element's keys as columns.  The details are
+ * the text read once with the incident: the view is read once (it builds
+ * every incident's details, and one may be evicted between two reads).
  */
 static PGresult *
-frozen_rows(Conn *c, long long id, const char *array, const char *columns, const char *order,
-			char **message)
+frozen_rows(Conn *c, const char *details, const char *array, const char *columns,
+			const char *order, char **message)
 {
 	Buf			sql;
 	PGresult   *res;
+	const char *values[1] = {details};
 
 	buf_init(&sql);
-	buf_printf(&sql, "SELECT %s FROM %s.pg_contention_incidents AS i,"
-			   " pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(i.details -> '%s')"
-			   " = 'array' THEN i.details -> '%s' ELSE '[]' END) WITH ORDINALITY AS x(e, o)"
-			   " WHERE i.id = %lld ORDER BY %s",
-			   columns, c->schema, array, array, id, order);
-	res = conn_query(c, sql.data, message);
+	buf_printf(&sql, "SELECT %s FROM pg_catalog.jsonb_array_elements("
+			   "CASE WHEN pg_catalog.jsonb_typeof($1::jsonb -> '%s') = 'array'"
+			   " THEN $1::jsonb -> '%s' ELSE '[]' END) WITH ORDINALITY AS x(e, o) ORDER BY %s",
+			   columns, array, array, order);
+	res = conn_query_params(c, sql.data, 1, values, message);
 	buf_free(&sql);
 	return res;
 }
@@ -535,6 +537,7 @@ report_incident_html(Conn *c, const char *path, long long id)
 	Second	   *seconds;
 	int			nseconds;
 	bool		open;
+	const char *details;
 	char		title[64];
 
 	buf_init(&sql);
@@ -551,7 +554,8 @@ report_incident_html(Conn *c, const char *path, long long id)
 			   " coalesce(details ->> 'truncated' = 'true', false),"
 			   " pg_catalog.jsonb_pretty(details -> 'finding'),"
 			   " pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),"
-			   " coalesce(details ->> 'masked' = 'true', false)"
+			   " coalesce(details ->> 'masked' = 'true', false),"
+			   " coalesce(details, '{}')::text"
 			   " FROM %s.pg_contention_incidents WHERE id = %lld", c->schema, c->schema, id);
 	inc = conn_query(c, sql.data, &message);
 	buf_free(&sql);
@@ -566,12 +570,13 @@ report_incident_html(Conn *c, const char *path, long long id)
 		return incident_missing(id);
 	}
 	open = PQgetisnull(inc, 0, 9);
+	details = PQgetvalue(inc, 0, 20);
 
 	/*
 	 * The frozen seconds, read as the live history is (data.c): per-class
 	 * averages are samples / ticks; the readers' lookups.
 	 */
-	res = frozen_rows(c, id, "history",
+	res = frozen_rows(c, details, "history",
 					  "pg_catalog.date_part('epoch', (e ->> 'bucket_start')::timestamptz),"
 					  " (e ->> 'avg_active_backends')::float8,"
 					  " greatest(coalesce((e ->> 'ticks')::float8, 1), 1),"
@@ -710,7 +715,7 @@ report_incident_html(Conn *c, const char *path, long long id)
 	free(seconds);
 
 	buf_append(&b, "<h2>Evidence at the peak</h2>\n");
-	res = frozen_rows(c, id, "statements",
+	res = frozen_rows(c, details, "statements",
 					  "e ->> 'query_id',"
 					  " CASE WHEN e ->> 'userid' ~ '^[0-9]+$'"
 					  " THEN pg_catalog.pg_get_userbyid((e ->> 'userid')::oid)::text END,"
@@ -738,7 +743,7 @@ report_incident_html(Conn *c, const char *path, long long id)
 	table_end(&b, PQntuples(res));
 	PQclear(res);
 
-	res = frozen_rows(c, id, "holders",
+	res = frozen_rows(c, details, "holders",
 					  "e ->> 'kind', e ->> 'holder', e ->> 'pid', e ->> 'xmin_age',"
 					  " (e ->> 'held_for')::float8,"
 					  " CASE (e ->> 'blocks_cleanup')::boolean WHEN true THEN 'yes'"
