@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('incidents');
-$node->init;
+$node->init(allows_streaming => 1);
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
 pg_contention.incident_interval = 1s
@@ -241,6 +241,25 @@ $node->safe_psql('postgres', "SELECT pg_terminate_backend($worker_pid)");
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents' AND pid <> $worker_pid"),
 	'terminated, the worker is started again');
+
+# ---- A hot standby runs the worker too: it evaluates (read-only) without
+# failing.
+$node->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'backup', has_streaming => 1);
+$standby->start;
+$offset = -s $standby->logfile;
+for (1 .. 2)
+{
+	my $mark = $standby->safe_psql('postgres', 'SELECT clock_timestamp()');
+	ok($standby->poll_query_until('postgres',
+		"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
+		  WHERE backend_type = 'pg_contention incidents'"),
+		'the standby\'s worker evaluated');
+}
+ok(!$standby->log_contains(qr/pg_contention incidents: the evaluation failed/, $offset),
+	'on the standby: no failed evaluation');
+$standby->stop;
 
 $node->stop;
 done_testing();
