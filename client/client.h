@@ -5,7 +5,8 @@
  *
  * main.c parses the command line; conn.c connects and checks the server;
  * data.c runs the queries and holds their results; top.c, check.c and
- * report.c are the three commands; chart.c draws the history as SVG;
+ * report.c are the commands (incidents.c the incidents: the list and
+ * the command); chart.c draws the history as SVG;
  * util.c has growing strings, escaping and number formatting.  The program
  * is single-threaded and links with libpq, libm and libc only.
  *
@@ -85,6 +86,7 @@ typedef struct Conn
 	double		server_started; /* pg_postmaster_start_time(), epoch */
 	int			near_level;		/* pg_contention.subxact_warn_level */
 	int			ext_version;	/* the extension's, major * 100 + minor */
+	bool		has_incidents;	/* pg_contention_incidents exists (1.4) */
 } Conn;
 
 /* Why a connection is not usable; each has one message and exit 3. */
@@ -101,6 +103,8 @@ typedef enum ConnProblem
 extern ConnProblem conn_open(Conn *c, char **message);
 extern void conn_close(Conn *c);
 extern PGresult *conn_query(Conn *c, const char *sql, char **message);
+extern PGresult *conn_query_params(Conn *c, const char *sql, int nparams,
+								   const char *const *values, char **message);
 
 /* ---- data.c: one look at the server ---- */
 typedef struct Finding
@@ -210,6 +214,44 @@ typedef struct VictimRow
 	char	   *query;
 } VictimRow;
 
+/* An incident the server kept (pg_contention_incidents, extension 1.4). */
+typedef struct Incident
+{
+	char	   *id;
+	char	   *problem;
+	char	   *peak_severity;
+	char	   *severity;		/* now; "" once closed */
+	char	   *subject;		/* at the peak */
+	char	   *evidence;
+	char	   *advice;
+	char	   *resolution;		/* "" while open or unknown */
+	char	   *opened;			/* YYYY-MM-DD HH:MM:SS, server's time zone */
+	char	   *peak;
+	char	   *closed;			/* "" while open */
+	char	   *last_seen;
+	double		opened_epoch;
+	double		closed_epoch;	/* NAN while open */
+	double		last_seen_epoch;
+	bool		open;
+	char	   *details;		/* jsonb as text; NULL unless asked for */
+} Incident;
+
+typedef struct IncidentList
+{
+	int			n;				/* rows read */
+	Incident   *rows;			/* the open ones, newest first, then the
+								 * closed ones, last closed first */
+	int			total_open;		/* in the view */
+	int			total;
+} IncidentList;
+
+/* closed_limit < 0: every closed one. */
+extern bool incidents_read(Conn *c, int closed_limit, bool details, IncidentList *list,
+						   char **message);
+extern void incidents_free(IncidentList *list);
+extern int	command_incidents(Conn *c, bool json);
+extern int	incidents_unavailable(Conn *c);	/* says so; EXIT_UNKNOWN */
+
 typedef enum SortMode
 {
 	SORT_COST,					/* waits; dead entries per execution */
@@ -242,6 +284,7 @@ typedef struct Snapshot
 	VictimRow  *victims;
 	bool		sampler_running;
 	char	   *findings_window;	/* "5 min" */
+	IncidentList incidents;		/* when the scope asks and the server keeps them */
 } Snapshot;
 
 /* What to read: top reads the last minute, the report everything. */
@@ -252,6 +295,8 @@ typedef struct SnapshotScope
 	SortMode	sort;
 	bool		events;			/* overflow events too */
 	bool		findings_only;	/* check: nothing else */
+	int			incidents;		/* closed incidents to read (the open ones
+								 * too); 0: none */
 } SnapshotScope;
 
 extern const char *victim_kind_label(const char *kind);	/* report.c */
@@ -270,7 +315,7 @@ typedef struct TopOptions
 extern int	command_top(Conn *c, const TopOptions *options);
 extern int	command_check(Conn *c, bool json);
 extern void check_print_unknown(const char *message, bool json);
-extern int	command_report(Conn *c, const char *html_path, bool text);
+extern int	command_report(Conn *c, const char *html_path, bool text, long long incident);	/* 0: live */
 
 /* ---- chart.c ---- */
 typedef struct ChartSeries

@@ -61,6 +61,22 @@ conn_query(Conn *c, const char *sql, char **message)
 	return NULL;
 }
 
+/* The same with text parameters ($1, ...). */
+PGresult *
+conn_query_params(Conn *c, const char *sql, int nparams, const char *const *values,
+				  char **message)
+{
+	PGresult   *res = PQexecParams(c->conn, sql, nparams, NULL, values, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(res);
+
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return res;
+	if (message)
+		*message = first_line(res ? PQresultErrorMessage(res) : PQerrorMessage(c->conn));
+	PQclear(res);
+	return NULL;
+}
+
 static bool
 has_sqlstate(PGresult *res, const char *state)
 {
@@ -125,12 +141,19 @@ conn_open(Conn *c, char **message)
 		return CONN_QUERY_FAILED;
 	PQclear(res);
 
+	/*
+	 * The extension's schema and version, and whether it keeps incidents
+	 * (the view comes with 1.4: against an older version the client does
+	 * without them).
+	 */
 	res = conn_query(c,
 					 "SELECT pg_catalog.quote_ident(n.nspname), e.extversion,"
 					 " pg_catalog.pg_is_in_recovery(),"
 					 " pg_catalog.date_part('epoch', pg_catalog.pg_postmaster_start_time()),"
 					 " pg_catalog.current_setting('server_version'),"
-					 " coalesce(pg_catalog.current_setting('pg_contention.subxact_warn_level', true), '48')"
+					 " coalesce(pg_catalog.current_setting('pg_contention.subxact_warn_level', true), '48'),"
+					 " pg_catalog.to_regclass(pg_catalog.quote_ident(n.nspname)"
+					 " || '.pg_contention_incidents') IS NOT NULL"
 					 " FROM pg_catalog.pg_extension e"
 					 " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
 					 " WHERE e.extname = 'pg_contention'", message);
@@ -158,6 +181,7 @@ conn_open(Conn *c, char **message)
 	/* "15.20 (Debian 15.20-0+deb12u1)": the number is enough. */
 	c->server_version[strcspn(c->server_version, " ")] = '\0';
 	c->near_level = atoi(PQgetvalue(res, 0, 5));
+	c->has_incidents = PQgetvalue(res, 0, 6)[0] == 't';
 	if (sscanf(version, "%d.%d", &major, &minor) != 2 ||
 		major < PGC_NEEDS_MAJOR || (major == PGC_NEEDS_MAJOR && minor < PGC_NEEDS_MINOR))
 	{

@@ -346,6 +346,11 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		PQclear(res);
 	}
 
+	/* The incidents the server kept: the open ones and the last closed. */
+	if (scope->incidents > 0 &&
+		!incidents_read(c, scope->incidents, false, &s->incidents, message))
+		goto failed;
+
 	if (scope->events)
 	{
 		buf_printf(&sql,
@@ -452,5 +457,6 @@ snapshot_free(Snapshot *s)
 	free(s->events);
 	free(s->victims);
 	free(s->findings_window);
+	incidents_free(&s->incidents);
 	memset(s, 0, sizeof(*s));
 }

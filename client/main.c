@@ -5,7 +5,7 @@
  *		extension.  Parses the command line, connects (conn.c), and runs one
  *		command.
  *
- *		pg_contention [OPTION]... {top | check | report} [DBNAME | CONNINFO]
+ *		pg_contention [OPTION]... {top | check | report | incidents} [DBNAME | CONNINFO]
  *
  * Every error is one line on stderr and exit code 3, the monitoring-plugin
  * convention for "unknown"; check exits 0, 1 or 2 by the worst finding.
@@ -14,6 +14,8 @@
  */
 #include "client.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <locale.h>
 #include <math.h>
@@ -35,13 +37,17 @@ usage(void)
 		   "  check               the findings, one line each; exit 0 (nothing above info),\n"
 		   "                      1 (warning), 2 (critical), 3 (could not tell)\n"
 		   "  report              a report for the incident ticket: plain text, or a\n"
-		   "                      self-contained HTML page with charts of the history\n\n");
+		   "                      self-contained HTML page with charts of the history\n"
+		   "  incidents           the incidents the server kept, one line each: the open\n"
+		   "                      ones first, then the closed ones (extension 1.4)\n\n");
 	printf("Command options:\n"
 		   "  -i, --interval=SECONDS   top: seconds between refreshes (default 1)\n"
 		   "  -n, --iterations=N       top: stop after N refreshes (default: until q)\n"
-		   "      --json               check: the findings as one JSON document\n"
+		   "      --json               check, incidents: one JSON document\n"
 		   "      --html=FILE          report: write the HTML page to FILE (- for stdout)\n"
-		   "      --text               report: print the plain-text report (the default)\n\n");
+		   "      --text               report: print the plain-text report (the default)\n"
+		   "      --incident=ID        report: the report of that incident, as the server\n"
+		   "                           froze it (IDs: pg_contention incidents)\n\n");
 	printf("Connection options:\n"
 		   "  -h, --host=HOSTNAME      database server host or socket directory\n"
 		   "  -p, --port=PORT          database server port\n"
@@ -90,6 +96,21 @@ parse_iterations(const char *arg)
 	return v;
 }
 
+/* An incident's id: a whole number from 1. */
+static long long
+parse_incident(const char *arg)
+{
+	char	   *end;
+	long long	v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (!isdigit((unsigned char) arg[0]) || *end != '\0' || errno != 0 || v < 1)
+		usage_error("invalid incident \"%s\": give its id, a whole number from 1 "
+					"(pg_contention incidents lists them)", arg);
+	return v;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -104,6 +125,7 @@ main(int argc, char **argv)
 		{"json", no_argument, NULL, 1},
 		{"html", required_argument, NULL, 2},
 		{"text", no_argument, NULL, 3},
+		{"incident", required_argument, NULL, 4},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
 		{NULL, 0, NULL, 0}
@@ -116,6 +138,7 @@ main(int argc, char **argv)
 			   *dbname = NULL;
 	const char *command = NULL;
 	const char *html_path = NULL;
+	long long	incident = 0;
 	bool		json = false,
 				text = false,
 				interval_given = false,
@@ -180,6 +203,9 @@ main(int argc, char **argv)
 			case 3:
 				text = true;
 				break;
+			case 4:
+				incident = parse_incident(optarg);
+				break;
 			case 'V':
 				printf("pg_contention (client) %s\n", CLIENT_PROGRAM_VERSION);
 				return 0;
@@ -204,14 +230,16 @@ main(int argc, char **argv)
 	if (optind < argc)
 		usage_error("too many arguments, first extra one: \"%s\"", argv[optind]);
 	if (command == NULL)
-		usage_error("%sno command given: top, check or report", "");
+		usage_error("%sno command given: top, check, report or incidents", "");
 	if (strcmp(command, "top") != 0 && strcmp(command, "check") != 0 &&
-		strcmp(command, "report") != 0)
-		usage_error("unknown command \"%s\": use top, check or report", command);
-	if (json && strcmp(command, "check") != 0)
-		usage_error("--json is an option of check, not of %s", command);
+		strcmp(command, "report") != 0 && strcmp(command, "incidents") != 0)
+		usage_error("unknown command \"%s\": use top, check, report or incidents", command);
+	if (json && strcmp(command, "check") != 0 && strcmp(command, "incidents") != 0)
+		usage_error("--json is an option of check and incidents, not of %s", command);
 	if ((html_path || text) && strcmp(command, "report") != 0)
 		usage_error("--html and --text are options of report, not of %s", command);
+	if (incident && strcmp(command, "report") != 0)
+		usage_error("--incident is an option of report, not of %s", command);
 	if ((interval_given || iterations_given) && strcmp(command, "top") != 0)
 		usage_error("--interval and --iterations are options of top, not of %s", command);
 
@@ -263,8 +291,10 @@ main(int argc, char **argv)
 		rc = command_top(&c, &top);
 	else if (strcmp(command, "check") == 0)
 		rc = command_check(&c, json);
+	else if (strcmp(command, "incidents") == 0)
+		rc = command_incidents(&c, json);
 	else
-		rc = command_report(&c, html_path, text || html_path == NULL);
+		rc = command_report(&c, html_path, text || html_path == NULL, incident);
 	conn_close(&c);
 	return rc;
 }

@@ -7,7 +7,10 @@
  *		the findings, charts of the whole history as inline SVG (active
  *		backends by wait class, readers' pg_subtrans lookups per second,
  *		overflowed backends, the xmin horizon's age), and the evidence
- *		tables.
+ *		tables.  With --incident N, the same for one incident the server
+ *		kept (extension 1.4), from what it froze: its open, peak and close,
+ *		the charts of the seconds before its peak (its details' history),
+ *		the statements and holders at its peak.
  *
  * Texts from the server are escaped as util.c says: in the page, those
  * inline among the page's own words are also isolated from its direction
@@ -189,49 +192,60 @@ html_victims(Buf *b, const Snapshot *s, const Conn *c)
 	table_end(b, s->nvictims);
 }
 
+/*
+ * The charts of seconds of history: the live history (pg_contention_history)
+ * or an incident's frozen one (its details' history), the same charts.
+ */
 static void
-html_charts(Buf *b, const Snapshot *s)
+html_seconds_charts(Buf *b, const Second *sec, int nseconds)
 {
 	ChartSeries classes[NUM_CLASSES];
 	ChartSeries one;
-	const Second *sec = s->seconds;
 	size_t		stride = sizeof(Second);
-	const double *epochs = s->nseconds ? &sec[0].epoch : NULL;
+	const double *epochs = nseconds ? &sec[0].epoch : NULL;
+
+	for (int k = 0; k < NUM_CLASSES; k++)
+	{
+		classes[k].name = class_names[k];
+		classes[k].color = class_colors[k];
+		classes[k].values = nseconds ? &sec[0].by_class[k] : NULL;
+		classes[k].stride = stride;
+	}
+	chart_svg(b, "active", "Active backends by wait class", "backends, average per second",
+			  epochs, stride, nseconds, classes, NUM_CLASSES, true);
+
+	one.name = "lookups/s";
+	one.color = "#c62828";
+	one.values = nseconds ? &sec[0].lookups : NULL;
+	one.stride = stride;
+	chart_svg(b, "lookups", "pg_subtrans lookups per second by readers",
+			  "Subtrans pages read or hit, less parent records",
+			  epochs, stride, nseconds, &one, 1, false);
+
+	one.name = "overflowed";
+	one.color = "#6a1b9a";
+	one.values = nseconds ? &sec[0].overflowed : NULL;
+	chart_svg(b, "overflowed", "Backends with an overflowed subtransaction cache",
+			  "most in one sample", epochs, stride, nseconds, &one, 1, false);
+
+	one.name = "xmin age";
+	one.color = "#1565c0";
+	one.values = nseconds ? &sec[0].horizon_age : NULL;
+	chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
+			  epochs, stride, nseconds, &one, 1, false);
+}
+
+static void
+html_charts(Buf *b, const Snapshot *s)
+{
+	const Second *sec = s->seconds;
 
 	buf_append(b, "<h2>History</h2>\n");
 	if (s->nseconds > 0)
 		buf_printf(b, "<p class=\"meta\">%d seconds recorded by the sampler, from %s to %s "
 				   "(a gap in a line is a time it recorded nothing, such as a restart).</p>\n",
 				   s->nseconds, fmt_clock(sec[0].epoch), fmt_clock(sec[s->nseconds - 1].epoch));
-	for (int k = 0; k < NUM_CLASSES; k++)
-	{
-		classes[k].name = class_names[k];
-		classes[k].color = class_colors[k];
-		classes[k].values = s->nseconds ? &sec[0].by_class[k] : NULL;
-		classes[k].stride = stride;
-	}
-	chart_svg(b, "active", "Active backends by wait class", "backends, average per second",
-			  epochs, stride, s->nseconds, classes, NUM_CLASSES, true);
-
-	one.name = "lookups/s";
-	one.color = "#c62828";
-	one.values = s->nseconds ? &sec[0].lookups : NULL;
-	one.stride = stride;
-	chart_svg(b, "lookups", "pg_subtrans lookups per second by readers",
-			  "Subtrans pages read or hit, less parent records",
-			  epochs, stride, s->nseconds, &one, 1, false);
-
-	one.name = "overflowed";
-	one.color = "#6a1b9a";
-	one.values = s->nseconds ? &sec[0].overflowed : NULL;
-	chart_svg(b, "overflowed", "Backends with an overflowed subtransaction cache",
-			  "most in one sample", epochs, stride, s->nseconds, &one, 1, false);
-
-	one.name = "xmin age";
-	one.color = "#1565c0";
-	one.values = s->nseconds ? &sec[0].horizon_age : NULL;
-	chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
-			  epochs, stride, s->nseconds, &one, 1, false);
+	html_seconds_charts(b, s->seconds, s->nseconds);
 }
 
 static void
@@ -456,8 +470,347 @@ report_html(Conn *c, const char *path)
 	return 0;
 }
 
+/* ---- One incident, as the server froze it (pg_contention_incidents) ---- */
+
+/* A cell of a frozen row: the value, "-" for a JSON null. */
+static void
+cell_frozen(Buf *b, PGresult *res, int row, int col, bool number)
+{
+	if (PQgetisnull(res, row, col))
+		cell_number(b, "-");
+	else if (number)
+		cell_number(b, fmt_count(strtod(PQgetvalue(res, row, col), NULL)));
+	else
+		cell(b, PQgetvalue(res, row, col));
+}
+
+/* "no incident 7", as the server's report says it. */
 static int
-report_text(Conn *c)
+incident_missing(long long id)
+{
+	fprintf(stderr, "%s: error: no incident %lld: pg_contention incidents lists them\n",
+			progname_get(), id);
+	return EXIT_UNKNOWN;
+}
+
+/*
+ * The rows of one of the frozen arrays (statements, holders, history) of
+ * an incident's details, each element's keys as columns.  The details are
+ * the text read once with the incident: the view is read once (it builds
+ * every incident's details, and one may be evicted between two reads).
+ */
+static PGresult *
+frozen_rows(Conn *c, const char *details, const char *array, const char *columns,
+			const char *order, char **message)
+{
+	Buf			sql;
+	PGresult   *res;
+	const char *values[1] = {details};
+
+	buf_init(&sql);
+	buf_printf(&sql, "SELECT %s FROM pg_catalog.jsonb_array_elements("
+			   "CASE WHEN pg_catalog.jsonb_typeof($1::jsonb -> '%s') = 'array'"
+			   " THEN $1::jsonb -> '%s' ELSE '[]' END) WITH ORDINALITY AS x(e, o) ORDER BY %s",
+			   columns, array, array, order);
+	res = conn_query_params(c, sql.data, 1, values, message);
+	buf_free(&sql);
+	return res;
+}
+
+static int
+report_incident_html(Conn *c, const char *path, long long id)
+{
+	static const char *const timeline_headers[] = {"", "at", "severity", "subject", "evidence"};
+	static const char *const statement_headers[] = {
+		"query id", "user", "calls", "rows", "buffers hit", "buffers read", "buffers per row",
+		"suboverflowed calls", "pg_subtrans wait samples", "statement"
+	};
+	static const char *const holder_headers[] = {
+		"kind", "holder", "pid", "xmin age", "held for", "blocks cleanup", "state",
+		"application", "statement"
+	};
+	Buf			sql;
+	Buf			b;
+	PGresult   *inc,
+			   *res;
+	char	   *message = NULL;
+	Second	   *seconds;
+	int			nseconds;
+	bool		open;
+	const char *details;
+	char		title[64];
+
+	buf_init(&sql);
+	buf_printf(&sql,
+			   "SELECT problem, peak_severity, subject, evidence, advice, resolution, severity,"
+			   " pg_catalog.to_char(opened, 'YYYY-MM-DD HH24:MI:SS TZ'),"
+			   " pg_catalog.to_char(peak, 'YYYY-MM-DD HH24:MI:SS TZ'),"
+			   " pg_catalog.to_char(closed, 'YYYY-MM-DD HH24:MI:SS TZ'),"
+			   " pg_catalog.to_char(last_seen, 'YYYY-MM-DD HH24:MI:SS TZ'),"
+			   " %s.pg_contention_duration(coalesce(closed, pg_catalog.clock_timestamp()) - opened),"
+			   " coalesce(details #>> '{opened,severity}', 'warning'),"
+			   " coalesce(details #>> '{opened,subject}', subject),"
+			   " details #>> '{opened,evidence}', details #>> '{closed,evidence}',"
+			   " coalesce(details ->> 'truncated' = 'true', false),"
+			   " pg_catalog.jsonb_pretty(details -> 'finding'),"
+			   " pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),"
+			   " coalesce(details ->> 'masked' = 'true', false),"
+			   " coalesce(details, '{}')::text"
+			   " FROM %s.pg_contention_incidents WHERE id = %lld", c->schema, c->schema, id);
+	inc = conn_query(c, sql.data, &message);
+	buf_free(&sql);
+	if (inc == NULL)
+	{
+		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
+		return EXIT_UNKNOWN;
+	}
+	if (PQntuples(inc) == 0)
+	{
+		PQclear(inc);
+		return incident_missing(id);
+	}
+	open = PQgetisnull(inc, 0, 9);
+	details = PQgetvalue(inc, 0, 20);
+
+	/*
+	 * The frozen seconds, read as the live history is (data.c): per-class
+	 * averages are samples / ticks; the readers' lookups.
+	 */
+	res = frozen_rows(c, details, "history",
+					  "pg_catalog.date_part('epoch', (e ->> 'bucket_start')::timestamptz),"
+					  " (e ->> 'avg_active_backends')::float8,"
+					  " greatest(coalesce((e ->> 'ticks')::float8, 1), 1),"
+					  " (e ->> 'cpu_samples')::float8, (e ->> 'lwlock_samples')::float8,"
+					  " (e ->> 'lock_samples')::float8, (e ->> 'io_samples')::float8,"
+					  " (e ->> 'ipc_samples')::float8, (e ->> 'bufferpin_samples')::float8,"
+					  " (e ->> 'timeout_samples')::float8, (e ->> 'extension_samples')::float8,"
+					  " (e ->> 'client_samples')::float8, (e ->> 'other_samples')::float8,"
+					  " coalesce((e ->> 'subtrans_slru_samples')::float8, 0)"
+					  " + coalesce((e ->> 'subtrans_buffer_samples')::float8, 0),"
+					  " (e ->> 'max_overflowed_backends')::float8,"
+					  " (e ->> 'subtrans_reader_lookups')::float8,"
+					  " (e ->> 'horizon_xid_age')::float8",
+					  "1, o", &message);
+	if (res == NULL)
+	{
+		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
+		PQclear(inc);
+		return EXIT_UNKNOWN;
+	}
+	nseconds = PQntuples(res);
+	seconds = xmalloc(sizeof(Second) * (size_t) (nseconds > 0 ? nseconds : 1));
+	for (int i = 0; i < nseconds; i++)
+	{
+		Second	   *sec = &seconds[i];
+		double		ticks = strtod(PQgetvalue(res, i, 2), NULL);
+
+#define FROZEN(col) (PQgetisnull(res, i, (col)) ? NAN : strtod(PQgetvalue(res, i, (col)), NULL))
+		sec->epoch = FROZEN(0);
+		sec->active = FROZEN(1);
+		for (int k = 0; k < NUM_CLASSES; k++)
+			sec->by_class[k] = FROZEN(3 + k) / ticks;
+		sec->subtrans_waits = FROZEN(13);
+		sec->overflowed = FROZEN(14);
+		sec->lookups = FROZEN(15);
+		sec->horizon_age = FROZEN(16);
+#undef FROZEN
+	}
+	PQclear(res);
+
+	snprintf(title, sizeof(title), "pg_contention incident %lld", id);
+	buf_init(&b);
+	buf_append(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>");
+	buf_append(&b, title);
+	buf_append(&b, ": ");
+	buf_html(&b, c->target);
+	buf_append(&b, "</title>\n<style>\n");
+	buf_append(&b, page_style);
+	buf_append(&b, "</style>\n</head>\n<body>\n<h1>");
+	buf_append(&b, title);
+	buf_append(&b, "</h1>\n<p class=\"meta\">");
+	buf_html_isolated(&b, c->target);
+	buf_append(&b, ", PostgreSQL ");
+	buf_html_isolated(&b, c->server_version);
+	buf_printf(&b, " (%s); written at ", c->in_recovery ? "hot standby" : "primary");
+	buf_html(&b, PQgetvalue(inc, 0, 18));
+	buf_append(&b, ". Everything below is what the server froze at the time, not what it "
+			   "holds now.</p>\n");
+	if (PQgetvalue(inc, 0, 19)[0] == 't')
+		buf_append(&b, "<p class=\"meta\"><b>The texts and the frozen evidence are masked</b>: "
+				   "reading them takes pg_read_all_stats, or membership in the role the incident "
+				   "names.</p>\n");
+
+	/* The incident at its peak, as a finding is shown. */
+	buf_append(&b, "<section class=\"finding ");
+	buf_html(&b, PQgetvalue(inc, 0, 1));
+	buf_append(&b, "\"><h3><span class=\"sev\">");
+	buf_html(&b, PQgetvalue(inc, 0, 1));
+	buf_append(&b, "</span> ");
+	buf_html_isolated(&b, PQgetvalue(inc, 0, 0));
+	buf_append(&b, "</h3>\n<p class=\"subject\">");
+	buf_html(&b, PQgetvalue(inc, 0, 2));
+	buf_append(&b, "</p>\n<p class=\"evidence\">");
+	buf_html(&b, PQgetvalue(inc, 0, 3));
+	buf_append(&b, "</p>\n<p class=\"advice\"><b>What to do:</b> ");
+	buf_html_isolated(&b, PQgetvalue(inc, 0, 4));
+	buf_append(&b, "</p>\n<p class=\"meta\">Opened ");
+	buf_html(&b, PQgetvalue(inc, 0, 7));
+	if (open)
+	{
+		buf_append(&b, "; <b>still open</b> (now ");
+		buf_html_isolated(&b, PQgetisnull(inc, 0, 6) ? "unknown" : PQgetvalue(inc, 0, 6));
+		buf_append(&b, ", last seen ");
+		buf_html(&b, PQgetvalue(inc, 0, 10));
+		buf_append(&b, "), for ");
+	}
+	else
+	{
+		buf_append(&b, "; closed ");
+		buf_html(&b, PQgetvalue(inc, 0, 9));
+		buf_append(&b, " after ");
+	}
+	buf_html(&b, PQgetvalue(inc, 0, 11));
+	buf_append(&b, ".</p>\n");
+	if (!open)
+	{
+		buf_append(&b, "<p class=\"resolution\"><b>Resolution:</b> ");
+		buf_html_isolated(&b, PQgetisnull(inc, 0, 5) ?
+						  "not known: the server could not tell what ended it" :
+						  PQgetvalue(inc, 0, 5));
+		buf_append(&b, "</p>\n");
+	}
+	buf_append(&b, "</section>\n");
+
+	buf_append(&b, "<h2>Timeline</h2>\n");
+	table_start(&b, "Open, peak and close", timeline_headers, 5, 3, "");
+	buf_append(&b, "<tr>");
+	cell(&b, "opened");
+	cell(&b, PQgetvalue(inc, 0, 7));
+	cell(&b, PQgetvalue(inc, 0, 12));
+	cell(&b, PQgetvalue(inc, 0, 13));
+	cell(&b, PQgetisnull(inc, 0, 14) ? "(not kept)" : PQgetvalue(inc, 0, 14));
+	buf_append(&b, "</tr>\n<tr>");
+	cell(&b, "peak");
+	cell(&b, PQgetvalue(inc, 0, 8));
+	cell(&b, PQgetvalue(inc, 0, 1));
+	cell(&b, PQgetvalue(inc, 0, 2));
+	cell(&b, PQgetvalue(inc, 0, 3));
+	buf_append(&b, "</tr>\n<tr>");
+	cell(&b, "closed");
+	cell(&b, open ? "still open" : PQgetvalue(inc, 0, 9));
+	cell(&b, "");
+	cell(&b, "");
+	cell(&b, open ? "" : PQgetisnull(inc, 0, 15) ? "(not kept)" : PQgetvalue(inc, 0, 15));
+	buf_append(&b, "</tr>\n");
+	table_end(&b, 3);
+
+	buf_append(&b, "<h2>History before the peak</h2>\n");
+	if (nseconds > 0)
+		buf_printf(&b, "<p class=\"meta\">%d seconds frozen at the peak, from %s to %s "
+				   "(a gap in a line is a time the sampler recorded nothing).</p>\n",
+				   nseconds, fmt_clock(seconds[0].epoch), fmt_clock(seconds[nseconds - 1].epoch));
+	else
+		buf_append(&b, "<p class=\"none\">No seconds were kept with this incident.</p>\n");
+	html_seconds_charts(&b, seconds, nseconds);
+	free(seconds);
+
+	buf_append(&b, "<h2>Evidence at the peak</h2>\n");
+	res = frozen_rows(c, details, "statements",
+					  "e ->> 'query_id',"
+					  " CASE WHEN e ->> 'userid' ~ '^[0-9]+$'"
+					  " THEN pg_catalog.pg_get_userbyid((e ->> 'userid')::oid)::text END,"
+					  " e ->> 'calls', e ->> 'rows', e ->> 'shared_blks_hit', e ->> 'shared_blks_read',"
+					  " pg_catalog.round((e ->> 'blks_per_row')::numeric, 1)::text,"
+					  " e ->> 'suboverflowed_calls', e ->> 'subtrans_wait_samples', e ->> 'query'",
+					  "o", &message);
+	if (res == NULL)
+		goto failed;
+	table_start(&b, "Top statements at the peak", statement_headers, 10, PQntuples(res),
+				"None kept.");
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		buf_append(&b, "<tr>");
+		cell_frozen(&b, res, i, 0, false);
+		cell_frozen(&b, res, i, 1, false);
+		for (int k = 2; k <= 5; k++)
+			cell_frozen(&b, res, i, k, true);
+		cell_frozen(&b, res, i, 6, false);
+		cell_frozen(&b, res, i, 7, true);
+		cell_frozen(&b, res, i, 8, true);
+		cell_query(&b, PQgetisnull(res, i, 9) ? "" : PQgetvalue(res, i, 9));
+		buf_append(&b, "</tr>\n");
+	}
+	table_end(&b, PQntuples(res));
+	PQclear(res);
+
+	res = frozen_rows(c, details, "holders",
+					  "e ->> 'kind', e ->> 'holder', e ->> 'pid', e ->> 'xmin_age',"
+					  " (e ->> 'held_for')::float8,"
+					  " CASE (e ->> 'blocks_cleanup')::boolean WHEN true THEN 'yes'"
+					  " WHEN false THEN 'no' END,"
+					  " e ->> 'state', e ->> 'application_name', e ->> 'query'",
+					  "o", &message);
+	if (res == NULL)
+		goto failed;
+	table_start(&b, "Holders of the xmin horizon at the peak", holder_headers, 9, PQntuples(res),
+				"None kept.");
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		buf_append(&b, "<tr>");
+		cell_frozen(&b, res, i, 0, false);
+		cell_frozen(&b, res, i, 1, false);
+		cell_frozen(&b, res, i, 2, false);
+		cell_frozen(&b, res, i, 3, true);
+		cell_number(&b, PQgetisnull(res, i, 4) ? "-" :
+					fmt_duration(strtod(PQgetvalue(res, i, 4), NULL)));
+		cell_frozen(&b, res, i, 5, false);
+		cell_frozen(&b, res, i, 6, false);
+		cell_frozen(&b, res, i, 7, false);
+		cell_query(&b, PQgetisnull(res, i, 8) ? "" : PQgetvalue(res, i, 8));
+		buf_append(&b, "</tr>\n");
+	}
+	table_end(&b, PQntuples(res));
+	PQclear(res);
+
+	if (!PQgetisnull(inc, 0, 17))
+	{
+		/* For machines: folded away, the evidence says it in words. */
+		buf_append(&b, "<details><summary>The finding's details at the peak (JSON)</summary>"
+				   "<pre class=\"details\">");
+		buf_html(&b, PQgetvalue(inc, 0, 17));
+		buf_append(&b, "</pre></details>\n");
+	}
+	if (PQgetvalue(inc, 0, 16)[0] == 't')
+		buf_append(&b, "<p class=\"meta\">Truncated: the frozen evidence was larger than an "
+				   "incident may keep; the oldest history seconds, then the statements and "
+				   "holders after the first, were left out.</p>\n");
+
+	buf_append(&b, "<footer>Written by the pg_contention client ");
+	buf_append(&b, PGC_CLIENT_VERSION);
+	buf_printf(&b, "; the same figures are in the extension's view pg_contention_incidents "
+			   "(id %lld, its column details) and in pg_contention_report(incident => %lld)."
+			   "</footer>\n</body>\n</html>\n", id, id);
+	PQclear(inc);
+
+	if (!write_out(path, b.data, b.len))
+	{
+		fprintf(stderr, "%s: error: could not write \"%s\": %s\n", progname_get(), path,
+				strerror(errno));
+		buf_free(&b);
+		return EXIT_UNKNOWN;
+	}
+	buf_free(&b);
+	return 0;
+
+failed:
+	fprintf(stderr, "%s: error: %s\n", progname_get(), message);
+	PQclear(inc);
+	buf_free(&b);
+	return EXIT_UNKNOWN;
+}
+
+static int
+report_text(Conn *c, long long incident)
 {
 	Buf			sql;
 	Buf			out;
@@ -465,7 +818,10 @@ report_text(Conn *c)
 	char	   *message = NULL;
 
 	buf_init(&sql);
-	buf_printf(&sql, "SELECT %s.pg_contention_report()", c->schema);
+	if (incident > 0)
+		buf_printf(&sql, "SELECT %s.pg_contention_report(incident => %lld)", c->schema, incident);
+	else
+		buf_printf(&sql, "SELECT %s.pg_contention_report()", c->schema);
 	res = conn_query(c, sql.data, &message);
 	buf_free(&sql);
 	if (res == NULL)
@@ -483,13 +839,16 @@ report_text(Conn *c)
 }
 
 int
-command_report(Conn *c, const char *html_path, bool text)
+command_report(Conn *c, const char *html_path, bool text, long long incident)
 {
 	int			rc = 0;
 
+	if (incident > 0 && !c->has_incidents)
+		return incidents_unavailable(c);
 	if (html_path)
-		rc = report_html(c, html_path);
+		rc = incident > 0 ? report_incident_html(c, html_path, incident) :
+			report_html(c, html_path);
 	if (rc == 0 && text)
-		rc = report_text(c);
+		rc = report_text(c, incident);
 	return rc;
 }

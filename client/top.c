@@ -2,7 +2,8 @@
  *
  * top.c
  *		pg_contention top: a live view for the incident, refreshed every
- *		--interval seconds.  From the top: the findings, the backends past
+ *		--interval seconds.  From the top: the findings, the incidents the
+ *		server kept (open ones, then the last closed), the backends past
  *		or near subtransaction-cache overflow, the holders of the xmin
  *		horizon, the last 60 seconds as sparklines, the statements behind
  *		pg_subtrans waits and behind dead index entries.
@@ -33,6 +34,15 @@
 #define HISTORY_SPAN	60		/* seconds shown as sparklines */
 #define MAX_ROWS		20		/* rows read per table */
 
+/*
+ * Seconds between two reads of the incidents: the server changes them at
+ * most every pg_contention.incident_interval (10 s by default), and reading
+ * the view costs the server ~45 ms of CPU with 100 incidents kept (their
+ * frozen details are built for every row), three times the rest of a
+ * refresh.
+ */
+#define INCIDENTS_EVERY	10.0
+
 static volatile sig_atomic_t got_stop = 0;
 static volatile sig_atomic_t got_resize = 0;
 
@@ -62,6 +72,7 @@ typedef struct TopState
 	double		reconnected_at; /* wall clock; 0 when not recently */
 	bool		server_restarted;
 	double		known_start;	/* the server's start time when first seen */
+	double		incidents_read_at;	/* monotonic; 0: read at the next refresh */
 
 	Buf		   *lines;
 	int			nlines;
@@ -636,20 +647,80 @@ draw_indexes(TopState *t, int shown)
 	}
 }
 
+/* The time of a "YYYY-MM-DD HH:MM:SS" from the server: "HH:MM:SS". */
+static const char *
+time_part(const char *stamp)
+{
+	return strlen(stamp) >= 19 ? stamp + 11 : stamp;
+}
+
+/*
+ * The incidents the server kept (extension 1.4): the open ones, then the
+ * last closed, one line each, no column header (nothing at all before 1.4).
+ */
+static void
+draw_incidents(TopState *t, int shown)
+{
+	const IncidentList *list = &t->last.incidents;
+	char		title[160];
+
+	if (!t->c->has_incidents)
+		return;
+	if (list->total == 0)
+	{
+		text_line(t, "\033[1m", "Incidents: none kept");
+		return;
+	}
+	snprintf(title, sizeof(title), "Incidents: %d open, %d closed%s", list->total_open,
+			 list->total - list->total_open,
+			 shown < list->total ? " (more: pg_contention incidents)" : "");
+	text_line(t, "\033[1m", title);
+	for (int i = 0; i < shown && i < list->n; i++)
+	{
+		const Incident *r = &list->rows[i];
+		Buf		   *l = new_line(t);
+		Buf			row;
+
+		buf_init(&row);
+		buf_append(&row, " #");
+		buf_append(&row, r->id);
+		buf_append(l, sgr(t, r->open ? severity_style(r->severity) : ""));
+		buf_fit(l, row.data, 6, true);
+		buf_fit(l, r->open ? " OPEN   " : " closed ", 8, true);
+		buf_append(l, sgr(t, "\033[0m"));
+		buf_reset(&row);
+		buf_append(&row, r->peak_severity);
+		buf_append(&row, " ");
+		buf_fit(l, row.data, 9, true);
+		buf_reset(&row);
+		if (r->open)
+			buf_printf(&row, " since %s", time_part(r->opened));
+		else
+			buf_printf(&row, " %s-%s", time_part(r->opened), time_part(r->closed));
+		buf_append(&row, "  ");
+		buf_append(&row, r->problem);
+		buf_append(&row, ": ");
+		buf_append(&row, r->subject);
+		buf_fit(l, row.data, t->width - 23, false);
+		buf_free(&row);
+	}
+}
+
 /*
  * Rows per table so that the frame fits the screen: take one row at a time
  * from the table that has the most, keeping at least one finding.
  */
 static void
-plan_rows(TopState *t, int *findings, int *victims, int *backends, int *holders,
-		  int *statements, int *indexes)
+plan_rows(TopState *t, int *findings, int *incidents, int *victims, int *backends,
+		  int *holders, int *statements, int *indexes)
 {
 	const Snapshot *s = &t->last;
-	int		   *tables[5] = {victims, backends, holders, statements, indexes};
+	int		   *tables[6] = {incidents, victims, backends, holders, statements, indexes};
 	bool		who_pays = t->c->ext_version >= 104;
 	int			fixed;
 
 	*findings = s->nfindings;
+	*incidents = s->incidents.n;
 	*victims = s->nvictims;
 	*backends = s->nbackends;
 	*holders = s->nholders;
@@ -660,22 +731,24 @@ plan_rows(TopState *t, int *findings, int *victims, int *backends, int *holders,
 
 	/*
 	 * Header, connection and error lines, five titles, five blank lines;
-	 * and the title and blank line of who pays (extension 1.4).
+	 * and the title and blank line of who pays (extension 1.4), of the
+	 * incidents (when the server keeps them).
 	 */
 	fixed = 1 + (t->lost_since > 0 || t->reconnected_at > 0) + (t->error != NULL) + 5 + 5 +
-		(who_pays ? 2 : 0) + history_lines(t);
+		(who_pays ? 2 : 0) + (t->c->has_incidents ? 2 : 0) + history_lines(t);
 	for (;;)
 	{
 		int			used = fixed + 2 * *findings;
 		int		   *largest = NULL;
 		int			most = 0;
 
-		for (int k = 0; k < 5; k++)
-			used += *tables[k] + (*tables[k] > 0);	/* rows and column header */
+		/* Rows and column header; the incidents have no column header. */
+		for (int k = 0; k < 6; k++)
+			used += *tables[k] + (k > 0 && *tables[k] > 0);
 		if (used <= t->height)
 			break;
 		/* On a tie the lower table gives up a row. */
-		for (int k = 4; k >= 0; k--)
+		for (int k = 5; k >= 0; k--)
 			if (*tables[k] > most)
 				most = *(largest = tables[k]);
 		/* Findings go last, and the first one stays. */
@@ -691,6 +764,7 @@ static void
 render(TopState *t)
 {
 	int			nf = 0,
+				nx = 0,
 				nv = 0,
 				nb = 0,
 				nh = 0,
@@ -705,9 +779,14 @@ render(TopState *t)
 		text_line(t, "", "Waiting for the first figures.");
 		return;
 	}
-	plan_rows(t, &nf, &nv, &nb, &nh, &ns, &ni);
+	plan_rows(t, &nf, &nx, &nv, &nb, &nh, &ns, &ni);
 	draw_findings(t, nf);
 	new_line(t);
+	if (t->c->has_incidents)
+	{
+		draw_incidents(t, nx);
+		new_line(t);
+	}
 	if (t->c->ext_version >= 104)
 	{
 		draw_victims(t, nv);
@@ -766,6 +845,7 @@ refresh(TopState *t)
 	SnapshotScope scope = {0};
 	Snapshot	next;
 	char	   *message = NULL;
+	bool		read_incidents;
 
 	if (t->c->conn == NULL)
 	{
@@ -780,6 +860,7 @@ refresh(TopState *t)
 			return;
 		}
 		t->reconnected_at = wall_clock();
+		t->incidents_read_at = 0;
 		t->server_restarted = t->c->server_started != t->known_start;
 		t->known_start = t->c->server_started;
 		t->lost_since = 0;
@@ -788,6 +869,10 @@ refresh(TopState *t)
 
 	scope.history_seconds = HISTORY_SPAN + 1;
 	scope.row_limit = MAX_ROWS;
+	/* The incidents every INCIDENTS_EVERY seconds; in between, the last read. */
+	read_incidents = !t->have_last || t->incidents_read_at == 0 ||
+		monotonic() - t->incidents_read_at >= INCIDENTS_EVERY;
+	scope.incidents = read_incidents ? MAX_ROWS : 0;
 	scope.sort = t->sort;
 	free(t->error);
 	t->error = NULL;
@@ -804,6 +889,14 @@ refresh(TopState *t)
 		else
 			t->error = message;
 		return;
+	}
+	if (read_incidents)
+		t->incidents_read_at = monotonic();
+	else if (t->have_last)
+	{
+		/* Keep the last read: it moves to the new snapshot. */
+		next.incidents = t->last.incidents;
+		memset(&t->last.incidents, 0, sizeof(t->last.incidents));
 	}
 	if (t->have_last)
 		snapshot_free(&t->last);

@@ -3,7 +3,8 @@
 # PostgreSQL cluster with it preloaded, reproduce the README's three
 # incidents one after another and print pg_contention's findings after
 # each (with the rows behind them), then run a healthy pgbench workload
-# that produces none.  About two and a half minutes on two cores.
+# that produces none, and end with the incidents the server itself opened
+# and closed meanwhile.  About two and a half minutes on two cores.
 #
 #   tools/demo.sh
 #
@@ -77,6 +78,12 @@ shared_preload_libraries = 'pg_contention'
 listen_addresses = ''
 unix_socket_directories = '$work'
 port = 5432
+# Incidents: the server evaluates the findings every second (10 s by
+# default) and closes an incident 3 s after its finding is gone (1 min), so
+# that the demo's short cases open and close theirs.
+pg_contention.incident_interval = 1
+pg_contention.incident_close_after = 3
+log_line_prefix = '%m [%p] '
 CONF
 "${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null ||
 	{ cat "$work/server.log" >&2; die "the server did not start"; }
@@ -96,8 +103,12 @@ findings() {
 	sql -c '\x on' -c "SELECT severity, problem, subject, evidence, advice, since
 	                     FROM pg_contention_findings $*" | sed 's/^-\[ RECORD \([0-9]*\) \]-*.*$/-[ finding \1 ]/'
 }
-# The findings' windows start afresh before each case.
-start_case() { sql -c "SELECT pg_contention_reset()" >/dev/null; }
+# The findings' windows start afresh before each case (the incidents
+# too: the server's log keeps them, and where each case's lines start).
+start_case() {
+	printf '%s\t%s\n' "$(wc -l <"$work/server.log")" "$1" >>"$work/cases"
+	sql -c "SELECT pg_contention_reset()" >/dev/null
+}
 # pg_stat_slru reaches the history once the clients have exited and the
 # sampler has closed the next second.
 settle() { sleep 2.2; }
@@ -131,7 +142,7 @@ savepoint_script 90 >"$work/savepoints90.sql"
 [ ${#as_user[@]} -eq 0 ] || chown postgres: "$work"/*.sql
 
 say "3. Case 1: four clients, 30 savepoints per transaction, 15 seconds"
-start_case
+start_case "case 1, 30 savepoints"
 tps30=$("${pgbench_cmd[@]}" -n -M prepared -c 4 -j 2 -T 15 -f "$work/savepoints30.sql" postgres 2>&1 | tps)
 settle
 lookups30=$(sql -At -c "SELECT coalesce(sum(subtrans_reader_lookups), 0) FROM pg_contention_history")
@@ -141,7 +152,7 @@ findings
 echo "(no finding: 30 subtransactions fit in each backend's cache of 64)"
 
 say "4. Case 1: the same clients, 90 savepoints per transaction, 15 seconds"
-start_case
+start_case "case 1, 90 savepoints"
 tps90=$("${pgbench_cmd[@]}" -n -M prepared -c 4 -j 2 -T 15 -f "$work/savepoints90.sql" postgres 2>&1 | tps)
 settle
 lookups90=$(sql -At -c "SELECT coalesce(sum(subtrans_reader_lookups), 0) FROM pg_contention_history")
@@ -166,7 +177,8 @@ sql -c "SELECT count(*) AS overflow_events_kept, count(DISTINCT pid) AS backends
 	      FROM pg_contention_history WHERE max_overflowed_backends > 0 OR subtrans_reader_lookups > 0"
 
 say "5. Case 2: 100,000 dead versions of one customer's orders behind an open transaction"
-start_case
+start_case "case 2"
+sql -c "ALTER SYSTEM SET pg_contention.horizon_min_age = '5s'" -c "SELECT pg_reload_conf()" >/dev/null
 # The billing session reads its commands from a pipe the demo keeps open:
 # it stays idle in transaction, as an application that forgot to commit.
 mkfifo "$work/billing.fifo"
@@ -187,7 +199,7 @@ echo "SELECT * FROM orders WHERE customer = 42;" >"$work/lookup.sql"
 [ ${#as_user[@]} -eq 0 ] || chown postgres: "$work/lookup.sql"
 "${pgbench_cmd[@]}" -n -c 2 -j 2 -T 5 -f "$work/lookup.sql" postgres >/dev/null 2>&1
 echo "two clients looked up customer 42's orders for 5 seconds (the plan the server picks: $(sql -At -c "EXPLAIN (COSTS OFF) SELECT * FROM orders WHERE customer = 42" | head -1))"
-echo "the demo lowers pg_contention.horizon_min_age from 1 min to 5 s, so as not to wait a minute"
+echo "the demo lowers pg_contention.horizon_min_age from 1 min to 5 s for this case (ALTER SYSTEM, and for the server's own evaluations), so as not to wait a minute"
 sql -c "SET pg_contention.horizon_min_age = '5s'" -c '\x on' \
 	-c "SELECT severity, problem, subject, evidence, advice, since FROM pg_contention_findings" |
 	sed 's/^-\[ RECORD \([0-9]*\) \]-*.*$/-[ finding \1 ]/'
@@ -212,8 +224,32 @@ exec 3>&-	# the billing session reads the end of its input and exits
 while [ "$(sql -At -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'billing'")" -ne 0 ]; do
 	sleep 0.1
 done
+# The held horizon's incident closes by itself once the session is gone
+# (the index finding's stays open: its dead entries are in the findings'
+# window until the reset below).
+for _ in $(seq 1 300); do
+	n=$(sql -At -c "SELECT count(*) FROM pg_contention_incidents
+	                 WHERE problem = 'xmin_horizon_held' AND closed IS NULL")
+	[ "$n" -eq 0 ] && break
+	sleep 0.1
+done
+echo
+echo "The incidents the server opened meanwhile, with no client polling (pg_contention incidents):"
+"${as_user[@]}" "$bindir/pg_contention" incidents -h "$work" -p 5432 -U postgres -d postgres | cut -c1-200
+closed_id=$(sql -At -c "SELECT max(id) FROM pg_contention_incidents WHERE closed IS NOT NULL")
+if [ -n "$closed_id" ]; then
+	echo
+	echo "The frozen report of the closed one (pg_contention report --incident $closed_id, its first lines):"
+	"${as_user[@]}" "$bindir/pg_contention" report --incident "$closed_id" -h "$work" -p 5432 -U postgres \
+		-d postgres >"$work/incident.txt"
+	sed -n 4,9p "$work/incident.txt" | cut -c1-200
+fi
+echo
+# Back to the default: case 3's and the healthy case's sessions are not
+# judged by it.
+sql -c "ALTER SYSTEM RESET pg_contention.horizon_min_age" -c "SELECT pg_reload_conf()" >/dev/null
 sql -c "VACUUM orders"
-start_case
+start_case "case 2, after the fix"
 "${pgbench_cmd[@]}" -n -c 2 -j 2 -T 2 -f "$work/lookup.sql" postgres >/dev/null 2>&1
 echo "after ending the billing session and VACUUM orders, the same lookup:"
 sql -c "SELECT left(query, 40) AS statement, calls, rows, round(blks_per_row::numeric, 1) AS blks_per_row
@@ -225,7 +261,7 @@ if [ "$version_num" -lt 170000 ]; then
 	say "6. Case 3: old_snapshot_threshold = 1min (a restart), four read-only clients for 10 seconds"
 	echo "old_snapshot_threshold = '1min'" >>"$work/data/postgresql.conf"
 	restart
-	start_case
+	start_case "case 3"
 	tps_on=$("${pgbench_cmd[@]}" -n -S -c 4 -j 2 -T 10 postgres 2>&1 | tps)
 	settle
 	echo "throughput: $tps_on transactions/s"
@@ -249,7 +285,7 @@ else
 fi
 
 say "7. A healthy server: pgbench's default TPC-B, eight clients for 15 seconds, an idle session beside"
-start_case
+start_case "the healthy server"
 {
 	echo "SET application_name = 'idle_session';"
 	echo "SELECT pg_sleep(600);"
@@ -259,12 +295,27 @@ tps_ok=$("${pgbench_cmd[@]}" -n -c 8 -j 2 -T 15 postgres 2>&1 | tps)
 settle
 echo "throughput: $tps_ok transactions/s"
 sql -c "SELECT count(*) AS findings FROM pg_contention_findings" \
+	-c "SELECT count(*) AS incidents FROM pg_contention_incidents" \
 	-c "SELECT sum(calls) AS statements_measured, sum(rows) AS rows FROM pg_contention_statements"
 
 say "8. The report for a ticket: SELECT pg_contention_report() (its first lines)"
 sql -At -c "SELECT pg_contention_report()" | sed -n 1,12p	# reads it all: no "Broken pipe" from psql
 
-say "9. Ending the sessions and stopping the cluster"
+say "9. The incidents the cases opened and closed, as the server logged them"
+# Each case above starts with pg_contention_reset(), which empties the
+# incidents too (their ids start again at 1); the server's log keeps one
+# line per open, escalation and close.
+echo "(each case starts with pg_contention_reset(), which empties pg_contention_incidents and starts its ids at 1 again; the server's log keeps them)"
+printf '%s\t%s\n' "$(wc -l <"$work/server.log")" "end" >>"$work/cases"
+while IFS=$'\t' read -r from label && IFS=$'\t' read -r to next <&4; do
+	echo "$label:"
+	# (sed prints one line of a range that ends before it starts.)
+	[ "$to" -gt "$from" ] && sed -n "$((from + 1)),${to}p" "$work/server.log" | grep 'LOG:  pg_contention: incident ' |
+		sed 's/^[0-9-]* \([0-9:]*\)[.0-9]* [^ ]* \[[0-9]*\] LOG:  pg_contention: /  \1 /' | cut -c1-200 ||
+		echo "  (none)"
+done <"$work/cases" 4< <(tail -n +2 "$work/cases")
+
+say "10. Ending the sessions and stopping the cluster"
 for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 sql -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'idle_session'" >/dev/null
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done

@@ -3,7 +3,15 @@
 -- top statements and indexes by cost, the horizon holders, and the last
 -- minutes of history second by second.
 --
-CREATE OR REPLACE FUNCTION @extschema@.pg_contention_report(window_length interval DEFAULT NULL)
+-- With incident => N, the report of that one incident instead, built only
+-- from what pg_contention_incidents froze (its evidence at open, at the
+-- peak and at close, the statements, holders and history seconds before
+-- the peak): it reads as it did then, whatever the stores hold now.  1.4
+-- adds the argument (src/sql/updates/1.3--1.4.sql drops the 1.3
+-- signature); pg_contention_report('5 min') still means the window.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_report(window_length interval DEFAULT NULL,
+															 incident bigint DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
 SET jit = off
@@ -13,7 +21,124 @@ DECLARE
 	section text;
 	n integer;
 	w_s integer;
+	inc record;
+	doc jsonb;
 BEGIN
+	IF incident IS NOT NULL THEN
+		IF window_length IS NOT NULL THEN
+			RAISE EXCEPTION 'window_length and incident cannot be given together'
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'An incident''s report covers the incident: give one of them.';
+		END IF;
+		SELECT * INTO inc FROM @extschema@.pg_contention_incidents AS x WHERE x.id = incident;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'no incident %', incident
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'SELECT id FROM pg_contention_incidents lists them.';
+		END IF;
+		-- The frozen document; a masked one ({"masked": true}) has no arrays.
+		doc := coalesce(inc.details, '{}');
+
+		report := pg_catalog.format(E'pg_contention incident %s, reported at %s\nPostgreSQL %s, %s\n',
+			inc.id, pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),
+			pg_catalog.current_setting('server_version'),
+			CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END);
+		IF coalesce(doc->>'masked', '') = 'true' THEN
+			report := report || E'\nThe texts and the frozen evidence are masked: reading them takes '
+				|| E'pg_read_all_stats, or membership in the role the incident names.\n';
+		END IF;
+		report := report || pg_catalog.format(E'\n[%s] %s: %s\n',
+			inc.peak_severity, inc.problem, inc.subject);
+		report := report || pg_catalog.format(E'Opened:     %s (%s)\nPeak:       %s (%s)\n',
+			coalesce(pg_catalog.to_char(inc.opened, 'YYYY-MM-DD HH24:MI:SS TZ'), 'unknown'),
+			coalesce(doc #>> '{opened,severity}', 'warning'),
+			coalesce(pg_catalog.to_char(inc.peak, 'YYYY-MM-DD HH24:MI:SS TZ'), 'unknown'),
+			inc.peak_severity);
+		IF inc.closed IS NOT NULL THEN
+			report := report || pg_catalog.format(E'Closed:     %s\nDuration:   %s\nResolution: %s\n',
+				pg_catalog.to_char(inc.closed, 'YYYY-MM-DD HH24:MI:SS TZ'),
+				coalesce(@extschema@.pg_contention_duration(inc.closed - inc.opened), 'unknown'),
+				coalesce(inc.resolution, 'not known: the server could not tell what ended it'));
+		ELSE
+			report := report || pg_catalog.format(E'Closed:     no, still open (severity now %s, last seen %s)\nDuration:   %s so far\n',
+				coalesce(inc.severity, 'unknown'),
+				coalesce(pg_catalog.to_char(inc.last_seen, 'YYYY-MM-DD HH24:MI:SS TZ'), 'unknown'),
+				coalesce(@extschema@.pg_contention_duration(pg_catalog.clock_timestamp() - inc.opened), 'unknown'));
+		END IF;
+
+		report := report || pg_catalog.format(E'\n== At open (%s, %s)\n%s\n%s\n',
+			coalesce(doc #>> '{opened,severity}', 'warning'),
+			coalesce(pg_catalog.to_char(inc.opened, 'YYYY-MM-DD HH24:MI:SS'), 'unknown'),
+			coalesce(doc #>> '{opened,subject}', inc.subject),
+			coalesce(doc #>> '{opened,evidence}', '(not kept)'));
+		report := report || pg_catalog.format(E'\n== At the peak (%s, %s)\n%s\n%s\nAdvice: %s\n',
+			inc.peak_severity,
+			coalesce(pg_catalog.to_char(inc.peak, 'YYYY-MM-DD HH24:MI:SS'), 'unknown'),
+			inc.subject, inc.evidence, inc.advice);
+		report := report || E'\n== At close\n' || CASE
+			WHEN inc.closed IS NULL THEN E'(still open)\n'
+			ELSE pg_catalog.format(E'%s\nLast evidence seen: %s\n',
+				pg_catalog.to_char(inc.closed, 'YYYY-MM-DD HH24:MI:SS'),
+				coalesce(doc #>> '{closed,evidence}', '(not kept)'))
+		END;
+
+		-- The frozen rows, printed as the live report prints the views.
+		SELECT pg_catalog.string_agg(pg_catalog.format('%10s %12s %10s %12s %8s  %s',
+					coalesce(e->>'calls', '-'), coalesce(e->>'rows', '-'),
+					coalesce(pg_catalog.round((e->>'blks_per_row')::numeric, 1)::text, '-'),
+					coalesce(e->>'suboverflowed_calls', '-'), coalesce(e->>'subtrans_wait_samples', '-'),
+					coalesce(@extschema@.pg_contention_shorten(e->>'query'), '-')), E'\n' ORDER BY o)
+		  INTO section
+		  FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(doc->'statements') = 'array'
+						THEN doc->'statements' ELSE '[]' END) WITH ORDINALITY AS x(e, o);
+		report := report || E'\n== Top statements at the peak\n'
+			|| pg_catalog.format('%10s %12s %10s %12s %8s  %s', 'calls', 'rows', 'blks/row',
+								 'suboverflow', 'subtrans', 'statement')
+			|| E'\n' || coalesce(section, '(none)') || E'\n';
+
+		SELECT pg_catalog.string_agg(pg_catalog.format('%-20s %-16s %8s %12s %14s %-7s %s',
+					coalesce(e->>'kind', '-'), coalesce(e->>'holder', '-'), coalesce(e->>'pid', '-'),
+					coalesce(e->>'xmin_age', '-'),
+					coalesce(@extschema@.pg_contention_duration(pg_catalog.make_interval(
+						secs => (e->>'held_for')::double precision)), '-'),
+					CASE (e->>'blocks_cleanup')::boolean WHEN true THEN 'yes' WHEN false THEN 'no' ELSE '-' END,
+					concat_ws(', ', e->>'state', nullif(e->>'application_name', ''),
+							  @extschema@.pg_contention_shorten(e->>'query'))), E'\n' ORDER BY o)
+		  INTO section
+		  FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(doc->'holders') = 'array'
+						THEN doc->'holders' ELSE '[]' END) WITH ORDINALITY AS x(e, o);
+		report := report || E'\n== Holders of the xmin horizon at the peak\n'
+			|| pg_catalog.format('%-20s %-16s %8s %12s %14s %-7s %s', 'kind', 'holder', 'pid',
+								 'xmin age', 'held for', 'blocks', 'state')
+			|| E'\n' || coalesce(section, '(none)') || E'\n';
+
+		SELECT count(*), pg_catalog.string_agg(pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s %10s',
+					coalesce(pg_catalog.to_char((e->>'bucket_start')::timestamptz, 'HH24:MI:SS'), '-'),
+					coalesce(pg_catalog.round((e->>'avg_active_backends')::numeric, 1)::text, '-'),
+					coalesce(e->>'cpu_samples', '-'), coalesce(e->>'lwlock_samples', '-'),
+					coalesce(e->>'lock_samples', '-'), coalesce(e->>'io_samples', '-'),
+					coalesce(e->>'ipc_samples', '-'),
+					coalesce((e->>'subtrans_slru_samples')::numeric, 0)
+						+ coalesce((e->>'subtrans_buffer_samples')::numeric, 0),
+					coalesce(e->>'max_overflowed_backends', '-'),
+					coalesce(e->>'subtrans_reader_lookups', '-'),
+					coalesce(e->>'xids_assigned', '-'), coalesce(e->>'horizon_xid_age', '-')),
+					E'\n' ORDER BY (e->>'bucket_start')::timestamptz, o)
+		  INTO n, section
+		  FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(doc->'history') = 'array'
+						THEN doc->'history' ELSE '[]' END) WITH ORDINALITY AS x(e, o);
+		report := report || pg_catalog.format(E'\n== The %s seconds before the peak (samples per second)\n', n)
+			|| pg_catalog.format('%8s %6s %6s %6s %6s %6s %6s %8s %6s %12s %10s %10s', 'second', 'active',
+								 'cpu', 'lwlock', 'lock', 'io', 'ipc', 'subtrans', 'ovfl', 'lookups',
+								 'xids', 'xmin age')
+			|| E'\n' || coalesce(section, '(none kept)') || E'\n';
+		IF (doc->>'truncated')::boolean THEN
+			report := report || E'\n(Truncated: the frozen evidence was larger than an incident may keep; '
+				|| E'the oldest history seconds, then the statements and holders after the first, were left out.)\n';
+		END IF;
+		RETURN report;
+	END IF;
+
 	-- The window, checked as the findings check it, before anything is read.
 	SELECT p.w_s INTO w_s FROM @extschema@.pg_contention_findings_params(window_length) AS p;
 	report := pg_catalog.format(E'pg_contention report at %s\nPostgreSQL %s, %s, findings window %s\n',

@@ -36,6 +36,12 @@ DROP FUNCTION @extschema@.pg_contention_recent(integer, boolean);
 DROP VIEW @extschema@.pg_contention_sampler_status;
 DROP FUNCTION @extschema@.pg_contention_sampler_status();
 
+-- pg_contention_report gains an argument (incident, after window_length):
+-- a function's arguments cannot be replaced, so the 1.3 one is dropped here
+-- and report.sql creates it again.  pg_contention_report() and
+-- pg_contention_report('5 min') call it as before.  Nothing depends on it.
+DROP FUNCTION @extschema@.pg_contention_report(interval);
+
 -- pg_contention_info gains the incidents' capacity, fill, evictions and
 -- the incidents opened: dropped here with its view, created again by
 -- info.sql (with the view's grant).  The functions that read it are
