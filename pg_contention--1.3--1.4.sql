@@ -2513,12 +2513,20 @@ GRANT SELECT ON @extschema@.pg_contention_findings TO PUBLIC;
 -- query ids grow with the workload, and on PostgreSQL 13 hold one id per
 -- text).  Called by the incidents worker for each finding.
 --
+-- cause_gone: the finding is about overflows whose sessions have all
+-- ended (no pid it names is in pg_stat_activity): it stays in the findings
+-- while their window covers it, but what it describes is over, so the
+-- worker closes its incident (incident_close_after later) rather than
+-- keeping it open for the window.  False whenever it cannot tell (no
+-- pids: a standby, a damaged file); a reused pid keeps it false too.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
 	details jsonb,
 	OUT key text,
 	OUT culprit oid,
-	OUT finding jsonb
+	OUT finding jsonb,
+	OUT cause_gone boolean
 )
 RETURNS record
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -2577,7 +2585,19 @@ SELECT CASE problem
 								  ELSE k.value END)
 					FROM pg_catalog.jsonb_each(details) AS k)
 				 || '{"truncated": true}'::jsonb
-	   END
+	   END,
+	   problem IN ('subxact_overflow', 'subtrans_slru_contention')
+	   AND coalesce((SELECT count(*) > 0
+							AND bool_and(a.pid IS NULL AND pg_catalog.jsonb_typeof(e.value) = 'number')
+					   FROM pg_catalog.jsonb_array_elements(
+								CASE WHEN pg_catalog.jsonb_typeof(details -> 'pids') = 'array'
+									 THEN details -> 'pids'
+									 WHEN pg_catalog.jsonb_typeof(details -> 'culprit_pids') = 'array'
+									 THEN details -> 'culprit_pids'
+									 ELSE '[]' END) AS e
+							LEFT JOIN pg_catalog.pg_stat_activity AS a
+								   ON pg_catalog.jsonb_typeof(e.value) = 'number'
+								  AND a.pid = (e.value #>> '{}')::integer), false)
 $$;
 
 -- ---- src/sql/incidents/evidence.sql ----

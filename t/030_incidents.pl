@@ -87,6 +87,10 @@ sub savepoint_script
 	}
 	return $body . "COMMIT;\n";
 }
+# The findings' default window (5 min) for this case: the finding stays
+# for the window after the fix, the incident must not.
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.findings_window = '5min'");
+$node->reload;
 my $offset = -s $node->logfile;
 $node->pgbench('-n -c 2 -j 2 -t 30', 0, [qr{processed}], [qr{^$}], '90 savepoints per transaction',
 	{ 'savepoints' => savepoint_script(90) });
@@ -102,10 +106,17 @@ like($node->safe_psql('postgres', "SELECT jsonb_typeof(details -> 'finding') || 
 	|| ' ' || (jsonb_array_length(details -> 'history') > 0) || ' ' || (details -> 'statements' -> 0 ->> 'query' LIKE 'UPDATE contend%')
 	|| ' ' || (details -> 'opened' ->> 'severity') FROM pg_contention_incidents WHERE id = $id"),
 	qr/^object array true true (warning|critical)$/, 'the frozen evidence: the finding, the culprit statement first, the history');
-# The fix: the sessions ended (pgbench did).  Closed after the window and
-# incident_close_after, with what ended it.
+# The fix: the sessions ended (pgbench did).  Closed incident_close_after
+# later, with what ended it, while the findings' window still shows it
+# (it would otherwise stay open for the 5 minutes of the window).
 ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = $id"),
 	'closed after the fix');
+is($node->safe_psql('postgres',
+	"SELECT count(*) > 0 FROM pg_contention_findings WHERE problem = 'subxact_overflow' AND severity <> 'info'"),
+	't', 'the finding still shows the overflow for its window');
+evaluated_twice();
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents WHERE problem = 'subxact_overflow'"),
+	'1', 'and opens no new incident while its window shows it');
 like($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $id"),
 	qr/^the overflowing sessions? \(pids? \d+(, \d+)?\) ended$/, 'the resolution names the sessions that ended');
 ok($node->log_contains(qr/LOG:  pg_contention: incident $id closed after \d+ (s|min): the overflowing sessions? \(pids? [\d, ]+\) ended/, $offset),
@@ -116,6 +127,8 @@ is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed'
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_statements
 	WHERE strpos(query, 'pg_contention_' || 'incident_key') > 0 OR strpos(query, 'public.' || 'pg_contention_findings()') > 0"),
 	'0', 'the worker\'s own statements are not in pg_contention_statements');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_contention.findings_window');
+$node->reload;
 
 # ---- (b) An xmin horizon held by a session idle in its transaction:
 # warning, then critical after horizon_critical_age, closed when it
