@@ -859,12 +859,39 @@ typedef struct Found
 	char	   *details;
 	char	   *key;
 	Oid			culprit;
+	TimestampTz since;			/* 0: unknown */
+	bool		cause_gone;		/* what it describes is over (key.sql) */
 	/* What the evaluation decided. */
 	int64		match_id;		/* the open incident it belongs to, or 0 */
 	bool		open;			/* opens a new incident */
 	bool		escalate;		/* raises match_id's peak */
 	char	   *frozen;
 } Found;
+
+/* A closed incident, as the evaluation copied it. */
+typedef struct ClosedCopy
+{
+	char		problem[PROBLEM_LEN];
+	char		key[KEY_LEN];
+	TimestampTz closed;
+} ClosedCopy;
+
+/*
+ * A finding whose cause is gone (its overflowing sessions ended) but that
+ * its window still shows: was it already an incident, closed while the
+ * window kept showing it (closed after the finding's start)?  Then it
+ * opens none again.  With no start known, any closed one of its key.
+ */
+static bool
+covered_by_closed(const Found *f, const ClosedCopy *closed, int nclosed)
+{
+	for (int i = 0; i < nclosed; i++)
+		if (strcmp(closed[i].problem, f->problem) == 0 &&
+			strncmp(closed[i].key, f->key, KEY_LEN - 1) == 0 &&
+			(f->since == 0 || closed[i].closed >= f->since))
+			return true;
+	return false;
+}
 
 /* An open incident, as the evaluation copied it. */
 typedef struct OpenCopy
@@ -965,7 +992,7 @@ read_findings(Found **found)
 	int			n;
 
 	sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
-				   " k.key, k.culprit"
+				   " k.key, k.culprit, f.since, k.cause_gone"
 				   " FROM %s.pg_contention_findings() AS f"
 				   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k"
 				   " WHERE f.problem <> 'sampler_stale' AND k.key IS NOT NULL",
@@ -983,6 +1010,7 @@ read_findings(Found **found)
 		MemoryContext old = MemoryContextSwitchTo(eval_context);
 		bool		isnull;
 		Datum		culprit;
+		Datum		value;
 
 		f->problem = spi_text(tup, desc, 1);
 		f->severity = severity_from_name(SPI_getvalue(tup, desc, 2));
@@ -993,6 +1021,10 @@ read_findings(Found **found)
 		f->key = spi_text(tup, desc, 7);
 		culprit = SPI_getbinval(tup, desc, 8, &isnull);
 		f->culprit = isnull ? InvalidOid : DatumGetObjectId(culprit);
+		value = SPI_getbinval(tup, desc, 9, &isnull);
+		f->since = isnull ? 0 : DatumGetTimestampTz(value);
+		value = SPI_getbinval(tup, desc, 10, &isnull);
+		f->cause_gone = !isnull && DatumGetBool(value);
 		MemoryContextSwitchTo(old);
 	}
 	return n;
@@ -1123,6 +1155,8 @@ evaluate(void)
 	int			nfound;
 	OpenCopy   *open;
 	int			nopen = 0;
+	ClosedCopy *closed;
+	int			nclosed = 0;
 	uint64		generation;
 	TimestampTz now;
 	List	   *logs = NIL;
@@ -1164,6 +1198,7 @@ evaluate(void)
 
 		/* The open incidents, copied. */
 		open = MemoryContextAllocZero(eval_context, Max(pgc_max_incidents, 1) * sizeof(OpenCopy));
+		closed = MemoryContextAllocZero(eval_context, Max(pgc_max_incidents, 1) * sizeof(ClosedCopy));
 		LWLockAcquire(incidents->lock, LW_SHARED);
 		generation = incidents->reset_generation;
 		for (int i = 0; i < pgc_max_incidents; i++)
@@ -1171,8 +1206,15 @@ evaluate(void)
 			Incident   *s = &slots[i];
 			OpenCopy   *o;
 
-			if (s->id == 0 || s->closed != 0)
+			if (s->id == 0)
 				continue;
+			if (s->closed != 0)
+			{
+				memcpy(closed[nclosed].problem, s->problem, PROBLEM_LEN);
+				memcpy(closed[nclosed].key, s->key, KEY_LEN);
+				closed[nclosed++].closed = s->closed;
+				continue;
+			}
 			o = &open[nopen++];
 			o->id = s->id;
 			memcpy(o->problem, s->problem, PROBLEM_LEN);
@@ -1194,7 +1236,8 @@ evaluate(void)
 					strncmp(open[j].key, f->key, KEY_LEN - 1) == 0)
 				{
 					f->match_id = open[j].id;
-					if (f->severity >= SEV_WARNING)
+					/* Its cause gone, it counts as gone: it closes. */
+					if (f->severity >= SEV_WARNING && !f->cause_gone)
 					{
 						open[j].seen = true;
 						f->escalate = f->severity > open[j].peak_severity;
@@ -1210,7 +1253,8 @@ evaluate(void)
 				for (int k = 0; k < i; k++)
 					twin |= (found[k].open && strcmp(found[k].problem, f->problem) == 0 &&
 							 strcmp(found[k].key, f->key) == 0);
-				f->open = !twin;
+				f->open = !twin &&
+					!(f->cause_gone && covered_by_closed(f, closed, nclosed));
 			}
 			if (f->open || f->escalate)
 				f->frozen = freeze(f);
@@ -1258,7 +1302,7 @@ evaluate(void)
 					continue;
 				s->severity = f->severity;
 				put_text(s->last_evidence, EVIDENCE_LEN, f->evidence);
-				if (f->severity >= SEV_WARNING)
+				if (f->severity >= SEV_WARNING && (!f->cause_gone || f->open))
 					s->last_seen = now;
 				if (f->open || f->escalate)
 				{

@@ -19,7 +19,7 @@ shared_preload_libraries = 'pg_contention'
 pg_contention.incident_interval = 1s
 pg_contention.incident_close_after = 3s
 pg_contention.findings_window = 10s
-pg_contention.history_seconds = 15
+pg_contention.history_seconds = 40
 pg_contention.subtrans_lookups_warning = 1
 pg_contention.horizon_min_age = 1s
 pg_contention.horizon_critical_age = 6s
@@ -88,7 +88,8 @@ sub savepoint_script
 	return $body . "COMMIT;\n";
 }
 # The findings' default window (5 min) for this case: the finding stays
-# for the window after the fix, the incident must not.
+# for the window after the fix (its cost is judged from the history
+# seconds, so for the 40 s the ring keeps), the incident must not.
 $node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.findings_window = '5min'");
 $node->reload;
 my $offset = -s $node->logfile;
@@ -170,7 +171,7 @@ is($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents 
 	"the holder of the xmin horizon, pid $holder_pid, ended its transaction", 'the resolution: the transaction ended');
 $holder->quit;
 
-# ---- (h) The history that backed it wraps (history_seconds = 15); the
+# ---- (h) The history that backed it wraps (history_seconds = 40); the
 # frozen history stays.
 ok($node->poll_query_until('postgres',
 	"SELECT min(h.bucket_start) > (SELECT peak FROM pg_contention_incidents WHERE id = $id) FROM pg_contention_history AS h"),
