@@ -109,6 +109,20 @@ start_case() {
 	printf '%s\t%s\n' "$(wc -l <"$work/server.log")" "$1" >>"$work/cases"
 	sql -c "SELECT pg_contention_reset()" >/dev/null
 }
+# The server closes an incident incident_close_after (3 s here) after its
+# cause is gone: wait for the case's incidents (30 s at most), then list
+# them as the client does.
+incidents_after_fix() {
+	local n
+	for _ in $(seq 1 300); do
+		n=$(sql -At -c "SELECT count(*) FROM pg_contention_incidents WHERE closed IS NULL")
+		[ "$n" -eq 0 ] && break
+		sleep 0.1
+	done
+	echo "$1 (pg_contention incidents):"
+	[ "$n" -eq 0 ] || echo "($n still open after 30 s)"
+	"${as_user[@]}" "$bindir/pg_contention" incidents -h "$work" -p 5432 -U postgres -d postgres | cut -c1-200
+}
 # pg_stat_slru reaches the history once the clients have exited and the
 # sampler has closed the next second.
 settle() { sleep 2.2; }
@@ -175,6 +189,8 @@ sql -c "SELECT count(*) AS overflow_events_kept, count(DISTINCT pid) AS backends
 	           sum(subtrans_slru_samples + subtrans_buffer_samples) AS subtrans_wait_samples,
 	           round(avg(avg_active_backends)::numeric, 2) AS avg_active_backends
 	      FROM pg_contention_history WHERE max_overflowed_backends > 0 OR subtrans_reader_lookups > 0"
+echo
+incidents_after_fix "pgbench's sessions have ended: the server closed the case's incidents by itself, while the findings keep showing the overflow for their window"
 
 say "5. Case 2: 100,000 dead versions of one customer's orders behind an open transaction"
 start_case "case 2"
@@ -225,8 +241,7 @@ while [ "$(sql -At -c "SELECT count(*) FROM pg_stat_activity WHERE application_n
 	sleep 0.1
 done
 # The held horizon's incident closes by itself once the session is gone
-# (the index finding's stays open: its dead entries are in the findings'
-# window until the reset below).
+# (the index's stays open until VACUUM removes its dead entries, below).
 for _ in $(seq 1 300); do
 	n=$(sql -At -c "SELECT count(*) FROM pg_contention_incidents
 	                 WHERE problem = 'xmin_horizon_held' AND closed IS NULL")
@@ -249,6 +264,9 @@ echo
 # judged by it.
 sql -c "ALTER SYSTEM RESET pg_contention.horizon_min_age" -c "SELECT pg_reload_conf()" >/dev/null
 sql -c "VACUUM orders"
+echo
+incidents_after_fix "after VACUUM orders the index's lookups visit no dead entries: its incident closed too"
+echo
 start_case "case 2, after the fix"
 "${pgbench_cmd[@]}" -n -c 2 -j 2 -T 2 -f "$work/lookup.sql" postgres >/dev/null 2>&1
 echo "after ending the billing session and VACUUM orders, the same lookup:"
