@@ -24,7 +24,8 @@
 # 6. The findings' cost: pg_contention_findings, pg_contention_report(),
 #    pg_contention_metrics and one postgres_exporter scrape
 #    with empty stores and with every store full at its default size (the
-#    server runs 15 minutes to fill its history).
+#    server runs 15 minutes to fill its history); then the incidents
+#    worker's CPU time over 120 s at its default interval with those stores.
 #
 #   PGC_BENCH_ONLY=findings tools/bench.sh    only part 6
 #   PGC_BENCH_QUICK=1 tools/bench.sh    only part 1, the instruction counts
@@ -169,6 +170,18 @@ findings_cost() {
 		|| (SELECT count(*) FROM pg_contention_history) || ' s of history'
 		FROM pg_contention_info")
 	timed_findings full
+	# The incidents worker at its default interval (10 s) with these stores:
+	# its CPU time (/proc, user + system) over 120 s, as a share of one core
+	# and per evaluation.
+	local wpid t0 t1 clk
+	wpid=$(psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'")
+	clk=$(getconf CLK_TCK)
+	t0=$(awk '{print $14 + $15}' "/proc/$wpid/stat")
+	sleep 120
+	t1=$(awk '{print $14 + $15}' "/proc/$wpid/stat")
+	incident_pct=$(awk -v a="$t0" -v b="$t1" -v c="$clk" 'BEGIN { printf "%.3f", 100 * (b - a) / c / 120 }')
+	incident_ms=$(awk -v a="$t0" -v b="$t1" -v c="$clk" 'BEGIN { printf "%.1f", 1000 * (b - a) / c / 12 }')
+	incident_open=$(psql_ -c "SELECT count(*) FROM pg_contention_incidents WHERE closed IS NULL")
 	stop_server
 }
 if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
@@ -178,6 +191,7 @@ if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
 	echo "| pg_contention_report(), median of 30, ms: empty / full | ${report_ms[empty]} / ${report_ms[full]} |"
 	echo "| pg_contention_metrics, median of 30, ms: empty / full | ${metrics_ms[empty]} / ${metrics_ms[full]} |"
 	echo "| one postgres_exporter scrape (its four queries), median of 30, ms: empty / full | ${scrape_ms[empty]} / ${scrape_ms[full]} |"
+	echo "| the incidents worker over 120 s at its default interval, stores full ($incident_open incidents open): % of one core; ms per evaluation | $incident_pct; $incident_ms |"
 	exit 0
 fi
 
@@ -412,6 +426,7 @@ out=$work/results.md
 	echo "| pg_contention_report(), median of 30: empty / full, ms | | ${report_ms[empty]} / ${report_ms[full]} | | |"
 	echo "| pg_contention_metrics, median of 30: empty / full, ms | | ${metrics_ms[empty]} / ${metrics_ms[full]} | | |"
 	echo "| one postgres_exporter scrape (its four queries), median of 30: empty / full, ms | | ${scrape_ms[empty]} / ${scrape_ms[full]} | | |"
+	echo "| the incidents worker over 120 s at its default interval, stores full ($incident_open incidents open): % of one core; ms per evaluation | | $incident_pct; $incident_ms | | |"
 	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"
 } >"$out"
 cat "$out"
