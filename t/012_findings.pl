@@ -14,6 +14,7 @@ $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
 max_prepared_transactions = 2
 autovacuum = off
+pg_contention.incident_interval = 1s
 });
 $node->start;
 my $version = $node->safe_psql('postgres', 'SHOW server_version_num');
@@ -53,6 +54,24 @@ sub finding
 		"$settings SELECT $column FROM pg_contention_findings WHERE problem = '$problem'");
 }
 
+# The incidents the server opened by itself, once its worker has
+# evaluated the findings twice since now (it reports each evaluation's
+# start and end in pg_stat_activity): where the findings are silent, the
+# incidents must be too.
+sub incidents_after_evaluations
+{
+	for (1 .. 2)
+	{
+		my $mark = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+		$node->poll_query_until('postgres',
+			"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
+			  WHERE backend_type = 'pg_contention incidents'")
+		  or die 'the incidents worker did not evaluate';
+	}
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(string_agg(problem || ' ' || peak_severity, ', '), '') FROM pg_contention_incidents");
+}
+
 sub start_over
 {
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
@@ -75,6 +94,7 @@ is($node->safe_psql('postgres',
 ok($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_index_scans WHERE indexrelname = 'pgbench_accounts_pkey' AND scans > 0") > 0,
 	'healthy server: its index scans were measured (the silence is not blindness)');
+is(incidents_after_evaluations(), '', 'healthy server: no incident');
 $idle_xact->query_safe('COMMIT');
 $idle_xact->quit;
 $idle->quit;
@@ -115,6 +135,7 @@ for my $n (30, 60)
 	my $found = findings();
 	unlike($found, qr/subxact_overflow|subtrans_slru_contention/,
 		"$n savepoints: no overflow, no pg_subtrans contention");
+	is(incidents_after_evaluations(), '', "$n savepoints: no incident");
 	if ($n == 30)
 	{
 		is($found, '', '30 savepoints: no finding at all');
