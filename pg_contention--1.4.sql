@@ -2687,8 +2687,8 @@ BEGIN
 		-- The rule itself says when the index is clean or vacuumed.
 		SELECT f.details ->> 'state' INTO state
 		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL) AS f
-		 WHERE f.details ->> 'indexrelid' = details ->> 'indexrelid'
-		   AND f.details ->> 'database_oid' = details ->> 'database_oid';
+		 WHERE f.details ->> 'indexrelid' = pg_contention_incident_resolution.details ->> 'indexrelid'
+		   AND f.details ->> 'database_oid' = pg_contention_incident_resolution.details ->> 'database_oid';
 		IF state = 'vacuumed' THEN
 			RETURN 'vacuum removed the dead entries: the index''s lookups no longer visit them';
 		ELSIF state = 'clean' THEN
