@@ -555,7 +555,8 @@ report_incident_html(Conn *c, const char *path, long long id)
 			   " pg_catalog.jsonb_pretty(details -> 'finding'),"
 			   " pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),"
 			   " coalesce(details ->> 'masked' = 'true', false),"
-			   " coalesce(details, '{}')::text"
+			   " coalesce(details, '{}')::text,"
+			   " coalesce(details ->> 'unavailable' = 'true', false)"
 			   " FROM %s.pg_contention_incidents WHERE id = %lld", c->schema, c->schema, id);
 	inc = conn_query(c, sql.data, &message);
 	buf_free(&sql);
@@ -784,6 +785,9 @@ report_incident_html(Conn *c, const char *path, long long id)
 		buf_append(&b, "<p class=\"meta\">Truncated: the frozen evidence was larger than an "
 				   "incident may keep; the oldest history seconds, then the statements and "
 				   "holders after the first, were left out.</p>\n");
+	if (PQgetvalue(inc, 0, 21)[0] == 't')
+		buf_append(&b, "<p class=\"meta\">Unavailable: the statements, holders and history "
+				   "could not be frozen when the incident opened; the server log says why.</p>\n");
 
 	buf_append(&b, "<footer>Written by the pg_contention client ");
 	buf_append(&b, PGC_CLIENT_VERSION);

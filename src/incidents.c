@@ -1030,19 +1030,66 @@ read_findings(Found **found)
 	return n;
 }
 
-/* One text-returning query with text arguments (NULL: SQL NULL). */
+/*
+ * One text-returning query with text arguments (NULL: SQL NULL), for one
+ * incident, in a subtransaction of its own: an ERROR in it (a function the
+ * query calls failing on that incident's details, a lock_timeout) is one
+ * LOG line and a NULL result, and the evaluation goes on with the other
+ * incidents.  A cancel (statement_timeout, pg_cancel_backend()) ends the
+ * whole evaluation, as it asks.
+ */
 static char *
-query_text(const char *sql, int nargs, Oid *types, Datum *args, const char *argnulls)
+query_text(const char *what, int64 id, const char *sql,
+		   int nargs, Oid *types, Datum *args, const char *argnulls)
 {
-	int			rc = SPI_execute_with_args(sql, nargs, types, args, argnulls, true, 1);
-	char	   *s;
+	MemoryContext caller_context = CurrentMemoryContext;
+	ResourceOwner caller_owner = CurrentResourceOwner;
+	char	   *volatile result = NULL;
 
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %d", rc);
-	if (SPI_processed == 0)
-		return NULL;
-	s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	return s ? MemoryContextStrdup(eval_context, s) : NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller_context);
+	PG_TRY();
+	{
+		int			rc = SPI_execute_with_args(sql, nargs, types, args, argnulls, true, 1);
+		char	   *s;
+
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "SPI_execute_with_args failed: %d", rc);
+		if (SPI_processed > 0)
+		{
+			s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			if (s)
+				result = MemoryContextStrdup(eval_context, s);
+		}
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller_context);
+		CurrentResourceOwner = caller_owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(eval_context);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller_context);
+		CurrentResourceOwner = caller_owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(edata);
+		if (id > 0)
+			ereport(LOG,
+					(errmsg("pg_contention incidents: the %s of incident " INT64_FORMAT " failed: %s",
+							what, id, log_text(edata->message))));
+		else
+			ereport(LOG,
+					(errmsg("pg_contention incidents: the %s of a new incident failed: %s",
+							what, log_text(edata->message))));
+		FreeErrorData(edata);
+		result = NULL;
+	}
+	PG_END_TRY();
+	return result;
 }
 
 /* The frozen statements, holders and history of a finding at its peak. */
@@ -1058,9 +1105,12 @@ freeze(const Found *f)
 	args[0] = CStringGetTextDatum(f->problem);
 	args[1] = CStringGetTextDatum(f->details);
 	args[2] = Int32GetDatum(FROZEN_LEN - 1);
-	s = query_text(sql, 3, types, args, NULL);
+	s = query_text("evidence", f->match_id, sql, 3, types, args, NULL);
+	if (s == NULL)				/* it failed, and said why in the log */
+		return MemoryContextStrdup(eval_context,
+								   "{\"statements\": [], \"holders\": [], \"history\": [], \"unavailable\": true}");
 	/* The function keeps within the bound; whatever it did not: dropped. */
-	if (s == NULL || strlen(s) >= FROZEN_LEN || s[0] != '{')
+	if (strlen(s) >= FROZEN_LEN || s[0] != '{')
 		return MemoryContextStrdup(eval_context,
 								   "{\"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}");
 	return s;
@@ -1079,7 +1129,7 @@ resolve(const OpenCopy *o)
 	args[0] = CStringGetTextDatum(o->problem);
 	args[1] = CStringGetTextDatum(o->finding[0] ? o->finding : "{}");
 	args[2] = TimestampTzGetDatum(o->opened);
-	return query_text(sql, 3, types, args, nulls);
+	return query_text("resolution", o->id, sql, 3, types, args, nulls);
 }
 
 /* A free slot, or the one to evict (oldest closed, else oldest open). */
@@ -1355,6 +1405,10 @@ evaluate(void)
 		LWLockRelease(incidents->lock);
 	}
 
+	/* Opened, escalated or closed: into the stores' file soon (crash). */
+	if (logs != NIL)
+		pgc_sampler_request_save();
+
 	disable_timeout(STATEMENT_TIMEOUT, false);
 	SPI_finish();
 	PopActiveSnapshot();
@@ -1507,18 +1561,8 @@ pgc_incidents_main(Datum main_arg)
 void
 pgc_incidents_register(void)
 {
-	BackgroundWorker worker;
-
 	if (pgc_incident_interval <= 0)
 		return;
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	/* A missing database is a FATAL at connection: retry, not in a loop. */
-	worker.bgw_restart_time = 10;
-	strlcpy(worker.bgw_library_name, "pg_contention", sizeof(worker.bgw_library_name));
-	strlcpy(worker.bgw_function_name, "pgc_incidents_main", sizeof(worker.bgw_function_name));
-	strlcpy(worker.bgw_name, "pg_contention incidents", sizeof(worker.bgw_name));
-	strlcpy(worker.bgw_type, "pg_contention incidents", sizeof(worker.bgw_type));
-	RegisterBackgroundWorker(&worker);
+	pgc_register_worker("pgc_incidents_main", "pg_contention incidents", 10);
 }

@@ -13,6 +13,7 @@
 
 #include <limits.h>
 
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 
 PGC_MODULE_MAGIC;
@@ -374,6 +375,28 @@ pgc_define_settings(void)
 							   NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_contention");
+}
+
+/*
+ * Register one of the library's background workers: connected to shared
+ * memory and (the function's choice) a database, started once the server
+ * is consistent (on a hot standby too), restarted restart_seconds after it
+ * exits.
+ */
+void
+pgc_register_worker(const char *function, const char *name, int restart_seconds)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = restart_seconds;
+	strlcpy(worker.bgw_library_name, "pg_contention", sizeof(worker.bgw_library_name));
+	strlcpy(worker.bgw_function_name, function, sizeof(worker.bgw_function_name));
+	strlcpy(worker.bgw_name, name, sizeof(worker.bgw_name));
+	strlcpy(worker.bgw_type, name, sizeof(worker.bgw_type));
+	RegisterBackgroundWorker(&worker);
 }
 
 void

@@ -492,8 +492,11 @@ typedef struct PgcSamplerStatus
 
 extern Size pgc_sampler_shmem_size(void);
 extern void pgc_sampler_shmem_init(LWLock *lock);
+extern void pgc_register_worker(const char *function, const char *name,
+								int restart_seconds);
 extern void pgc_sampler_register(void);
 extern void pgc_sampler_reset(void);
+extern void pgc_sampler_request_save(void);
 extern void pgc_sampler_copy_status(PgcSamplerStatus *status,
 									bool *named_found);
 extern PgcProfileEntry *pgc_sampler_copy_profile(int *n, int64 *total);

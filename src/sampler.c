@@ -60,6 +60,9 @@ typedef struct SamplerShared
 	bool		named_found[PGC_NUM_NAMED_WAITS];	/* exists in this server */
 	uint64		reset_generation;	/* bumped by reset */
 	PgcHistoryBucket current;	/* the second being filled */
+	/* pgc_sampler_request_save(): set by any process, cleared by the worker */
+	pg_atomic_uint32 save_requested;
+	Latch	   *worker_latch;	/* the worker's, NULL while none runs */
 } SamplerShared;
 
 static SamplerShared *sampler = NULL;
@@ -93,6 +96,7 @@ pgc_sampler_shmem_init(LWLock *lock)
 	{
 		memset(base, 0, pgc_sampler_shmem_size());
 		sampler->lock = lock;
+		pg_atomic_init_u32(&sampler->save_requested, 0);
 	}
 }
 
@@ -853,8 +857,32 @@ sampler_exit(int code, Datum arg)
 	LWLockReleaseAll();
 	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
 	if (sampler->status.worker_pid == MyProcPid)
+	{
 		sampler->status.worker_pid = 0;
+		sampler->worker_latch = NULL;
+	}
 	LWLockRelease(sampler->lock);
+}
+
+/*
+ * Ask the worker to save the stores' file at its next wake-up rather than
+ * at the next save_interval (the incidents worker does, after an incident
+ * opened, escalated or closed, so that a crash soon after loses none of
+ * it).  The latch pointer is read under the lock; a latch whose worker has
+ * just exited is a PGPROC's, and setting it wakes at most some other
+ * process once, which latches allow.
+ */
+void
+pgc_sampler_request_save(void)
+{
+	Latch	   *latch;
+
+	pg_atomic_write_u32(&sampler->save_requested, 1);
+	LWLockAcquire(sampler->lock, LW_SHARED);
+	latch = sampler->worker_latch;
+	LWLockRelease(sampler->lock);
+	if (latch)
+		SetLatch(latch);
 }
 
 /*
@@ -919,6 +947,7 @@ pgc_sampler_main(Datum main_arg)
 	before_shmem_exit(sampler_exit, (Datum) 0);
 	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
 	sampler->status.worker_pid = MyProcPid;
+	sampler->worker_latch = MyLatch;
 	sampler->status.worker_started = GetCurrentTimestamp();
 	sampler->status.ticks = 0;
 	sampler->status.last_tick_us = 0;
@@ -969,6 +998,12 @@ pgc_sampler_main(Datum main_arg)
 		 * The stores' file (persist.c), also while sampling is off; it uses
 		 * its own memory context and LOGs its failures.
 		 */
+		if (pg_atomic_read_u32(&sampler->save_requested) != 0)
+		{
+			pg_atomic_write_u32(&sampler->save_requested, 0);
+			if (pgc_save_enabled && pgc_save_interval > 0)
+				next_save = now;
+		}
 		if (pgc_save_enabled && pgc_save_interval > 0 && now >= next_save)
 		{
 			pgc_persist_save(true);
@@ -1002,17 +1037,7 @@ pgc_sampler_main(Datum main_arg)
 void
 pgc_sampler_register(void)
 {
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = 1;
-	strlcpy(worker.bgw_library_name, "pg_contention", sizeof(worker.bgw_library_name));
-	strlcpy(worker.bgw_function_name, "pgc_sampler_main", sizeof(worker.bgw_function_name));
-	strlcpy(worker.bgw_name, "pg_contention sampler", sizeof(worker.bgw_name));
-	strlcpy(worker.bgw_type, "pg_contention sampler", sizeof(worker.bgw_type));
-	RegisterBackgroundWorker(&worker);
+	pgc_register_worker("pgc_sampler_main", "pg_contention sampler", 1);
 }
 
 /* ---- the file (persist.c) ---- */

@@ -256,7 +256,11 @@ ok(!$node->log_contains(qr/pg_contention: incident/, $offset), 'incident_log = o
 
 # ---- (i) Dead index entries behind a held transaction (the README's
 # second incident): the index's incident closes once VACUUM has removed
-# them, with that named, and no evaluation fails on the way.
+# them, with that named, and no evaluation fails on the way.  The
+# findings' window is 5 min here, so that the bad executions are still in
+# it after the restarts below.
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.findings_window = '5min'");
+$node->reload;
 $offset = -s $node->logfile;
 $node->safe_psql('postgres', q{
 	CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer, note text);
@@ -287,6 +291,115 @@ like($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incident
 	'the resolution: vacuum removed them');
 ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/, $offset),
 	'no evaluation failed meanwhile');
+
+# A crash after the fix: the statement store comes back from its file, the
+# table statistics (last_vacuum) do not.  The finding must not turn into
+# "vacuum has not removed them yet" (a warning, a new incident) for
+# entries VACUUM removed before the crash: whether they are still there
+# is unknown until the statement runs again.  A clean restart keeps the
+# statistics: still vacuumed.
+my $dead_state = "SELECT severity || ' ' || (details ->> 'state') FROM pg_contention_findings
+	WHERE problem = 'dead_tuple_index_scan'";
+is($node->safe_psql('postgres', $dead_state), 'info vacuumed', 'the finding: vacuumed, info');
+$node->restart;
+is($node->safe_psql('postgres', $dead_state), 'info vacuumed', 'after a clean restart: still vacuumed');
+$marker = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+ok($node->poll_query_until('postgres', "SELECT last_saved > '$marker' FROM pg_contention_info"),
+	'saved since');
+$victim = $node->background_psql('postgres');
+$victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+$victim_pid =~ s/\s+//g;
+$offset = -s $node->logfile;
+kill 'KILL', $victim_pid;
+$victim->{run}->kill_kill;
+ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
+ok($node->log_contains(qr/terminated by signal 9/, $offset), 'it was a crash');
+is($node->safe_psql('postgres', "SELECT last_vacuum IS NULL AND last_autovacuum IS NULL FROM pg_stat_user_tables
+	WHERE relname = 'orders'"), 't', 'the crash lost the table statistics');
+like($node->safe_psql('postgres', "SELECT severity || ' ' || (details ->> 'state') || ' ' || evidence FROM pg_contention_findings
+	WHERE problem = 'dead_tuple_index_scan'"),
+	qr/^info unknown .*; the table statistics were reset at \d\d:\d\d:\d\d \(a crash restart, or pg_stat_reset\(\)\), after the last of these executions: whether vacuum has removed the dead entries since is unknown until the statement runs again\.$/,
+	'after the crash: unknown, info, and why');
+evaluated_twice();
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents WHERE problem = 'dead_tuple_index_scan'"),
+	'1', 'no incident opens for it after the crash');
+# The statement runs again and visits no dead entry: clean.
+$node->safe_psql('postgres', 'SELECT * FROM orders WHERE customer = 42');
+is($node->safe_psql('postgres', $dead_state), 'info clean', 'the next execution decides: clean');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_contention.findings_window');
+$node->reload;
+
+# ---- (j) One incident's query failing costs that incident its part, not
+# the evaluation: the evidence and the resolution of the incident of
+# prepared transaction 'p1' fail (wrappers raise for it), 'p2''s beside it
+# open and close as ever.  And an incident that opens or closes reaches
+# the stores' file at once (save_interval is 1 h here): a crash right
+# after keeps it, under the same id.
+$node->safe_psql('postgres', q{
+	ALTER FUNCTION pg_contention_incident_evidence(text, jsonb, integer) RENAME TO broken_evidence;
+	ALTER FUNCTION pg_contention_incident_resolution(text, jsonb, timestamptz) RENAME TO broken_resolution;
+	CREATE FUNCTION pg_contention_incident_evidence(problem text, details jsonb, max_bytes integer)
+	RETURNS jsonb LANGUAGE plpgsql AS $$
+	BEGIN
+		IF details ->> 'holder' = 'p1' THEN RAISE EXCEPTION 'evidence broken on purpose'; END IF;
+		RETURN broken_evidence(problem, details, max_bytes);
+	END $$;
+	CREATE FUNCTION pg_contention_incident_resolution(problem text, details jsonb, opened timestamptz)
+	RETURNS text LANGUAGE plpgsql AS $$
+	BEGIN
+		IF details ->> 'holder' = 'p1' THEN RAISE EXCEPTION 'resolution broken on purpose'; END IF;
+		RETURN broken_resolution(problem, details, opened);
+	END $$;
+	ALTER SYSTEM SET pg_contention.save_interval = '1h';
+});
+# Restarted, the sampler's first save is an hour away.
+$node->restart;
+$offset = -s $node->logfile;
+$node->safe_psql('postgres', "BEGIN; INSERT INTO side VALUES ($_); PREPARE TRANSACTION 'p$_'") for 1 .. 2;
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 2 FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),
+	'two incidents opened, one with its evidence failing');
+is($node->safe_psql('postgres', "SELECT string_agg((details -> 'finding' ->> 'holder') || ' '
+	|| coalesce(details ->> 'unavailable', 'kept') || ' ' || (jsonb_array_length(details -> 'holders') > 0), ',' ORDER BY id)
+	FROM pg_contention_incidents WHERE closed IS NULL"),
+	'p1 true false,p2 kept true', 'p1: its evidence unavailable; p2: frozen as ever');
+ok($node->log_contains(qr/pg_contention incidents: the evidence of a new incident failed: evidence broken on purpose/, $offset),
+	'the failure is one LOG line');
+like($node->safe_psql('postgres', "SELECT pg_contention_report(incident => (SELECT id FROM pg_contention_incidents
+	WHERE closed IS NULL AND details -> 'finding' ->> 'holder' = 'p1'))"),
+	qr/\(Unavailable: the statements, holders and history could not be frozen when the incident opened; the server log says why\.\)/,
+	'the report says the evidence is unavailable');
+ok($node->poll_query_until('postgres',
+	"SELECT last_saved >= (SELECT max(opened) FROM pg_contention_incidents) FROM pg_contention_info"),
+	'saved once they opened, not an hour later');
+my $open_now = "SELECT string_agg(id || ' ' || opened, ',' ORDER BY id) FROM pg_contention_incidents WHERE closed IS NULL";
+my $open_before = $node->safe_psql('postgres', $open_now);
+$victim = $node->background_psql('postgres');
+$victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+$victim_pid =~ s/\s+//g;
+my $crash_offset = -s $node->logfile;
+kill 'KILL', $victim_pid;
+$victim->{run}->kill_kill;
+ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
+ok($node->log_contains(qr/terminated by signal 9/, $crash_offset), 'it was a crash');
+is($node->safe_psql('postgres', $open_now), $open_before, 'after the crash: the same open incidents, the same ids');
+$node->safe_psql('postgres', "COMMIT PREPARED 'p$_'") for 1 .. 2;
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_contention_incidents WHERE closed IS NULL"), 'both closed');
+is($node->safe_psql('postgres', "SELECT string_agg((details -> 'finding' ->> 'holder') || ': ' || coalesce(resolution, '-'), ',' ORDER BY id)
+	FROM pg_contention_incidents WHERE details -> 'finding' ->> 'holder' IN ('p1', 'p2')"),
+	"p1: -,p2: the prepared transaction 'p2' was committed or rolled back", 'p1 closed without a resolution, p2 with its own');
+ok($node->log_contains(qr/pg_contention incidents: the resolution of incident \d+ failed: resolution broken on purpose/, $offset),
+	'that failure is one LOG line too');
+ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/, $offset), 'no evaluation failed');
+$node->safe_psql('postgres', q{
+	DROP FUNCTION pg_contention_incident_evidence(text, jsonb, integer);
+	DROP FUNCTION pg_contention_incident_resolution(text, jsonb, timestamptz);
+	ALTER FUNCTION broken_evidence(text, jsonb, integer) RENAME TO pg_contention_incident_evidence;
+	ALTER FUNCTION broken_resolution(text, jsonb, timestamptz) RENAME TO pg_contention_incident_resolution;
+	ALTER SYSTEM RESET pg_contention.save_interval;
+});
+$node->reload;
 
 # pg_cancel_backend() cancels at most an evaluation: the worker goes on.
 my $worker_pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'");

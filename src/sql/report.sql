@@ -136,6 +136,10 @@ BEGIN
 			report := report || E'\n(Truncated: the frozen evidence was larger than an incident may keep; '
 				|| E'the oldest history seconds, then the statements and holders after the first, were left out.)\n';
 		END IF;
+		IF (doc->>'unavailable')::boolean THEN
+			report := report || E'\n(Unavailable: the statements, holders and history could not be frozen '
+				|| E'when the incident opened; the server log says why.)\n';
+		END IF;
 		RETURN report;
 	END IF;
 

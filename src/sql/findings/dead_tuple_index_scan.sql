@@ -39,6 +39,18 @@ dead_here AS MATERIALIZED (
 		   greatest(t.last_vacuum, t.last_autovacuum) AS last_vacuum
 	  FROM pg_catalog.pg_stat_user_tables AS t
 ),
+-- When the table statistics (last_vacuum) were last lost: pg_stat_reset()
+-- in this database, or a crash (or an immediate shutdown), after which the
+-- server starts with empty statistics while the statement store comes
+-- back from its file.  The crash shows as the shared statistics' reset
+-- after the stores were loaded (a clean restart keeps both).
+stats_lost AS MATERIALIZED (
+	SELECT greatest(
+			   (SELECT d.stats_reset FROM pg_catalog.pg_stat_database AS d
+				 WHERE d.datname = pg_catalog.current_database()),
+			   (SELECT b.stats_reset FROM pg_catalog.pg_stat_bgwriter AS b, @extschema@.pg_contention_info() AS i
+				 WHERE b.stats_reset >= i.last_loaded)) AS at
+),
 root_holders AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
 ),
@@ -108,9 +120,15 @@ judged AS (
 				-- scan marked the entries dead (a primary does once nothing
 				-- holds the horizon), or the key is not looked up again.
 				WHEN x.clean_since > x.last_bad THEN 'clean'
-				ELSE 'unvacuumed' END AS state
+				-- The statistics that would say whether vacuum ran were
+				-- lost after the last bad execution, and the statement has
+				-- not run since: unknown, not a guess of "unvacuumed".
+				WHEN x.last_vacuum IS NULL AND x.last_bad < stats_lost.at THEN 'unknown'
+				ELSE 'unvacuumed' END AS state,
+		   stats_lost.at AS stats_lost_at
 	  FROM index_rows AS x
 	  CROSS JOIN params
+	  CROSS JOIN stats_lost
 	  -- The oldest root holder that holds this table's cleanup: a slot or
 	  -- standby feedback holds every database, a transaction its own.  It
 	  -- must have been holding at the last bad execution: one that began
@@ -131,7 +149,7 @@ judged AS (
 ),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
-		   CASE WHEN x.state IN ('vacuumed', 'clean') THEN 'info'
+		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown') THEN 'info'
 				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
 				ELSE 'warning' END AS severity,
 		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
@@ -180,6 +198,9 @@ index_findings AS (
 		   || CASE x.state
 				   WHEN 'held' THEN '; vacuum cannot remove them while ' || x.h_label || ' holds the xmin horizon ('
 						|| pg_catalog.to_char(x.h_xmin_age, 'FM999,999,999,990') || ' transactions old).'
+				   WHEN 'unknown' THEN '; the table statistics were reset at ' || pg_catalog.to_char(x.stats_lost_at, 'HH24:MI:SS')
+						|| ' (a crash restart, or pg_stat_reset()), after the last of these executions: whether vacuum has removed'
+						|| ' the dead entries since is unknown until the statement runs again.'
 				   WHEN 'unvacuumed' THEN '; nothing holds the xmin horizon back: vacuum has not removed them yet'
 						|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
 									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
@@ -195,6 +216,9 @@ index_findings AS (
 					 || '; the entries stay dead until vacuum removes them.'
 				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
 					 || ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
+				WHEN 'unknown' THEN 'Nothing to do now: the next execution of the statement shows whether the dead entries are still there'
+					 || ' (a warning again if they are). To know now, VACUUM '
+					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table') || '.'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
 							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
@@ -208,7 +232,7 @@ index_findings AS (
 														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
 							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
 							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
-							  'state', x.state, 'last_vacuum', x.last_vacuum,
+							  'state', x.state, 'last_vacuum', x.last_vacuum, 'stats_reset', x.stats_lost_at,
 							  'period_start', x.period_start, 'period_end', x.period_end,
 							  'holder', CASE WHEN x.state = 'held'
 											 THEN jsonb_build_object('kind', x.h_kind, 'holder', x.h_holder, 'pid', x.h_pid,
