@@ -1195,8 +1195,10 @@ duration_text(TimestampTz from, TimestampTz to)
 /*
  * One evaluation: read the findings, decide what opens, escalates and
  * closes, freeze and resolve in the same transaction, then apply it all
- * to the store under its lock at once.  Any ERROR aborts the whole
- * evaluation (the caller LOGs it): the store is unchanged.
+ * to the store under its lock at once.  An ERROR in one incident's
+ * evidence or resolution costs that incident its part (query_text); any
+ * other ERROR aborts the whole evaluation (the caller LOGs it): the store
+ * is unchanged.
  */
 static void
 evaluate(void)
