@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# The manual's two pictures, from a real workload on a throwaway cluster
-# (as tools/demo.sh builds, installs and starts it): the demo's case 1 (four
-# pgbench clients at 90 savepoints per transaction) opens two incidents that
-# close when pgbench ends; then the demo's case 2 (100,000 dead versions of
-# one customer's orders behind an idle transaction, looked up by two
-# clients) opens two more.  While those are open:
+# The manual's two pictures, doc/top.png and doc/report.png, from the demo's
+# workload on a throwaway cluster (built, installed and started as
+# tools/demo.sh does; incidents evaluated every second and closed 3 s after
+# their finding is gone):
 #
-#   top.png     pg_contention top in a 160x58 tmux pane, its escape
-#               sequences turned into HTML and rendered by headless Chromium
-#               (the incidents panel: two open, two closed)
+# 1. the demo's case 2 on a server taking 50 orders a second: the billing
+#    session idle in transaction, 100,000 dead versions of customer 42's
+#    orders, two clients looking them up; its fix (the billing session
+#    ends, VACUUM orders) closes both incidents;
+# 2. the demo's case 1 (four pgbench clients, 90 savepoints per
+#    transaction); while its two incidents are open:
 #
-# then the demo's fix (the billing session ends, VACUUM orders) closes them,
-# and:
+#    top.png     pg_contention top in a 160x58 tmux pane (the incidents
+#                panel: two open, two closed), its escape sequences turned
+#                into HTML
+#    report.png  pg_contention report --incident N --html of case 2's
+#                closed dead_tuple_index_scan incident
 #
-#   report.png  pg_contention report --incident N --html of the closed
-#               dead_tuple_index_scan incident, rendered by headless Chromium
+#    both rendered by headless Chromium at the height of their page.
 #
 #   tools/screenshots.sh [DIR]     # DIR: where to write them, doc/ by default
 #
