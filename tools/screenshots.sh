@@ -22,7 +22,7 @@
 #   tools/screenshots.sh [DIR]     # DIR: where to write them, doc/ by default
 #
 # About a minute and a half on two cores.  As root it installs what is
-# missing with apt-get (also tmux, chromium, fonts-dejavu-core) and the
+# missing with apt-get (also tmux, chromium, fonts-dejavu-core, optipng) and the
 # extension into the system's PostgreSQL, as tools/demo.sh does; as another
 # user it needs them installed and uses a private copy of the server.
 set -euo pipefail
@@ -34,9 +34,9 @@ top=$(cd "$here/.." && pwd)
 out=$(cd "${1:-$top/doc}" && pwd)
 major=${PGC_PG_MAJOR:-15}
 if [ "$(id -u)" -eq 0 ]; then
-	apt_install "postgresql-$major" "postgresql-server-dev-$major" gcc make tmux chromium fonts-dejavu-core
+	apt_install "postgresql-$major" "postgresql-server-dev-$major" gcc make tmux chromium fonts-dejavu-core optipng
 fi
-for p in tmux chromium perl; do
+for p in tmux chromium optipng perl; do
 	command -v "$p" >/dev/null || die "$p is missing"
 done
 pg_config=$(pg_config_for "$major")
@@ -119,6 +119,7 @@ render() {	# HTML PNG WIDTH HEIGHT
 	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$work/chromium" \
 		--force-device-scale-factor=1 --window-size="$3,$4" --screenshot="$2" "file://$1" >/dev/null 2>&1
 	[ -s "$2" ] || die "chromium rendered nothing for $1"
+	optipng -quiet -o2 "$2"	# lossless, a tenth smaller than Chromium's
 }
 # The height of the page HTML laid out WIDTH pixels wide (a copy of it
 # with a script that writes it in the title, read back from Chromium's DOM).
