@@ -220,7 +220,9 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 		  LEFT JOIN pg_catalog.pg_roles AS pr ON pr.rolname = p.owner
 	), judged AS (
 		SELECT holders.*,
-			   pg_catalog.age(holders.xmin) AS xmin_age,
+			   -- age() counts from the next xid as this transaction first
+			   -- saw it: a holder whose snapshot is newer would read below 0.
+			   greatest(pg_catalog.age(holders.xmin), 0) AS xmin_age,
 			   -- greatest() would turn an unknown start into zero
 			   CASE WHEN holders.held_since IS NOT NULL
 					THEN greatest(pg_catalog.clock_timestamp() - holders.held_since,

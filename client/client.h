@@ -21,8 +21,10 @@
 
 #include "libpq-fe.h"
 
-/* The extension version whose views this client reads. */
-#define PGC_CLIENT_VERSION		"1.3"
+/* This program's version (--version, the reports' footers). */
+#define PGC_CLIENT_PROGRAM_VERSION	"1.4"
+/* The oldest extension version whose views this client reads. */
+#define PGC_NEEDS_VERSION		"1.3"
 #define PGC_NEEDS_MAJOR			1
 #define PGC_NEEDS_MINOR			3
 

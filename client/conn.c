@@ -190,7 +190,7 @@ conn_open(Conn *c, char **message)
 		buf_init(&m);
 		buf_printf(&m, "extension pg_contention is version %s in database \"%s\", this client "
 				   "needs %s or later: run ALTER EXTENSION pg_contention UPDATE",
-				   version, PQdb(c->conn), PGC_CLIENT_VERSION);
+				   version, PQdb(c->conn), PGC_NEEDS_VERSION);
 		*message = message_shown(&m);
 		PQclear(res);
 		return CONN_OLD_EXTENSION;

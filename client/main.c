@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLIENT_PROGRAM_VERSION	"1.4"
-
 static void
 usage(void)
 {
@@ -164,7 +162,7 @@ main(int argc, char **argv)
 	}
 	if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0))
 	{
-		printf("pg_contention (client) %s\n", CLIENT_PROGRAM_VERSION);
+		printf("pg_contention (client) %s\n", PGC_CLIENT_PROGRAM_VERSION);
 		return 0;
 	}
 
@@ -207,7 +205,7 @@ main(int argc, char **argv)
 				incident = parse_incident(optarg);
 				break;
 			case 'V':
-				printf("pg_contention (client) %s\n", CLIENT_PROGRAM_VERSION);
+				printf("pg_contention (client) %s\n", PGC_CLIENT_PROGRAM_VERSION);
 				return 0;
 			case '?':
 				if (strcmp(argv[optind - 1], "-?") == 0)

@@ -453,7 +453,7 @@ report_html(Conn *c, const char *path)
 	html_tables(&b, &s, c);
 
 	buf_append(&b, "<footer>Written by the pg_contention client ");
-	buf_append(&b, PGC_CLIENT_VERSION);
+	buf_append(&b, PGC_CLIENT_PROGRAM_VERSION);
 	buf_append(&b, "; the same figures are in the extension's views (pg_contention_findings, "
 			   "pg_contention_history, pg_contention_horizon, pg_contention_statements, "
 			   "pg_contention_index_scans).</footer>\n</body>\n</html>\n");
@@ -790,7 +790,7 @@ report_incident_html(Conn *c, const char *path, long long id)
 				   "could not be frozen when the incident opened; the server log says why.</p>\n");
 
 	buf_append(&b, "<footer>Written by the pg_contention client ");
-	buf_append(&b, PGC_CLIENT_VERSION);
+	buf_append(&b, PGC_CLIENT_PROGRAM_VERSION);
 	buf_printf(&b, "; the same figures are in the extension's view pg_contention_incidents "
 			   "(id %lld, its column details) and in pg_contention_report(incident => %lld)."
 			   "</footer>\n</body>\n</html>\n", id, id);

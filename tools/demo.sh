@@ -124,7 +124,7 @@ incidents_after_fix() {
 	else
 		echo "$n of the incidents are still open 30 s after the fix, which the demo expected closed (pg_contention incidents):"
 	fi
-	"${as_user[@]}" "$bindir/pg_contention" incidents -h "$work" -p 5432 -U postgres -d postgres | cut -c1-200
+	"${as_user[@]}" "$bindir/pg_contention" incidents -h "$work" -p 5432 -U postgres -d postgres | fold -s -w 160
 }
 # pg_stat_slru reaches the history once the clients have exited and the
 # sampler has closed the next second.
@@ -253,7 +253,7 @@ for _ in $(seq 1 300); do
 done
 echo
 echo "The incidents the server opened meanwhile, with no client polling (pg_contention incidents):"
-"${as_user[@]}" "$bindir/pg_contention" incidents -h "$work" -p 5432 -U postgres -d postgres | cut -c1-200
+"${as_user[@]}" "$bindir/pg_contention" incidents -h "$work" -p 5432 -U postgres -d postgres | fold -s -w 160
 closed_id=$(sql -At -c "SELECT max(id) FROM pg_contention_incidents WHERE closed IS NOT NULL")
 if [ -n "$closed_id" ]; then
 	echo
