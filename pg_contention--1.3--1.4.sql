@@ -161,7 +161,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT incidents_max integer,
 	OUT incidents integer,
 	OUT incident_evictions bigint,
-	OUT open_incident_evictions bigint,
+	OUT incidents_not_opened bigint,
 	OUT incidents_opened jsonb
 )
 RETURNS record

@@ -126,7 +126,7 @@ typedef struct IncidentsShared
 	uint64		reset_generation;
 	int64		next_id;
 	int64		evictions;		/* closed incidents evicted */
-	int64		open_evictions; /* open ones evicted (all were open) */
+	int64		not_opened;		/* subjects refused: every slot was open */
 	int64		opened[NUM_COUNTED][2]; /* [problem][warning, critical] */
 } IncidentsShared;
 
@@ -165,7 +165,7 @@ pgc_incidents_reset(void)
 	memset(slots, 0, mul_size(pgc_max_incidents, sizeof(Incident)));
 	incidents->next_id = 1;
 	incidents->evictions = 0;
-	incidents->open_evictions = 0;
+	incidents->not_opened = 0;
 	memset(incidents->opened, 0, sizeof(incidents->opened));
 	incidents->reset_generation++;
 	LWLockRelease(incidents->lock);
@@ -196,7 +196,7 @@ counted_index(const char *problem)
  * problems with any).
  */
 void
-pgc_incidents_info(int *used, int64 *evictions, int64 *open_evictions,
+pgc_incidents_info(int *used, int64 *evictions, int64 *not_opened,
 				   char **opened_json)
 {
 	int64		opened[NUM_COUNTED][2];
@@ -209,7 +209,7 @@ pgc_incidents_info(int *used, int64 *evictions, int64 *open_evictions,
 		if (slots[i].id != 0)
 			(*used)++;
 	*evictions = incidents->evictions;
-	*open_evictions = incidents->open_evictions;
+	*not_opened = incidents->not_opened;
 	memcpy(opened, incidents->opened, sizeof(opened));
 	LWLockRelease(incidents->lock);
 
@@ -704,7 +704,7 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		LWLockAcquire(incidents->lock, LW_SHARED);
 	head[0] = incidents->next_id;
 	head[1] = incidents->evictions;
-	head[2] = incidents->open_evictions;
+	head[2] = incidents->not_opened;
 	memcpy(opened, incidents->opened, sizeof(opened));
 	resets = incidents->reset_generation;
 	if (take_locks)
@@ -841,7 +841,7 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 	*kept = n;
 	incidents->next_id = Max(head[0], max_id + 1);
 	incidents->evictions = head[1];
-	incidents->open_evictions = head[2];
+	incidents->not_opened = head[2];
 	memcpy(incidents->opened, opened, sizeof(opened));
 	pfree(all);
 }
@@ -865,8 +865,52 @@ typedef struct Found
 	int64		match_id;		/* the open incident it belongs to, or 0 */
 	bool		open;			/* opens a new incident */
 	bool		escalate;		/* raises match_id's peak */
+	bool		refused;		/* would open, but every slot is open */
 	char	   *frozen;
 } Found;
+
+/*
+ * The subjects refused at the last evaluation ("problem key"), this
+ * worker's own: a subject is counted and LOGged when it is first refused,
+ * not at every evaluation while it stays so.
+ */
+static char **refused_keys = NULL;
+static int	n_refused = 0;
+
+static bool
+refused_before(const Found *f)
+{
+	for (int i = 0; i < n_refused; i++)
+	{
+		const char *sep = strchr(refused_keys[i], ' ');
+
+		if (sep && strncmp(refused_keys[i], f->problem, sep - refused_keys[i]) == 0 &&
+			f->problem[sep - refused_keys[i]] == '\0' && strcmp(sep + 1, f->key) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Remember this evaluation's refused subjects for the next one. */
+static void
+remember_refused(const Found *found, int nfound)
+{
+	for (int i = 0; i < n_refused; i++)
+		pfree(refused_keys[i]);
+	if (refused_keys)
+		pfree(refused_keys);
+	refused_keys = NULL;
+	n_refused = 0;
+	for (int i = 0; i < nfound; i++)
+	{
+		if (!found[i].refused)
+			continue;
+		if (refused_keys == NULL)
+			refused_keys = MemoryContextAlloc(TopMemoryContext, nfound * sizeof(char *));
+		refused_keys[n_refused++] = MemoryContextStrdup(TopMemoryContext,
+														psprintf("%s %s", found[i].problem, found[i].key));
+	}
+}
 
 /* A closed incident, as the evaluation copied it. */
 typedef struct ClosedCopy
@@ -1132,12 +1176,16 @@ resolve(const OpenCopy *o)
 	return query_text("resolution", o->id, sql, 3, types, args, nulls);
 }
 
-/* A free slot, or the one to evict (oldest closed, else oldest open). */
+/*
+ * A free slot, or the oldest closed incident's (evicted, counted); NULL
+ * when every slot holds an open incident.  An open incident is never
+ * evicted: its finding is still there, so it would open again at the next
+ * evaluation and evict another, a new "opened" line every interval.
+ */
 static Incident *
 take_slot(void)
 {
 	Incident   *oldest_closed = NULL;
-	Incident   *oldest_open = NULL;
 
 	for (int i = 0; i < pgc_max_incidents; i++)
 	{
@@ -1147,16 +1195,10 @@ take_slot(void)
 			return s;
 		if (s->closed != 0 && (oldest_closed == NULL || s->id < oldest_closed->id))
 			oldest_closed = s;
-		if (s->closed == 0 && (oldest_open == NULL || s->id < oldest_open->id))
-			oldest_open = s;
 	}
 	if (oldest_closed)
-	{
 		incidents->evictions++;
-		return oldest_closed;
-	}
-	incidents->open_evictions++;
-	return oldest_open;
+	return oldest_closed;
 }
 
 static Incident *
@@ -1171,7 +1213,7 @@ find_slot(int64 id)
 typedef struct LogLine
 {
 	int64		id;
-	int			kind;			/* 0 opened, 1 escalated, 2 closed */
+	int			kind;			/* 0 opened, 1 escalated, 2 closed, 3 refused */
 	int			severity;
 	char	   *problem;
 	char	   *text;			/* subject, or the resolution */
@@ -1213,6 +1255,7 @@ evaluate(void)
 	TimestampTz now;
 	List	   *logs = NIL;
 	ListCell   *lc;
+	bool		applied;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -1333,9 +1376,24 @@ evaluate(void)
 				Incident   *s = NULL;
 				LogLine    *line = NULL;
 
+				if (f->open && (s = take_slot()) == NULL)
+				{
+					/* Counted and LOGged once while it stays refused. */
+					f->refused = true;
+					if (!refused_before(f))
+					{
+						incidents->not_opened++;
+						line = MemoryContextAllocZero(eval_context, sizeof(LogLine));
+						line->kind = 3;
+						line->problem = f->problem;
+						line->severity = f->severity;
+						line->text = f->subject;
+						logs = lappend(logs, line);
+					}
+					continue;
+				}
 				if (f->open)
 				{
-					s = take_slot();
 					memset(s, 0, sizeof(Incident));
 					s->id = incidents->next_id++;
 					s->dbid = MyDatabaseId;
@@ -1404,7 +1462,10 @@ evaluate(void)
 				logs = lappend(logs, line);
 			}
 		}
+		applied = (incidents->reset_generation == generation);
 		LWLockRelease(incidents->lock);
+		if (applied)
+			remember_refused(found, nfound);
 	}
 
 	/* Opened, escalated or closed: into the stores' file soon (crash). */
@@ -1418,13 +1479,20 @@ evaluate(void)
 	MemoryContextSwitchTo(eval_context);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
-	if (!pgc_incident_log)
-		return;
 	foreach(lc, logs)
 	{
 		LogLine    *line = (LogLine *) lfirst(lc);
 
-		if (line->kind == 2)
+		/* Not an incident's line: said whatever incident_log is. */
+		if (line->kind == 3)
+			ereport(LOG,
+					(errmsg("pg_contention: incident not opened: all %d incident slots hold open incidents: %s %s: %s",
+							pgc_max_incidents, severity_name(line->severity),
+							log_text(line->problem), log_text(line->text)),
+					 errhint("Raise pg_contention.max_incidents (it takes a restart); open incidents are never evicted.")));
+		else if (!pgc_incident_log)
+			continue;
+		else if (line->kind == 2)
 			ereport(LOG,
 					(errmsg("pg_contention: incident " INT64_FORMAT " closed after %s: %s",
 							line->id, duration_text(line->opened, line->at),

@@ -217,7 +217,7 @@ static const PgcResultColumn info_columns[] = {
 	{"incidents_max", INT4OID, PGC_SQL_V(1, 4)},
 	{"incidents", INT4OID, PGC_SQL_V(1, 4)},
 	{"incident_evictions", INT8OID, PGC_SQL_V(1, 4)},
-	{"open_incident_evictions", INT8OID, PGC_SQL_V(1, 4)},
+	{"incidents_not_opened", INT8OID, PGC_SQL_V(1, 4)},
 	{"incidents_opened", JSONBOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape info_shape = {
@@ -269,14 +269,14 @@ pg_contention_info(PG_FUNCTION_ARGS)
 	{
 		int			used;
 		int64		incident_evictions;
-		int64		open_evictions;
+		int64		not_opened;
 		char	   *opened;
 
-		pgc_incidents_info(&used, &incident_evictions, &open_evictions, &opened);
+		pgc_incidents_info(&used, &incident_evictions, &not_opened, &opened);
 		values[10] = Int32GetDatum(pgc_max_incidents);
 		values[11] = Int32GetDatum(used);
 		values[12] = Int64GetDatum(incident_evictions);
-		values[13] = Int64GetDatum(open_evictions);
+		values[13] = Int64GetDatum(not_opened);
 		values[14] = DirectFunctionCall1(jsonb_in, CStringGetDatum(opened));
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

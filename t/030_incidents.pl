@@ -215,21 +215,43 @@ is($node->safe_psql('postgres', 'SELECT count(*) || \' \' || min(id) FROM pg_con
 my $evictions = $node->safe_psql('postgres', 'SELECT incident_evictions FROM pg_contention_info');
 my $opened_before = $node->safe_psql('postgres', "SELECT value FROM pg_contention_metrics WHERE metric = 'incidents_opened_total'
 	AND labels = '{\"problem\": \"xmin_horizon_held\", \"severity\": \"warning\"}'");
+# The third subject finds every slot open: an open incident is never
+# evicted (it would open again at the next evaluation and evict another);
+# the subject is counted and logged once, and opens once a slot is free.
+$offset = -s $node->logfile;
 for my $g (1 .. 3)
 {
 	$node->safe_psql('postgres', "BEGIN; INSERT INTO side VALUES ($g); PREPARE TRANSACTION 'batch$g'");
 }
 ok($node->poll_query_until('postgres',
-	"SELECT incident_evictions = $evictions + 2 AND open_incident_evictions >= 1 FROM pg_contention_info"),
-	'full: the closed incidents were evicted first, then the oldest open one, each counted');
-is($node->safe_psql('postgres', "SELECT count(*) || ' ' || min(id) FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),
-	'2 ' . ($next + 1), 'the two newest open incidents are kept');
+	"SELECT incident_evictions = $evictions + 2 AND incidents_not_opened = 1 FROM pg_contention_info"),
+	'full: the closed incidents were evicted, the third subject counted as not opened');
+evaluated_twice();
+my $open_ids = "SELECT count(*) || ' ' || min(id) || ' ' || max(id) FROM pg_contention_incidents
+	WHERE problem = 'xmin_horizon_held' AND closed IS NULL";
+is($node->safe_psql('postgres', $open_ids), '2 ' . $next . ' ' . ($next + 1),
+	'the two open incidents stay, no other opens');
+is($node->safe_psql('postgres', 'SELECT incidents_not_opened FROM pg_contention_info'), '1',
+	'counted once while it stays refused');
+my @refusals = (slurp_file($node->logfile, $offset) =~
+	/LOG:  pg_contention: incident not opened: all 2 incident slots hold open incidents: warning xmin_horizon_held: prepared transaction 'batch\d'/g);
+is(scalar(@refusals), 1, 'logged once');
 is($node->safe_psql('postgres', "SELECT value FROM pg_contention_metrics WHERE metric = 'incidents_open'"),
 	'2', 'the incidents_open gauge');
 is($node->safe_psql('postgres', "SELECT value FROM pg_contention_metrics WHERE metric = 'incidents_opened_total'
 	AND labels = '{\"problem\": \"xmin_horizon_held\", \"severity\": \"warning\"}'"),
-	$opened_before + 3, 'the incidents_opened_total counter counts every incident opened, kept or not');
-$node->safe_psql('postgres', "COMMIT PREPARED 'batch$_'") for 1 .. 3;
+	$opened_before + 2, 'the incidents_opened_total counter counts the incidents opened');
+my $refused = $node->safe_psql('postgres', "SELECT gid FROM pg_prepared_xacts WHERE gid NOT IN
+	(SELECT details -> 'finding' ->> 'holder' FROM pg_contention_incidents WHERE closed IS NULL)");
+like($refused, qr/^batch\d$/, 'one prepared transaction has no incident');
+my $first = $node->safe_psql('postgres', "SELECT details -> 'finding' ->> 'holder' FROM pg_contention_incidents WHERE id = $next");
+$node->safe_psql('postgres', "COMMIT PREPARED '$first'");
+ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_contention_incidents
+	WHERE closed IS NULL AND details -> 'finding' ->> 'holder' = '$refused'"),
+	'once an incident closed, the refused subject opens');
+is($node->safe_psql('postgres', "SELECT max(id) FROM pg_contention_incidents"), $next + 2, 'under the next id');
+$node->safe_psql('postgres', "COMMIT PREPARED '$_'")
+  for split /\n/, $node->safe_psql('postgres', 'SELECT gid FROM pg_prepared_xacts');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_contention_incidents WHERE closed IS NULL"),
 	'closed after COMMIT PREPARED');
 like($node->safe_psql('postgres', "SELECT string_agg(resolution, ',') FROM pg_contention_incidents"),
