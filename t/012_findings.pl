@@ -7,6 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(savepoint_script history_settled evaluated_twice);
 
 my $node = PostgreSQL::Test::Cluster->new('findings');
 $node->init;
@@ -46,12 +49,10 @@ sub findings
 			E'\\n'), '') FROM pg_contention_findings");
 }
 
+# finding($problem, $column, $settings): PgContention::Test's, on this node.
 sub finding
 {
-	my ($problem, $column, $settings) = @_;
-	$settings //= '';
-	return $node->safe_psql('postgres',
-		"$settings SELECT $column FROM pg_contention_findings WHERE problem = '$problem'");
+	return PgContention::Test::finding($node, @_);
 }
 
 # The incidents the server opened by itself, once its worker has
@@ -60,14 +61,7 @@ sub finding
 # incidents must be too.
 sub incidents_after_evaluations
 {
-	for (1 .. 2)
-	{
-		my $mark = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
-		$node->poll_query_until('postgres',
-			"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
-			  WHERE backend_type = 'pg_contention incidents'")
-		  or die 'the incidents worker did not evaluate';
-	}
+	evaluated_twice($node);
 	return $node->safe_psql('postgres',
 		"SELECT coalesce(string_agg(problem || ' ' || peak_severity, ', '), '') FROM pg_contention_incidents");
 }
@@ -99,31 +93,8 @@ $idle_xact->query_safe('COMMIT');
 $idle_xact->quit;
 $idle->quit;
 
-# ---- Case 1: subtransaction overflow.  The pgbench script of the case.
-sub savepoint_script
-{
-	my ($n) = @_;
-	my $body = "BEGIN;\n";
-	for my $i (1 .. $n)
-	{
-		$body .= "SAVEPOINT a;\n"
-		  . "\\set rnd random(1, 990)\n"
-		  . "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 1 + 100;\n"
-		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
-	}
-	return $body . "COMMIT;\n";
-}
-
-# The clients' SLRU counters reach the statistics when they exit; wait
-# until the sampler has closed a second after that.
-sub history_settled
-{
-	my $end = $node->safe_psql('postgres', 'SELECT now()');
-	$node->poll_query_until('postgres',
-		"SELECT count(*) >= 1 FROM pg_contention_history
-		  WHERE bucket_start > '$end'::timestamptz + interval '1 second'")
-	  or die 'the history did not advance';
-}
+# ---- Case 1: subtransaction overflow, with the pgbench script of the case
+# (savepoint_script).
 
 # Near misses first: 30 and 60 savepoints never overflow.
 for my $n (30, 60)
@@ -131,7 +102,7 @@ for my $n (30, 60)
 	start_over();
 	$node->pgbench('-n -M prepared -c 4 -j 2 -t 10', 0, [qr{processed: 40/40}], [qr{^$}],
 		"pgbench with $n savepoints per transaction", { "sp_$n" => savepoint_script($n) });
-	history_settled();
+	history_settled($node);
 	my $found = findings();
 	unlike($found, qr/subxact_overflow|subtrans_slru_contention/,
 		"$n savepoints: no overflow, no pg_subtrans contention");
@@ -153,7 +124,7 @@ for my $n (30, 60)
 start_over();
 $node->pgbench('-n -M prepared -c 4 -j 2 -t 15', 0, [qr{processed: 60/60}], [qr{^$}],
 	'pgbench with 90 savepoints per transaction', { 'sp_90' => savepoint_script(90) });
-history_settled();
+history_settled($node);
 # The warning bar is pg_subtrans lookups per second: 50,000 by default,
 # which an assertion-enabled build on two cores does not always reach with
 # this short run.  A rate is the same work over the time the machine took:
@@ -212,7 +183,7 @@ $holder_pid =~ s/\s+//g;
 $node->safe_psql('postgres', 'INSERT INTO side VALUES (0)');
 $node->pgbench('-n -c 2 -j 2 -t 200', 0, [qr{processed}], [qr{^$}], 'readers while a backend is overflowed',
 	{ 'readers' => "SELECT count(*) FROM contend WHERE id < 500;\n" });
-history_settled();
+history_settled($node);
 is(findings(), 'subxact_overflow info', 'readers only: the overflow is info, no pg_subtrans contention');
 like(finding('subxact_overflow', 'subject'),
 	qr/^statement INSERT INTO side VALUES \(\$1\).* in pid $holder_pid \(application loader, user \w+, idle in transaction for /,
@@ -341,7 +312,7 @@ else
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 	$node->pgbench('-n -c 3 -j 3 -t 1', 0, [qr{processed}], [qr{^$}], 'spinning backends',
 		{ 'spin' => "SELECT pgc_spin_test(3);\n" });
-	history_settled();
+	history_settled($node);
 	my $held = $node->safe_psql('postgres', 'SELECT total_lock_held_pct > 0 FROM pg_contention_old_snapshot');
 	SKIP:
 	{

@@ -11,6 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(savepoint_script evaluated_twice);
 
 my $node = PostgreSQL::Test::Cluster->new('incidents');
 $node->init(allows_streaming => 1);
@@ -46,20 +49,6 @@ my $worker = $node->safe_psql('postgres',
 	"SELECT application_name FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'");
 is($worker, 'pg_contention incidents', 'the worker runs, named in pg_stat_activity');
 
-# The worker has evaluated at least twice since now (it reports each
-# evaluation's start and end in pg_stat_activity).
-sub evaluated_twice
-{
-	for (1 .. 2)
-	{
-		my $mark = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
-		$node->poll_query_until('postgres',
-			"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
-			  WHERE backend_type = 'pg_contention incidents'")
-		  or die 'the incidents worker did not evaluate';
-	}
-}
-
 sub incidents
 {
 	return $node->safe_psql('postgres',
@@ -69,24 +58,11 @@ sub incidents
 
 # ---- (g) A healthy pgbench workload opens none.
 $node->pgbench('-n -c 4 -j 2 -T 4', 0, [qr{processed}], [qr{^$}], 'a healthy pgbench run');
-evaluated_twice();
+evaluated_twice($node);
 is(incidents(), '', 'a healthy workload: no incident');
 
 # ---- (a) Subtransaction overflow (the README's first incident): sessions
 # whose transactions take 90 savepoints, readers beside them.
-sub savepoint_script
-{
-	my ($n) = @_;
-	my $body = "BEGIN;\n";
-	for my $i (1 .. $n)
-	{
-		$body .= "SAVEPOINT a;\n"
-		  . "\\set rnd random(1, 990)\n"
-		  . "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 1 + 100;\n"
-		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
-	}
-	return $body . "COMMIT;\n";
-}
 # The findings' default window (5 min) for this case: the finding stays
 # for the window after the fix (its cost is judged from the history
 # seconds, so for the 40 s the ring keeps), the incident must not.
@@ -115,7 +91,7 @@ ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_conten
 is($node->safe_psql('postgres',
 	"SELECT count(*) > 0 FROM pg_contention_findings WHERE problem = 'subxact_overflow' AND severity <> 'info'"),
 	't', 'the finding still shows the overflow for its window');
-evaluated_twice();
+evaluated_twice($node);
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents WHERE problem = 'subxact_overflow'"),
 	'1', 'and opens no new incident while its window shows it');
 like($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $id"),
@@ -291,7 +267,7 @@ ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/, $off
 # pg_cancel_backend() cancels at most an evaluation: the worker goes on.
 my $worker_pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'");
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($worker_pid)");
-evaluated_twice();
+evaluated_twice($node);
 is($node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'"),
 	$worker_pid, 'after pg_cancel_backend() the same worker evaluates on');
 # It leaves promptly on SIGTERM and comes back.
