@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(savepoint_script history_settled evaluated_twice);
+use PgContention::Test qw(savepoint_script evaluated_twice);
 
 my $node = PostgreSQL::Test::Cluster->new('findings');
 $node->init;
@@ -49,10 +49,16 @@ sub findings
 			E'\\n'), '') FROM pg_contention_findings");
 }
 
-# finding($problem, $column, $settings): PgContention::Test's, on this node.
+# finding($problem, $column, $settings) and history_settled():
+# PgContention::Test's, on this node.
 sub finding
 {
 	return PgContention::Test::finding($node, @_);
+}
+
+sub history_settled
+{
+	PgContention::Test::history_settled($node);
 }
 
 # The incidents the server opened by itself, once its worker has
@@ -102,7 +108,7 @@ for my $n (30, 60)
 	start_over();
 	$node->pgbench('-n -M prepared -c 4 -j 2 -t 10', 0, [qr{processed: 40/40}], [qr{^$}],
 		"pgbench with $n savepoints per transaction", { "sp_$n" => savepoint_script($n) });
-	history_settled($node);
+	history_settled();
 	my $found = findings();
 	unlike($found, qr/subxact_overflow|subtrans_slru_contention/,
 		"$n savepoints: no overflow, no pg_subtrans contention");
@@ -124,7 +130,7 @@ for my $n (30, 60)
 start_over();
 $node->pgbench('-n -M prepared -c 4 -j 2 -t 15', 0, [qr{processed: 60/60}], [qr{^$}],
 	'pgbench with 90 savepoints per transaction', { 'sp_90' => savepoint_script(90) });
-history_settled($node);
+history_settled();
 # The warning bar is pg_subtrans lookups per second: 50,000 by default,
 # which an assertion-enabled build on two cores does not always reach with
 # this short run.  A rate is the same work over the time the machine took:
@@ -183,7 +189,7 @@ $holder_pid =~ s/\s+//g;
 $node->safe_psql('postgres', 'INSERT INTO side VALUES (0)');
 $node->pgbench('-n -c 2 -j 2 -t 200', 0, [qr{processed}], [qr{^$}], 'readers while a backend is overflowed',
 	{ 'readers' => "SELECT count(*) FROM contend WHERE id < 500;\n" });
-history_settled($node);
+history_settled();
 is(findings(), 'subxact_overflow info', 'readers only: the overflow is info, no pg_subtrans contention');
 like(finding('subxact_overflow', 'subject'),
 	qr/^statement INSERT INTO side VALUES \(\$1\).* in pid $holder_pid \(application loader, user \w+, idle in transaction for /,
@@ -312,7 +318,7 @@ else
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 	$node->pgbench('-n -c 3 -j 3 -t 1', 0, [qr{processed}], [qr{^$}], 'spinning backends',
 		{ 'spin' => "SELECT pgc_spin_test(3);\n" });
-	history_settled($node);
+	history_settled();
 	my $held = $node->safe_psql('postgres', 'SELECT total_lock_held_pct > 0 FROM pg_contention_old_snapshot');
 	SKIP:
 	{

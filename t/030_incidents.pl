@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(savepoint_script evaluated_twice);
+use PgContention::Test qw(savepoint_script);
 
 my $node = PostgreSQL::Test::Cluster->new('incidents');
 $node->init(allows_streaming => 1);
@@ -49,6 +49,13 @@ my $worker = $node->safe_psql('postgres',
 	"SELECT application_name FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'");
 is($worker, 'pg_contention incidents', 'the worker runs, named in pg_stat_activity');
 
+# The worker has evaluated at least twice since now (it reports each
+# evaluation's start and end in pg_stat_activity).
+sub evaluated_twice
+{
+	PgContention::Test::evaluated_twice($node);
+}
+
 sub incidents
 {
 	return $node->safe_psql('postgres',
@@ -58,7 +65,7 @@ sub incidents
 
 # ---- (g) A healthy pgbench workload opens none.
 $node->pgbench('-n -c 4 -j 2 -T 4', 0, [qr{processed}], [qr{^$}], 'a healthy pgbench run');
-evaluated_twice($node);
+evaluated_twice();
 is(incidents(), '', 'a healthy workload: no incident');
 
 # ---- (a) Subtransaction overflow (the README's first incident): sessions
@@ -91,7 +98,7 @@ ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_conten
 is($node->safe_psql('postgres',
 	"SELECT count(*) > 0 FROM pg_contention_findings WHERE problem = 'subxact_overflow' AND severity <> 'info'"),
 	't', 'the finding still shows the overflow for its window');
-evaluated_twice($node);
+evaluated_twice();
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents WHERE problem = 'subxact_overflow'"),
 	'1', 'and opens no new incident while its window shows it');
 like($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $id"),
@@ -267,7 +274,7 @@ ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/, $off
 # pg_cancel_backend() cancels at most an evaluation: the worker goes on.
 my $worker_pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'");
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($worker_pid)");
-evaluated_twice($node);
+evaluated_twice();
 is($node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'"),
 	$worker_pid, 'after pg_cancel_backend() the same worker evaluates on');
 # It leaves promptly on SIGTERM and comes back.
