@@ -8,6 +8,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(savepoint_script);
 
 my $node = PostgreSQL::Test::Cluster->new('bench');
 $node->init;
@@ -29,14 +32,6 @@ my $update = 'UPDATE contend%';
 sub run_case
 {
 	my ($savepoints) = @_;
-	my $body = '';
-	for my $i (1 .. $savepoints)
-	{
-		$body .= "SAVEPOINT a;\n"
-		  . "\\set rnd random(1, 990)\n"
-		  . "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 1 + 100;\n"
-		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
-	}
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 	my $start = $node->safe_psql('postgres', 'SELECT now()');
 	$node->pgbench(
@@ -45,7 +40,7 @@ sub run_case
 		[qr{processed: 60/60}],
 		[qr{^$}],
 		"pgbench with $savepoints savepoints per transaction",
-		{ "subtrans_$savepoints" => "BEGIN;\n$body" . "COMMIT;\n" });
+		{ "subtrans_$savepoints" => savepoint_script($savepoints) });
 
 	# The clients' SLRU counters reach the statistics when they exit; wait
 	# until the sampler has closed two buckets after that.

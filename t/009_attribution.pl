@@ -8,6 +8,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(wait_ticks);
 
 my $node = PostgreSQL::Test::Cluster->new('attribution');
 $node->init;
@@ -20,15 +23,6 @@ $node->safe_psql('postgres', q{
 });
 ok($node->poll_query_until('postgres', 'SELECT ticks > 0 FROM pg_contention_sampler_status'),
 	'the sampler runs');
-
-sub wait_ticks
-{
-	my ($n) = @_;
-	my $t = $node->safe_psql('postgres', 'SELECT ticks FROM pg_contention_sampler_status');
-	$node->poll_query_until('postgres',
-		"SELECT ticks > $t + $n FROM pg_contention_sampler_status")
-	  or die "the sampler stopped ticking";
-}
 
 # The waiter runs a statement first: that is the id that used to be
 # published while it waited.
@@ -46,12 +40,12 @@ $waiter->query_until(qr/waiting/,
 ok($node->poll_query_until('postgres',
 	"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE application_name = 'waiter'"),
 	'the waiter waits for the lock');
-wait_ticks(30);
+wait_ticks($node, 30);
 $locker->query_safe('COMMIT');
 ok($node->poll_query_until('postgres',
 	"SELECT state = 'idle' FROM pg_stat_activity WHERE application_name = 'waiter'"),
 	'the waiter got the lock and finished');
-wait_ticks(5);
+wait_ticks($node, 5);
 
 my $id = $node->safe_psql('postgres',
 	"SELECT query_id FROM pg_contention_statements WHERE query LIKE 'SELECT count(*) AS blocked_in_analysis%'");

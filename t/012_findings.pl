@@ -7,6 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(savepoint_script evaluated_twice);
 
 my $node = PostgreSQL::Test::Cluster->new('findings');
 $node->init;
@@ -46,12 +49,16 @@ sub findings
 			E'\\n'), '') FROM pg_contention_findings");
 }
 
+# finding($problem, $column, $settings) and history_settled():
+# PgContention::Test's, on this node.
 sub finding
 {
-	my ($problem, $column, $settings) = @_;
-	$settings //= '';
-	return $node->safe_psql('postgres',
-		"$settings SELECT $column FROM pg_contention_findings WHERE problem = '$problem'");
+	return PgContention::Test::finding($node, @_);
+}
+
+sub history_settled
+{
+	PgContention::Test::history_settled($node);
 }
 
 # The incidents the server opened by itself, once its worker has
@@ -60,14 +67,7 @@ sub finding
 # incidents must be too.
 sub incidents_after_evaluations
 {
-	for (1 .. 2)
-	{
-		my $mark = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
-		$node->poll_query_until('postgres',
-			"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
-			  WHERE backend_type = 'pg_contention incidents'")
-		  or die 'the incidents worker did not evaluate';
-	}
+	evaluated_twice($node);
 	return $node->safe_psql('postgres',
 		"SELECT coalesce(string_agg(problem || ' ' || peak_severity, ', '), '') FROM pg_contention_incidents");
 }
@@ -99,31 +99,8 @@ $idle_xact->query_safe('COMMIT');
 $idle_xact->quit;
 $idle->quit;
 
-# ---- Case 1: subtransaction overflow.  The pgbench script of the case.
-sub savepoint_script
-{
-	my ($n) = @_;
-	my $body = "BEGIN;\n";
-	for my $i (1 .. $n)
-	{
-		$body .= "SAVEPOINT a;\n"
-		  . "\\set rnd random(1, 990)\n"
-		  . "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 1 + 100;\n"
-		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
-	}
-	return $body . "COMMIT;\n";
-}
-
-# The clients' SLRU counters reach the statistics when they exit; wait
-# until the sampler has closed a second after that.
-sub history_settled
-{
-	my $end = $node->safe_psql('postgres', 'SELECT now()');
-	$node->poll_query_until('postgres',
-		"SELECT count(*) >= 1 FROM pg_contention_history
-		  WHERE bucket_start > '$end'::timestamptz + interval '1 second'")
-	  or die 'the history did not advance';
-}
+# ---- Case 1: subtransaction overflow, with the pgbench script of the case
+# (savepoint_script).
 
 # Near misses first: 30 and 60 savepoints never overflow.
 for my $n (30, 60)

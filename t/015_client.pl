@@ -17,6 +17,9 @@ use Compress::Zlib;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client find_program);
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 
@@ -33,13 +36,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
 # The client, with the node's connection in the environment.
 sub client
 {
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
-	IPC::Run::run([ 'pg_contention', @args ], '<', \undef, '>', \$out, '2>', \$err);
-	return ($? >> 8, $out, $err);
+	return run_client($node, @_);
 }
 
 # ---- Usage and connection errors: exit 3, one line each.
@@ -378,16 +375,6 @@ SKIP:
 $bench->kill_kill if $bench->pumpable;
 $node->stop;
 done_testing();
-
-sub find_program
-{
-	my ($name) = @_;
-	for my $dir (split /:/, $ENV{PATH})
-	{
-		return "$dir/$name" if -x "$dir/$name";
-	}
-	return undef;
-}
 
 # What share of a PNG's pixels are not (nearly) white, and which exact
 # colours it has: enough to tell a rendered page from a blank one.

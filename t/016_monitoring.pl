@@ -16,6 +16,9 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(find_program);
 
 my $examples = dirname(__FILE__) . '/../examples';
 $examples = "$ENV{PWD}/examples" unless -d $examples;
@@ -188,13 +191,3 @@ SKIP:
 $loader->quit;
 $node->stop;
 done_testing();
-
-sub find_program
-{
-	my ($name) = @_;
-	for my $dir (split /:/, $ENV{PATH}, '/usr/bin')
-	{
-		return "$dir/$name" if -x "$dir/$name";
-	}
-	return undef;
-}

@@ -13,6 +13,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(crc32c);
 
 # Wait until the log has a line matching $re after $offset; the new offset.
 sub wait_for_log_line
@@ -193,20 +196,6 @@ pg_contention.save_interval = '1s'
 	is($small->safe_psql('postgres', $events), '1', 'with its event');
 	$small->stop;
 	ok(-e $file && !-e $legacy, 'the save wrote the new file and removed the old one');
-}
-
-# The CRC-32C PostgreSQL uses (Castagnoli, reflected).
-sub crc32c
-{
-	my ($data) = @_;
-	my @table = map {
-		my $c = $_;
-		$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
-		$c
-	} 0 .. 255;
-	my $crc = 0xFFFFFFFF;
-	$crc = $table[($crc ^ $_) & 0xFF] ^ ($crc >> 8) for unpack('C*', $data);
-	return $crc ^ 0xFFFFFFFF;
 }
 
 # Format 3: header (64 bytes: format at 4, nsections at 12; format 1's

@@ -24,6 +24,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client history_settled);
 
 my $node = PostgreSQL::Test::Cluster->new('readers');
 $node->init;
@@ -66,24 +69,7 @@ sub findings
 # The client, with the node's connection in the environment.
 sub client
 {
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
-	IPC::Run::run([ 'pg_contention', @args ], '<', \undef, '>', \$out, '2>', \$err);
-	return ($? >> 8, $out, $err);
-}
-
-# The clients' SLRU counters reach the statistics when they exit; wait
-# until the sampler has closed a second after that.
-sub history_settled
-{
-	my $end = $node->safe_psql('postgres', 'SELECT now()');
-	$node->poll_query_until('postgres',
-		"SELECT count(*) >= 1 FROM pg_contention_history
-		  WHERE bucket_start > '$end'::timestamptz + interval '1 second'")
-	  or die 'the history did not advance';
+	return run_client($node, @_);
 }
 
 # ---- The false alarm: two clients, 60 writing blocks per call.
@@ -101,7 +87,7 @@ is($? >> 8, 0, 'pgbench with 60 EXCEPTION blocks per call, two clients') or diag
 my ($calls) = $bench_out =~ /number of transactions actually processed: (\d+)/;
 ok($calls && $calls > 0, 'pgbench ran the function (' . ($calls // 0) . ' calls)');
 $calls //= 0;
-history_settled();
+history_settled($node);
 
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'),
 	'0', 'no overflow event: never 65 subtransactions at once');

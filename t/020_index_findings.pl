@@ -18,10 +18,12 @@
 # Counts and texts only: no timing is asserted.
 use strict;
 use warnings;
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client);
 
 my $node = PostgreSQL::Test::Cluster->new('index_findings');
 $node->init;
@@ -67,12 +69,8 @@ sub bench
 
 sub check
 {
-	my ($out, $err) = ('', '');
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
-	IPC::Run::run([ 'pg_contention', 'check' ], '<', \undef, '>', \$out, '2>', \$err);
-	return ($? >> 8, $out);
+	my ($rc, $out) = run_client($node, 'check');
+	return ($rc, $out);
 }
 
 # A report that holds the xmin horizon: its snapshot is taken.

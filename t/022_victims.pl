@@ -12,6 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client finding);
 
 my $node = PostgreSQL::Test::Cluster->new('victims');
 $node->init;
@@ -34,25 +37,11 @@ $node->safe_psql('postgres', 'VACUUM (ANALYZE) orders');
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 
-sub finding
-{
-	my ($problem, $column, $settings) = @_;
-	$settings //= '';
-	return $node->safe_psql('postgres',
-		"$settings SELECT $column FROM pg_contention_findings WHERE problem = '$problem'");
-}
-
 # The client, with the node's connection in the environment.
 sub client
 {
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
 	delete local $ENV{PGAPPNAME};
-	IPC::Run::run([ 'pg_contention', @args ], '<', \undef, '>', \$out, '2>', \$err);
-	return ($? >> 8, $out, $err);
+	return run_client($node, @_);
 }
 
 # The readers: application api.
@@ -132,7 +121,7 @@ is($node->safe_psql('postgres',
 	'0', 'pg_contention_duration and pg_contention_shorten run no statement of their own');
 
 # The finding says it in words.
-my $evidence = finding('subxact_overflow', 'evidence');
+my $evidence = finding($node, 'subxact_overflow', 'evidence');
 note("subxact_overflow evidence: $evidence");
 note("top:\n$top");
 like($evidence,
@@ -183,7 +172,7 @@ my $short = "SET pg_contention.horizon_min_age = '1s';";
 $node->poll_query_until('postgres',
 	"SELECT now() - xact_start > interval '1 second' FROM pg_stat_activity WHERE pid = $holder_pid")
   or die 'the holder did not age';
-$evidence = finding('xmin_horizon_held', 'evidence', $short);
+$evidence = finding($node, 'xmin_horizon_held', 'evidence', $short);
 note("xmin_horizon_held evidence: $evidence");
 like($evidence,
 	qr/ Paid by application api \(user \w+: SELECT \* FROM orders WHERE customer = (42|\$1) visited [0-9,]+ dead index entries in 6 executions\)\.$/,

@@ -16,12 +16,14 @@
 #   one): every view returns valid text in the reader's encoding.
 use strict;
 use warnings;
-use Encode qw(encode_utf8 decode_utf8);
-use IPC::Run;
+use Encode qw(encode_utf8);
 use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client client_on_terminal find_program screen_columns);
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 
@@ -85,28 +87,8 @@ ok($node->poll_query_until('postgres',
 # The client, with the node's connection in the environment.
 sub client
 {
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = $ENV{PGDATABASE_TEST} // 'postgres';
 	local $ENV{LC_ALL} = 'C.UTF-8';
-	IPC::Run::run([ 'pg_contention', @args ], '<', \undef, '>', \$out, '2>', \$err);
-	return ($? >> 8, $out, $err);
-}
-
-# Screen columns of a line of UTF-8 text: wide and fullwidth characters
-# take two, combining marks none.
-sub columns
-{
-	my ($line) = @_;
-	my $text = decode_utf8($line);
-	my $n = 0;
-	for my $ch (split //, $text)
-	{
-		$n += $ch =~ /\p{Mn}/ ? 0 : $ch =~ /\p{East_Asian_Width=Wide}|\p{East_Asian_Width=Fullwidth}/ ? 2 : 1;
-	}
-	return $n;
+	return run_client($node, @_);
 }
 
 # What the hostile texts may never bring into output: an escape that is not
@@ -134,31 +116,16 @@ sub no_server_escapes
 # ---- top on a terminal: script(1) gives it a pseudo-terminal of 120 columns.
 SKIP:
 {
-	my $script = find_program('script');
-	skip 'script(1) is not installed', 9 unless $script;
-	my ($out, $err) = ('', '');
-	my $cmd = join(' ', 'stty cols 120 rows 60;', 'env', 'LC_ALL=C.UTF-8', 'TERM=xterm',
-		'PGHOST=' . $node->host, 'PGPORT=' . $node->port, 'PGDATABASE=postgres',
-		'pg_contention top -n 2 -i 0.3');
-	IPC::Run::run([ $script, '-qec', $cmd, '/dev/null' ], '<', \undef, '>', \$out, '2>', \$err);
-	is($? >> 8, 0, 'top on a terminal exits 0') or diag($err);
+	skip 'script(1) is not installed', 9 unless find_program('script');
+	my ($rc, $out, $err) = client_on_terminal($node, { columns => 120, rows => 60 }, 'top', '-n', '2', '-i', '0.3');
+	is($rc, 0, 'top on a terminal exits 0') or diag($err);
 	my $screen = no_server_escapes($out, 'top on a terminal', 1);
 	like($screen, qr/\\x1b\]0;TIT/, 'top shows the escape as text');
 	like($screen, qr/\\u009b/, 'top shows the C1 control as text');
 	like($screen, qr/\\u202e/, 'top shows the override as text');
-	my @too_wide = grep { columns($_) > 120 } split(/\n/, $screen);
+	my @too_wide = grep { screen_columns($_) > 120 } split(/\n/, $screen);
 	is(scalar @too_wide, 0, 'every line of top fits in 120 columns') or diag(join("\n", @too_wide));
 	like($screen, qr/\Q@{[substr($cjk, 0, 6)]}\E/, 'top shows CJK text as itself');
-}
-
-sub find_program
-{
-	my ($name) = @_;
-	for my $dir (split /:/, $ENV{PATH})
-	{
-		return "$dir/$name" if -x "$dir/$name";
-	}
-	return undef;
 }
 
 # ---- top off a terminal: a pipe, and TERM=dumb on a terminal.
@@ -168,18 +135,14 @@ sub find_program
 	is($rc, 0, 'top in a pipe exits 0');
 	no_server_escapes($out, 'top in a pipe', 0);
 	like($out, qr/^ +$plain_pid postgres +plain\\x1b/m, 'top in a pipe lists the overflowed backend, its role escaped');
-	my @too_wide = grep { columns($_) > 120 } split(/\n/, $out);
+	my @too_wide = grep { screen_columns($_) > 120 } split(/\n/, $out);
 	is(scalar @too_wide, 0, 'every line of top in a pipe fits in 120 columns') or diag(join("\n", @too_wide));
 }
 SKIP:
 {
-	my $script = find_program('script');
-	skip 'script(1) is not installed', 5 unless $script;
-	my ($out, $err) = ('', '');
-	my $cmd = join(' ', 'env', 'LC_ALL=C.UTF-8', 'TERM=dumb', 'PGHOST=' . $node->host,
-		'PGPORT=' . $node->port, 'PGDATABASE=postgres', 'pg_contention top -n 1');
-	IPC::Run::run([ $script, '-qec', $cmd, '/dev/null' ], '<', \undef, '>', \$out, '2>', \$err);
-	is($? >> 8, 0, 'top with TERM=dumb exits 0') or diag($err);
+	skip 'script(1) is not installed', 5 unless find_program('script');
+	my ($rc, $out, $err) = client_on_terminal($node, { term => 'dumb' }, 'top', '-n', '1');
+	is($rc, 0, 'top with TERM=dumb exits 0') or diag($err);
 	no_server_escapes($out, 'top with TERM=dumb', 0);
 }
 
@@ -292,7 +255,7 @@ like($node->safe_psql('latin1', "SELECT string_agg(query, ' ') FROM pg_contentio
 # they are (the client asks for no conversion from SQL_ASCII, which the
 # server could not do and would refuse with an error); the JSON stays valid.
 {
-	local $ENV{PGDATABASE_TEST} = 'sqlascii';
+	local $ENV{PGDATABASE} = 'sqlascii';
 	my ($rc, $out) = client('check', '--json');
 	my $doc = eval { decode_json($out) };
 	ok($doc, 'check --json in a SQL_ASCII database parses') or diag($out);

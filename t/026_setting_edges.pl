@@ -8,10 +8,12 @@
 # at their upper edge (a million each, over a gigabyte of shared memory).
 use strict;
 use warnings;
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client);
 
 my $node = PostgreSQL::Test::Cluster->new('edges');
 $node->init;
@@ -42,16 +44,12 @@ sub everything_answers
 	}
 	is(join("\n", @failed), '', "$label: every view, the report and the functions answer");
 
-	my ($out, $err) = ('', '');
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
-	IPC::Run::run([ 'pg_contention', 'check' ], '<', \undef, '>', \$out, '2>', \$err);
+	my ($rc, $out, $err) = run_client($node, 'check');
 	# The lower edges overflow on purpose, and the stores outlive restarts:
 	# findings may stand; UNKNOWN (3) would mean check could not tell.
-	ok(($? >> 8) <= 2, "$label: check answers (exit " . ($? >> 8) . ')') or diag($out . $err);
-	IPC::Run::run([ 'pg_contention', 'report', '--text' ], '<', \undef, '>', \$out, '2>', \$err);
-	is($? >> 8, 0, "$label: the client's report works") or diag($err);
+	ok($rc <= 2, "$label: check answers (exit $rc)") or diag($out . $err);
+	($rc, $out, $err) = run_client($node, 'report', '--text');
+	is($rc, 0, "$label: the client's report works") or diag($err);
 }
 
 sub settings

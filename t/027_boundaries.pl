@@ -17,6 +17,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(wait_ticks);
 
 my $node = PostgreSQL::Test::Cluster->new('boundaries');
 $node->init;
@@ -49,15 +52,6 @@ $node->safe_psql('postgres', q{
 ok($node->poll_query_until('postgres', 'SELECT ticks > 0 FROM pg_contention_sampler_status'),
 	'the sampler runs');
 
-sub wait_ticks
-{
-	my ($n) = @_;
-	my $t = $node->safe_psql('postgres', 'SELECT ticks FROM pg_contention_sampler_status');
-	$node->poll_query_until('postgres',
-		"SELECT ticks > $t + $n FROM pg_contention_sampler_status")
-	  or die "the sampler stopped ticking";
-}
-
 # Wait until the role's session waits for a lock the condition picks (a
 # condition on pg_locks l), then let the sampler see it for a while.
 sub see_wait_for
@@ -68,7 +62,7 @@ sub see_wait_for
 							WHERE a.usename = 'bound' AND NOT l.granted
 							  AND $condition)}),
 		$name);
-	wait_ticks(20);
+	wait_ticks($node, 20);
 }
 
 # The same, for a lock of a type.
@@ -106,7 +100,7 @@ sub statement_id
 sub check_one_id
 {
 	my ($what, $next_like) = @_;
-	wait_ticks(5);
+	wait_ticks($node, 5);
 	my %ids = lock_samples();
 	my @ids = sort keys %ids;
 	is(scalar(@ids), 1, "$what: every lock wait under one query id ("

@@ -10,12 +10,14 @@
 # server's, and no step waits for it by the clock.
 use strict;
 use warnings;
-use IPC::Run;
 use JSON::PP;
 use PostgreSQL::Test::BackgroundPsql;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client);
 
 my $node = PostgreSQL::Test::Cluster->new('stale');
 $node->init(allows_streaming => 1);
@@ -32,13 +34,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
 
 sub client
 {
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
-	IPC::Run::run([ 'pg_contention', @args ], '<', \undef, '>', \$out, '2>', \$err);
-	return ($? >> 8, $out, $err);
+	return run_client($node, @_);
 }
 
 sub metric

@@ -15,6 +15,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(crc32c);
 
 my $node = PostgreSQL::Test::Cluster->new('fuzz');
 $node->init;
@@ -74,22 +77,6 @@ my $good = do { local $/; <$in> };
 close $in;
 
 # ---- the format (src/persist.c, format 3) ----
-
-my @crc_table;
-for my $i (0 .. 255)
-{
-	my $c = $i;
-	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
-	$crc_table[$i] = $c;
-}
-
-sub crc32c
-{
-	my ($data) = @_;
-	my $crc = 0xFFFFFFFF;
-	$crc = $crc_table[($crc ^ $_) & 0xFF] ^ ($crc >> 8) for unpack('C*', $data);
-	return $crc ^ 0xFFFFFFFF;
-}
 
 # The file with its checksum recomputed over everything before it.
 sub with_crc

@@ -11,6 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(savepoint_script);
 
 my $node = PostgreSQL::Test::Cluster->new('incidents');
 $node->init(allows_streaming => 1);
@@ -48,14 +51,7 @@ is($worker, 'pg_contention incidents', 'the worker runs, named in pg_stat_activi
 # evaluation's start and end in pg_stat_activity).
 sub evaluated_twice
 {
-	for (1 .. 2)
-	{
-		my $mark = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
-		$node->poll_query_until('postgres',
-			"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
-			  WHERE backend_type = 'pg_contention incidents'")
-		  or die 'the incidents worker did not evaluate';
-	}
+	PgContention::Test::evaluated_twice($node);
 }
 
 sub incidents
@@ -81,19 +77,6 @@ $node->reload;
 
 # ---- (a) Subtransaction overflow (the README's first incident): sessions
 # whose transactions take 90 savepoints, readers beside them.
-sub savepoint_script
-{
-	my ($n) = @_;
-	my $body = "BEGIN;\n";
-	for my $i (1 .. $n)
-	{
-		$body .= "SAVEPOINT a;\n"
-		  . "\\set rnd random(1, 990)\n"
-		  . "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 1 + 100;\n"
-		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
-	}
-	return $body . "COMMIT;\n";
-}
 # The findings' default window (5 min) for this case: the finding stays
 # for the window after the fix (its cost is judged from the history
 # seconds, so for the 40 s the ring keeps), the incident must not.

@@ -15,12 +15,14 @@
 # - the usage errors of the new command and option.
 use strict;
 use warnings;
-use Encode qw(encode_utf8 decode_utf8);
-use IPC::Run;
+use Encode qw(encode_utf8);
 use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client client_on_terminal find_program screen_columns);
 
 my $node = PostgreSQL::Test::Cluster->new('incidents_client');
 $node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
@@ -49,24 +51,8 @@ $node->safe_psql('postgres', qq{CREATE ROLE "$role_ident" LOGIN});
 # The client, with the node's connection in the environment.
 sub client
 {
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{PGHOST} = $node->host;
-	local $ENV{PGPORT} = $node->port;
-	local $ENV{PGDATABASE} = 'postgres';
 	local $ENV{LC_ALL} = 'C.UTF-8';
-	IPC::Run::run([ 'pg_contention', @args ], '<', \undef, '>', \$out, '2>', \$err);
-	return ($? >> 8, $out, $err);
-}
-
-sub find_program
-{
-	my ($name) = @_;
-	for my $dir (split /:/, $ENV{PATH})
-	{
-		return "$dir/$name" if -x "$dir/$name";
-	}
-	return undef;
+	return run_client($node, @_);
 }
 
 # What the hostile texts may never bring into output.
@@ -76,18 +62,6 @@ sub no_server_escapes
 	unlike($out, qr/\e/, "$what: no escape");
 	unlike($out, qr/\a/, "$what: no BEL");
 	unlike($out, qr/\xe2\x80\xae/, "$what: no raw right-to-left override");
-}
-
-# Screen columns of a line of UTF-8 text.
-sub columns
-{
-	my ($line) = @_;
-	my $n = 0;
-	for my $ch (split //, decode_utf8($line))
-	{
-		$n += $ch =~ /\p{Mn}/ ? 0 : $ch =~ /\p{East_Asian_Width=Wide}|\p{East_Asian_Width=Fullwidth}/ ? 2 : 1;
-	}
-	return $n;
 }
 
 # ---- Usage errors: exit 3, one line.
@@ -155,14 +129,9 @@ my $id = $node->safe_psql('postgres',
 }
 SKIP:
 {
-	my $script = find_program('script');
-	skip 'script(1) is not installed', 6 unless $script;
-	my ($out, $err) = ('', '');
-	my $cmd = join(' ', 'stty cols 80 rows 24;', 'env', 'LC_ALL=C.UTF-8', 'TERM=xterm',
-		'PGHOST=' . $node->host, 'PGPORT=' . $node->port, 'PGDATABASE=postgres',
-		'pg_contention top -n 1');
-	IPC::Run::run([ $script, '-qec', $cmd, '/dev/null' ], '<', \undef, '>', \$out, '2>', \$err);
-	is($? >> 8, 0, 'top on an 80x24 terminal exits 0') or diag($err);
+	skip 'script(1) is not installed', 6 unless find_program('script');
+	my ($rc, $out, $err) = client_on_terminal($node, { columns => 80, rows => 24 }, 'top', '-n', '1');
+	is($rc, 0, 'top on an 80x24 terminal exits 0') or diag($err);
 	# The frame: from the last "home", top's own escapes and the carriage
 	# returns (its own and the terminal's) removed.
 	my $frame = (split(/\e\[H/, $out))[-1];
@@ -171,7 +140,7 @@ SKIP:
 	no_server_escapes($frame, 'top on 80x24');
 	my @lines = split(/\n/, $frame);
 	ok(@lines <= 24, 'top: the frame has at most 24 lines') or diag($frame);
-	is(scalar(grep { columns($_) > 80 } @lines), 0, 'top: every line fits in 80 columns')
+	is(scalar(grep { screen_columns($_) > 80 } @lines), 0, 'top: every line fits in 80 columns')
 	  or diag($frame);
 	like($frame, qr/^Incidents: 1 open, 0 closed/m, 'top: the incidents panel');
 	like($frame, qr/^ #$id +OPEN +(warning|critical) +since \d\d:\d\d:\d\d  xmin_horizon_held: pid $holder_pid/m,

@@ -1,0 +1,183 @@
+# PgContention::Test: helpers shared by pg_contention's TAP tests (t/*.pl).
+#
+# A test loads it from its own directory, so that it is found however the
+# test is run (tools/suite.sh, tools/test.sh in the chroots, make
+# installcheck / tapcheck, or prove by hand):
+#
+#   use FindBin;
+#   use lib "$FindBin::RealBin/lib";
+#   use PgContention::Test qw(run_client find_program);
+#
+# Nothing is exported unless asked for.  The helpers wait by polling, never
+# by sleeping, and assert nothing themselves: each test keeps its own
+# checks.
+#
+#   run_client($node, @args)      the client program pg_contention with
+#                                 @args against $node: PGHOST and PGPORT
+#                                 the node's, PGDATABASE postgres unless the
+#                                 caller set it (local $ENV{PGDATABASE}),
+#                                 stdin empty, the rest of the environment
+#                                 the caller's; returns (exit code, stdout,
+#                                 stderr)
+#   client_on_terminal($node, { columns => C, rows => R, term => T }, @args)
+#                                 the client under script(1)'s
+#                                 pseudo-terminal, against $node's database
+#                                 postgres, with LC_ALL=C.UTF-8, TERM=T
+#                                 (xterm if not given) and, if C and R are
+#                                 given, the terminal's size set with stty;
+#                                 returns (exit code, what the terminal
+#                                 got, stderr); the caller skips first when
+#                                 find_program('script') finds none
+#   find_program($name)           the program's path in PATH, or undef
+#   screen_columns($line)         screen columns of a line of UTF-8 text:
+#                                 wide and fullwidth characters take two,
+#                                 combining marks none
+#   savepoint_script($n)          the pgbench script of the README's case 1:
+#                                 a transaction of $n savepoints, each with a
+#                                 range read and a write of four rows of
+#                                 table contend (id integer PRIMARY KEY, val
+#                                 integer, 10,000 rows)
+#   finding($node, $problem, $column, $settings)
+#                                 $column of pg_contention_findings for
+#                                 $problem, after the SQL $settings (SET ...;)
+#   history_settled($node)        waits until the sampler has closed a
+#                                 second of pg_contention_history a second
+#                                 after now (clients' SLRU counters reach the
+#                                 statistics when they exit)
+#   wait_ticks($node, $n)         waits until the sampler has ticked more
+#                                 than $n times since now
+#   evaluated_twice($node)        waits until the incidents worker has
+#                                 evaluated the findings twice since now (it
+#                                 reports each evaluation's start and end in
+#                                 pg_stat_activity)
+#   crc32c($data)                 the CRC-32C of a string of bytes, as the
+#                                 stores' file (src/persist.c) ends with
+package PgContention::Test;
+
+use strict;
+use warnings;
+use Encode qw(decode_utf8);
+use Exporter 'import';
+use IPC::Run;
+
+our @EXPORT_OK = qw(run_client client_on_terminal find_program screen_columns
+  savepoint_script finding history_settled wait_ticks evaluated_twice crc32c);
+
+sub run_client
+{
+	my ($node, @args) = @_;
+	my ($out, $err) = ('', '');
+	local $ENV{PGHOST} = $node->host;
+	local $ENV{PGPORT} = $node->port;
+	local $ENV{PGDATABASE} = $ENV{PGDATABASE} // 'postgres';
+	IPC::Run::run([ 'pg_contention', @args ], '<', \undef, '>', \$out, '2>', \$err);
+	return ($? >> 8, $out, $err);
+}
+
+sub client_on_terminal
+{
+	my ($node, $terminal, @args) = @_;
+	my $script = find_program('script') or die 'script(1) is not installed';
+	my ($out, $err) = ('', '');
+	my @size = defined $terminal->{columns} ? ("stty cols $terminal->{columns} rows $terminal->{rows};") : ();
+	my $cmd = join(' ', @size, 'env', 'LC_ALL=C.UTF-8', 'TERM=' . ($terminal->{term} // 'xterm'),
+		'PGHOST=' . $node->host, 'PGPORT=' . $node->port, 'PGDATABASE=postgres',
+		'pg_contention', map { "'" . s/'/'\\''/gr . "'" } @args);
+	IPC::Run::run([ $script, '-qec', $cmd, '/dev/null' ], '<', \undef, '>', \$out, '2>', \$err);
+	return ($? >> 8, $out, $err);
+}
+
+sub find_program
+{
+	my ($name) = @_;
+	for my $dir (split /:/, $ENV{PATH})
+	{
+		return "$dir/$name" if -x "$dir/$name";
+	}
+	return undef;
+}
+
+sub screen_columns
+{
+	my ($line) = @_;
+	my $n = 0;
+	for my $ch (split //, decode_utf8($line))
+	{
+		$n += $ch =~ /\p{Mn}/ ? 0 : $ch =~ /\p{East_Asian_Width=Wide}|\p{East_Asian_Width=Fullwidth}/ ? 2 : 1;
+	}
+	return $n;
+}
+
+sub savepoint_script
+{
+	my ($n) = @_;
+	my $body = "BEGIN;\n";
+	for my $i (1 .. $n)
+	{
+		$body .= "SAVEPOINT a;\n"
+		  . "\\set rnd random(1, 990)\n"
+		  . "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 1 + 100;\n"
+		  . "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);\n";
+	}
+	return $body . "COMMIT;\n";
+}
+
+sub finding
+{
+	my ($node, $problem, $column, $settings) = @_;
+	$settings //= '';
+	return $node->safe_psql('postgres',
+		"$settings SELECT $column FROM pg_contention_findings WHERE problem = '$problem'");
+}
+
+sub history_settled
+{
+	my ($node) = @_;
+	my $end = $node->safe_psql('postgres', 'SELECT now()');
+	$node->poll_query_until('postgres',
+		"SELECT count(*) >= 1 FROM pg_contention_history
+		  WHERE bucket_start > '$end'::timestamptz + interval '1 second'")
+	  or die 'the history did not advance';
+	return;
+}
+
+sub wait_ticks
+{
+	my ($node, $n) = @_;
+	my $t = $node->safe_psql('postgres', 'SELECT ticks FROM pg_contention_sampler_status');
+	$node->poll_query_until('postgres',
+		"SELECT ticks > $t + $n FROM pg_contention_sampler_status")
+	  or die "the sampler stopped ticking";
+	return;
+}
+
+sub evaluated_twice
+{
+	my ($node) = @_;
+	for (1 .. 2)
+	{
+		my $mark = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+		$node->poll_query_until('postgres',
+			"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
+			  WHERE backend_type = 'pg_contention incidents'")
+		  or die 'the incidents worker did not evaluate';
+	}
+	return;
+}
+
+# The table of the reflected CRC-32C (Castagnoli) polynomial, built once.
+my @crc32c_table = map {
+	my $c = $_;
+	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
+	$c
+} 0 .. 255;
+
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	$crc = $crc32c_table[($crc ^ $_) & 0xFF] ^ ($crc >> 8) for unpack('C*', $data);
+	return $crc ^ 0xFFFFFFFF;
+}
+
+1;
