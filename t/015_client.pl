@@ -5,12 +5,9 @@
 # transaction), report --html with the incident in its SVG charts,
 # rendered by headless Chromium, top under tmux (the overflowed backend on
 # screen, keys, a server restart), top's plain output off a terminal.
-#
-# With PGC_SCREENSHOT_DIR set, the rendered report and top's screen are
-# copied there as report.png and top.png (the README's pictures).
+# (The manual's pictures come from tools/screenshots.sh.)
 use strict;
 use warnings;
-use File::Copy;
 use IPC::Run;
 use JSON::PP;
 use Compress::Zlib;
@@ -283,7 +280,6 @@ SKIP:
 	IPC::Run::run([ @chrome, '--dump-dom', "file://$html" ], '<', \undef, '>', \$o, '2>', \$e);
 	like($o, qr{<title>pg_contention report: .*</title>.*<h1>pg_contention report</h1>}s,
 		'the DOM Chromium built has the title');
-	copy($png, "$ENV{PGC_SCREENSHOT_DIR}/report.png") if $ENV{PGC_SCREENSHOT_DIR};
 }
 
 # ---- top off a terminal: plain frames, no escape sequences.
@@ -328,18 +324,6 @@ SKIP:
 	like($s, qr/^ +critical +dead_tuple_index_scan index public\.orders_customer/m,
 		'the critical finding is on screen');
 	like($s, qr/^ subtrans lookups\/s +.*[▁▂▃▄▅▆▇█]/m, 'the history as sparklines');
-
-	if ($ENV{PGC_SCREENSHOT_DIR} && (my $chromium = find_program('chromium')))
-	{
-		my $shot = "$tmp/top.html";
-		open(my $h, '>', $shot) or die;
-		print $h terminal_html($screen->('-e'));
-		close $h;
-		system($chromium, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
-			"--user-data-dir=$tmp/chromium", '--force-device-scale-factor=1',
-			'--window-size=1330,1010', "--screenshot=$ENV{PGC_SCREENSHOT_DIR}/top.png",
-			"file://$shot");
-	}
 
 	system(@tmux, 'send-keys', '-t', 'pgc', 's');
 	like($until->(qr/sort: volume/), qr/sort: volume/, 's switches the sort');
@@ -439,46 +423,3 @@ sub png_stats
 	return { ink => $ink / ($width * $height), colour => \%colour, near => \%near };
 }
 
-# tmux's capture of the pane with its escape sequences, as an HTML page
-# that looks like the terminal.
-sub terminal_html
-{
-	my ($text) = @_;
-	my @palette = qw(#1e1e1e #e06c75 #98c379 #e5c07b #61afef #c678dd #56b6c2 #d0d0d0);
-	my %state;
-	my $out = '';
-	my $open = 0;
-	for my $part (split /(\e\[[0-9;]*m)/, $text)
-	{
-		if ($part =~ /^\e\[([0-9;]*)m$/)
-		{
-			for my $code (split /;/, ($1 eq '' ? '0' : $1))
-			{
-				if    ($code == 0)                   { %state = () }
-				elsif ($code == 1)                   { $state{bold} = 1 }
-				elsif ($code == 4)                   { $state{underline} = 1 }
-				elsif ($code == 7)                   { $state{reverse} = 1 }
-				elsif ($code == 22)                  { delete $state{bold} }
-				elsif ($code == 24)                  { delete $state{underline} }
-				elsif ($code == 27)                  { delete $state{reverse} }
-				elsif ($code >= 30 && $code <= 37)   { $state{fg} = $palette[ $code - 30 ] }
-				elsif ($code == 39)                  { delete $state{fg} }
-				elsif ($code >= 40 && $code <= 47)   { $state{bg} = $palette[ $code - 40 ] }
-				elsif ($code == 49)                  { delete $state{bg} }
-			}
-			next;
-		}
-		$part =~ s/&/&amp;/g;
-		$part =~ s/</&lt;/g;
-		$part =~ s/>/&gt;/g;
-		my ($fg, $bg) = ($state{fg} // '#d0d0d0', $state{bg} // '#1e1e1e');
-		($fg, $bg) = ($bg, $fg) if $state{reverse};
-		my $style = "color:$fg;background:$bg";
-		$style .= ';font-weight:bold' if $state{bold};
-		$style .= ';text-decoration:underline' if $state{underline};
-		$out .= qq{<span style="$style">$part</span>};
-	}
-	return qq{<!DOCTYPE html><html><head><meta charset="utf-8"><style>}
-	  . qq{body{margin:0;background:#1e1e1e}pre{margin:8px;font:13px/1.2 'DejaVu Sans Mono',monospace;color:#d0d0d0}}
-	  . qq{</style></head><body><pre>$out</pre></body></html>};
-}

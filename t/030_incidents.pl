@@ -61,6 +61,20 @@ sub incidents
 		   FROM pg_contention_incidents");
 }
 
+# A crash: a backend killed with SIGKILL; the postmaster reinitialises.
+sub crash
+{
+	my $victim = $node->background_psql('postgres');
+	my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+	$victim_pid =~ s/\s+//g;
+	my $offset = -s $node->logfile;
+	kill 'KILL', $victim_pid;
+	$victim->{run}->kill_kill;
+	ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
+	ok($node->log_contains(qr/terminated by signal 9/, $offset), 'it was a crash');
+	return;
+}
+
 # ---- (g) A healthy pgbench workload opens none.
 $node->pgbench('-n -c 4 -j 2 -T 4', 0, [qr{processed}], [qr{^$}], 'a healthy pgbench run');
 evaluated_twice();
@@ -183,14 +197,7 @@ is($node->safe_psql('postgres', $all), $before, 'a clean restart: the same incid
 my $marker = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 ok($node->poll_query_until('postgres', "SELECT last_saved > '$marker' FROM pg_contention_info"),
 	'saved since');
-my $victim = $node->background_psql('postgres');
-my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
-$victim_pid =~ s/\s+//g;
-$offset = -s $node->logfile;
-kill 'KILL', $victim_pid;
-$victim->{run}->kill_kill;
-ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
-ok($node->log_contains(qr/terminated by signal 9/, $offset), 'it was a crash');
+crash();
 is($node->safe_psql('postgres', $all), $before, 'after the crash: the same incidents');
 my $next = $node->safe_psql('postgres', 'SELECT max(id) + 1 FROM pg_contention_incidents');
 
@@ -318,14 +325,7 @@ is($node->safe_psql('postgres', $dead_state), 'info vacuumed', 'after a clean re
 $marker = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 ok($node->poll_query_until('postgres', "SELECT last_saved > '$marker' FROM pg_contention_info"),
 	'saved since');
-$victim = $node->background_psql('postgres');
-$victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
-$victim_pid =~ s/\s+//g;
-$offset = -s $node->logfile;
-kill 'KILL', $victim_pid;
-$victim->{run}->kill_kill;
-ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
-ok($node->log_contains(qr/terminated by signal 9/, $offset), 'it was a crash');
+crash();
 is($node->safe_psql('postgres', "SELECT last_vacuum IS NULL AND last_autovacuum IS NULL FROM pg_stat_user_tables
 	WHERE relname = 'orders'"), 't', 'the crash lost the table statistics');
 like($node->safe_psql('postgres', "SELECT severity || ' ' || (details ->> 'state') || ' ' || evidence FROM pg_contention_findings
@@ -386,14 +386,7 @@ ok($node->poll_query_until('postgres',
 	'saved once they opened, not an hour later');
 my $open_now = "SELECT string_agg(id || ' ' || opened, ',' ORDER BY id) FROM pg_contention_incidents WHERE closed IS NULL";
 my $open_before = $node->safe_psql('postgres', $open_now);
-$victim = $node->background_psql('postgres');
-$victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
-$victim_pid =~ s/\s+//g;
-my $crash_offset = -s $node->logfile;
-kill 'KILL', $victim_pid;
-$victim->{run}->kill_kill;
-ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
-ok($node->log_contains(qr/terminated by signal 9/, $crash_offset), 'it was a crash');
+crash();
 is($node->safe_psql('postgres', $open_now), $open_before, 'after the crash: the same open incidents, the same ids');
 $node->safe_psql('postgres', "COMMIT PREPARED 'p$_'") for 1 .. 2;
 ok($node->poll_query_until('postgres',

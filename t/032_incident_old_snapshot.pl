@@ -28,6 +28,9 @@
 # Only orders and counts are asserted, no timing.
 use strict;
 use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(evaluated_twice);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -72,19 +75,6 @@ $node->append_conf('postgresql.conf', "old_snapshot_threshold = '1h'");
 $node->restart;
 is($node->safe_psql('postgres', 'SHOW old_snapshot_threshold'), '1h', 'old_snapshot_threshold is on');
 
-# The worker has evaluated at least twice since now (it reports each
-# evaluation's start and end in pg_stat_activity).
-sub evaluated_twice
-{
-	for (1 .. 2)
-	{
-		my $mark = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
-		$node->poll_query_until('postgres',
-			"SELECT state_change > '$mark' AND state = 'idle' FROM pg_stat_activity
-			  WHERE backend_type = 'pg_contention incidents'")
-		  or die 'the incidents worker did not evaluate';
-	}
-}
 
 sub incidents
 {
@@ -122,7 +112,7 @@ sub start_load
 $node->poll_query_until('postgres',
 	"SELECT clock_timestamp() - pg_postmaster_start_time() > interval '22 seconds'")
   or die 'the server did not run for a findings window';
-evaluated_twice();
+evaluated_twice($node);
 is(incidents(), '', 'a quiet server with old_snapshot_threshold on: no incident');
 
 # ---- Under load: the worker opens the incident by itself.
@@ -203,7 +193,7 @@ ok($node->log_contains(qr/LOG:  pg_contention: incident $fixed closed after \d+ 
 	'the close is logged with it');
 like($node->safe_psql('postgres', "SELECT pg_contention_report(incident => $fixed)"),
 	qr/\nResolution: old_snapshot_threshold was turned off\n/, 'the report says what ended it');
-evaluated_twice();
+evaluated_twice($node);
 is($node->safe_psql('postgres', "SELECT count(*) FILTER (WHERE closed IS NULL) || ' '
 	|| count(*) FILTER (WHERE opened > pg_postmaster_start_time()) FROM pg_contention_incidents"),
 	'0 0', 'with the setting off, none open and no new one');

@@ -55,3 +55,96 @@ stage_server() {
 		cp -a "$d/." "$stage$d/"
 	done
 }
+
+# For the demo and the pictures: build the checkout $1 in $3/src against
+# pg_config $2 and install it where the server finds it: into the server
+# itself as root (then everything in $3 belongs to postgres, and as_user
+# runs commands as postgres) or when its directories are writable,
+# otherwise into a private copy of the server in $3/stage (bindir points
+# there).  Sets bindir and as_user; says where on stdout.
+install_for_throwaway() {
+	local top=$1 pg_config=$2 work=$3
+	bindir=$("$pg_config" --bindir)
+	as_user=()
+	copy_checkout "$top" "$work/src"
+	make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no >"$work/build.log" 2>&1 ||
+		{ cat "$work/build.log" >&2; die "build failed"; }
+	if [ "$(id -u)" -eq 0 ] ||
+		{ [ -w "$("$pg_config" --pkglibdir)" ] && [ -w "$("$pg_config" --sharedir)/extension" ]; }; then
+		make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no install >>"$work/build.log" 2>&1 ||
+			{ cat "$work/build.log" >&2; die "install failed"; }
+		echo "installed into $("$pg_config" --pkglibdir) and $("$pg_config" --sharedir)/extension"
+	else
+		stage_server "$pg_config" "$work/stage"
+		make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no install DESTDIR="$work/stage" >>"$work/build.log" 2>&1 ||
+			{ cat "$work/build.log" >&2; die "install failed"; }
+		bindir=$work/stage$bindir
+		echo "not root: installed into a private copy of the server in $work/stage"
+	fi
+	if [ "$(id -u)" -eq 0 ]; then
+		id postgres >/dev/null 2>&1 || die "user postgres is missing (it comes with the postgresql package)"
+		chown -R postgres: "$work"
+		as_user=(runuser -u postgres --)
+	fi
+}
+
+# Start a throwaway cluster in $1/data with pg_contention preloaded, a
+# socket in $1 on port 5432 and no TCP, the incidents evaluated every
+# second and closed 3 s after their finding is gone (10 s and 1 min by
+# default: the short cases open and close theirs), and the settings $2
+# (lines of postgresql.conf).
+start_throwaway_cluster() {
+	local work=$1 extra=${2:-}
+	"${as_user[@]}" "$bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >"$work/initdb.log" 2>&1 ||
+		{ cat "$work/initdb.log" >&2; die "initdb failed"; }
+	cat >>"$work/data/postgresql.conf" <<CONF
+shared_preload_libraries = 'pg_contention'
+listen_addresses = ''
+unix_socket_directories = '$work'
+port = 5432
+pg_contention.incident_interval = 1
+pg_contention.incident_close_after = 3
+$extra
+CONF
+	"${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null ||
+		{ cat "$work/server.log" >&2; die "the server did not start"; }
+}
+
+# The demo's tables (run through the caller's sql function: psql's
+# arguments): case 1's contend, 10,000 rows on half-full pages; case 2's
+# orders of 10,000 customers with an index on the customer.
+create_demo_tables() {
+	"$1" -c "CREATE EXTENSION pg_contention" \
+		-c "CREATE UNLOGGED TABLE contend (id integer PRIMARY KEY, val integer NOT NULL) WITH (fillfactor = 50)" \
+		-c "INSERT INTO contend SELECT i, 0 FROM generate_series(1, 10000) AS i" \
+		-c "VACUUM ANALYZE contend" \
+		-c "CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer NOT NULL, note text)" \
+		-c "CREATE INDEX orders_customer ON orders (customer)" \
+		-c "INSERT INTO orders (customer, note) SELECT g % 10000, 'open' FROM generate_series(1, 200000) AS g" \
+		-c "VACUUM ANALYZE orders"
+}
+
+# Case 1's pgbench script: a transaction of N rounds of SAVEPOINT, a range
+# read and an update of four rows of contend, each client on its own rows.
+savepoint_script() {
+	local n=$1 i
+	echo "BEGIN;"
+	for ((i = 1; i <= n; i++)); do
+		echo "SAVEPOINT a;"
+		echo '\set rnd random(1, 990)'
+		echo "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 101;"
+		echo "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);"
+	done
+	echo "COMMIT;"
+}
+
+# A throwaway's end: the background commands in pids killed, its server
+# stopped at once, its directory $1 removed.
+remove_throwaway() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	if [ -f "$1/data/postmaster.pid" ]; then
+		"${as_user[@]}" "$bindir/pg_ctl" -D "$1/data" -m immediate stop >/dev/null 2>&1 || true
+	fi
+	rm -rf "$1"
+}

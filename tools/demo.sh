@@ -31,14 +31,7 @@ chmod 755 "$work"
 bindir=$("$pg_config" --bindir)
 as_user=()
 pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	if [ -f "$work/data/postmaster.pid" ]; then
-		"${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
-	fi
-	rm -rf "$work"
-}
+cleanup() { remove_throwaway "$work"; }
 trap cleanup EXIT INT TERM
 
 if [ -t 1 ]; then
@@ -48,45 +41,10 @@ else
 fi
 
 say "1. Building pg_contention against PostgreSQL $major"
-copy_checkout "$top" "$work/src"
-make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no >"$work/build.log" 2>&1 ||
-	{ cat "$work/build.log" >&2; die "build failed"; }
-if [ "$(id -u)" -eq 0 ]; then
-	make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no install >>"$work/build.log" 2>&1 ||
-		{ cat "$work/build.log" >&2; die "install failed"; }
-	echo "installed into $("$pg_config" --pkglibdir) and $("$pg_config" --sharedir)/extension"
-	id postgres >/dev/null 2>&1 || die "user postgres is missing (it comes with postgresql-$major)"
-	chown -R postgres: "$work"
-	as_user=(runuser -u postgres --)
-elif [ -w "$("$pg_config" --pkglibdir)" ] && [ -w "$("$pg_config" --sharedir)/extension" ]; then
-	make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no install >>"$work/build.log" 2>&1 ||
-		{ cat "$work/build.log" >&2; die "install failed"; }
-	echo "installed into $("$pg_config" --pkglibdir)"
-else
-	stage_server "$pg_config" "$work/stage"
-	make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no install DESTDIR="$work/stage" >>"$work/build.log" 2>&1 ||
-		{ cat "$work/build.log" >&2; die "install failed"; }
-	bindir=$work/stage$bindir
-	echo "not root: installed into a private copy of the server in $work/stage"
-fi
+install_for_throwaway "$top" "$pg_config" "$work"
 
 say "2. Starting a throwaway cluster with shared_preload_libraries = 'pg_contention'"
-"${as_user[@]}" "$bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >"$work/initdb.log" 2>&1 ||
-	{ cat "$work/initdb.log" >&2; die "initdb failed"; }
-cat >>"$work/data/postgresql.conf" <<CONF
-shared_preload_libraries = 'pg_contention'
-listen_addresses = ''
-unix_socket_directories = '$work'
-port = 5432
-# Incidents: the server evaluates the findings every second (10 s by
-# default) and closes an incident 3 s after its finding is gone (1 min), so
-# that the demo's short cases open and close theirs.
-pg_contention.incident_interval = 1
-pg_contention.incident_close_after = 3
-log_line_prefix = '%m [%p] '
-CONF
-"${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null ||
-	{ cat "$work/server.log" >&2; die "the server did not start"; }
+start_throwaway_cluster "$work" "log_line_prefix = '%m [%p] '"
 echo "cluster in $work/data, socket in $work"
 
 psql_cmd=("${as_user[@]}" "$bindir/psql" -X -q -h "$work" -p 5432 -U postgres -d postgres -v ON_ERROR_STOP=1)
@@ -131,29 +89,10 @@ incidents_after_fix() {
 settle() { sleep 2.2; }
 tps() { sed -n 's/^tps = \([0-9]*\)\..*(without initial connection time)$/\1/p'; }
 
-sql -c "CREATE EXTENSION pg_contention" \
-	-c "CREATE UNLOGGED TABLE contend (id integer PRIMARY KEY, val integer NOT NULL) WITH (fillfactor = 50)" \
-	-c "INSERT INTO contend SELECT i, 0 FROM generate_series(1, 10000) AS i" \
-	-c "VACUUM ANALYZE contend" \
-	-c "CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer NOT NULL, note text)" \
-	-c "CREATE INDEX orders_customer ON orders (customer)" \
-	-c "INSERT INTO orders (customer, note) SELECT g % 10000, 'open' FROM generate_series(1, 200000) AS g" \
-	-c "VACUUM ANALYZE orders"
+create_demo_tables sql
 "${pgbench_cmd[@]}" -i -s 5 -q postgres >"$work/pgbench-init.log" 2>&1 ||
 	{ cat "$work/pgbench-init.log" >&2; die "pgbench -i failed"; }
 
-# Case 1's pgbench script: N rounds of SAVEPOINT, SELECT, UPDATE.
-savepoint_script() {
-	local n=$1 i
-	echo "BEGIN;"
-	for ((i = 1; i <= n; i++)); do
-		echo "SAVEPOINT a;"
-		echo '\set rnd random(1, 990)'
-		echo "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 101;"
-		echo "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);"
-	done
-	echo "COMMIT;"
-}
 savepoint_script 30 >"$work/savepoints30.sql"
 savepoint_script 90 >"$work/savepoints90.sql"
 [ ${#as_user[@]} -eq 0 ] || chown postgres: "$work"/*.sql

@@ -48,63 +48,24 @@ as_user=()
 pids=()
 tmux_cmd=(tmux -u -S "$work/tmux.sock")
 cleanup() {
-	local p
 	"${tmux_cmd[@]}" kill-server >/dev/null 2>&1 || true
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	if [ -f "$work/data/postmaster.pid" ]; then
-		"${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
-	fi
-	rm -rf "$work"
+	remove_throwaway "$work"
 }
 trap cleanup EXIT INT TERM
 step() { printf '== %s\n' "$*"; }
 
 step "building and installing pg_contention for PostgreSQL $major"
-copy_checkout "$top" "$work/src"
-make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no >"$work/build.log" 2>&1 ||
-	{ cat "$work/build.log" >&2; die "build failed"; }
-if [ "$(id -u)" -eq 0 ]; then
-	make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no install >>"$work/build.log" 2>&1 ||
-		{ cat "$work/build.log" >&2; die "install failed"; }
-	id postgres >/dev/null 2>&1 || die "user postgres is missing (it comes with postgresql-$major)"
-	chown -R postgres: "$work"
-	as_user=(runuser -u postgres --)
-else
-	stage_server "$pg_config" "$work/stage"
-	make -s -C "$work/src" PG_CONFIG="$pg_config" with_llvm=no install DESTDIR="$work/stage" >>"$work/build.log" 2>&1 ||
-		{ cat "$work/build.log" >&2; die "install failed"; }
-	bindir=$work/stage$bindir
-fi
+install_for_throwaway "$top" "$pg_config" "$work" >/dev/null
 
 step "starting a throwaway cluster"
-"${as_user[@]}" "$bindir/initdb" -D "$work/data" -A trust -U postgres --no-sync >"$work/initdb.log" 2>&1 ||
-	{ cat "$work/initdb.log" >&2; die "initdb failed"; }
-# As in the demo: the incidents evaluated every second, closed 3 s after
-# their finding is gone, a horizon held for 5 s reported.
-cat >>"$work/data/postgresql.conf" <<CONF
-shared_preload_libraries = 'pg_contention'
-listen_addresses = ''
-unix_socket_directories = '$work'
-port = 5432
-pg_contention.incident_interval = 1
-pg_contention.incident_close_after = 3
-pg_contention.horizon_min_age = '5s'
-CONF
-"${as_user[@]}" "$bindir/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null ||
-	{ cat "$work/server.log" >&2; die "the server did not start"; }
+# As in the demo, and a horizon held for 5 s reported.
+start_throwaway_cluster "$work" "pg_contention.horizon_min_age = '5s'"
 
 export PGHOST=$work PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
 psql_cmd=("${as_user[@]}" "$bindir/psql" -X -q -v ON_ERROR_STOP=1)
 sql() { "${psql_cmd[@]}" "$@"; }
 pgbench_cmd=("${as_user[@]}" "$bindir/pgbench" -n)
-sql -c "CREATE EXTENSION pg_contention" \
-	-c "CREATE UNLOGGED TABLE contend (id integer PRIMARY KEY, val integer NOT NULL) WITH (fillfactor = 50)" \
-	-c "INSERT INTO contend SELECT i, 0 FROM generate_series(1, 10000) AS i" \
-	-c "VACUUM ANALYZE contend" \
-	-c "CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer NOT NULL, note text)" \
-	-c "CREATE INDEX orders_customer ON orders (customer)" \
-	-c "INSERT INTO orders (customer, note) SELECT g % 10000, 'open' FROM generate_series(1, 200000) AS g" \
-	-c "VACUUM ANALYZE orders"
+create_demo_tables sql
 
 # Polls the incidents until QUERY over them returns "t" (60 s at most).
 incidents_until() {
@@ -135,16 +96,7 @@ echo "SELECT * FROM orders WHERE customer = 42;" >"$work/lookup.sql"
 	echo '\set c random(1, 10000)'
 	echo "INSERT INTO orders (customer, note) VALUES (:c, 'open');"
 } >"$work/order.sql"
-{
-	echo "BEGIN;"
-	for ((i = 1; i <= 90; i++)); do
-		echo "SAVEPOINT a;"
-		echo '\set rnd random(1, 990)'
-		echo "SELECT count(*) FROM contend WHERE id BETWEEN 10 * :rnd + :client_id + 1 AND 10 * :rnd + :client_id + 101;"
-		echo "UPDATE contend SET val = val + 1 WHERE id IN (10 * :rnd + :client_id, 10 * :rnd + :client_id + 10, 10 * :rnd + :client_id + 20, 10 * :rnd + :client_id + 30);"
-	done
-	echo "COMMIT;"
-} >"$work/savepoints90.sql"
+savepoint_script 90 >"$work/savepoints90.sql"
 [ ${#as_user[@]} -eq 0 ] || chown postgres: "$work"/*.sql
 
 step "the demo's case 2, on a server taking orders: an idle transaction, 100,000 dead entries, lookups"
