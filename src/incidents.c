@@ -1215,10 +1215,11 @@ typedef struct LogLine
 	int64		id;
 	int			kind;			/* 0 opened, 1 escalated, 2 closed, 3 refused */
 	int			severity;
-	char	   *problem;
-	char	   *text;			/* subject, or the resolution */
+	const char *problem;
+	const char *text;			/* subject, or the resolution */
 	TimestampTz opened;
 	TimestampTz at;
+	char		closed_problem[PROBLEM_LEN];	/* a closed one's, copied */
 } LogLine;
 
 /* "4 min", "1 h 5 min", "12 s": how long an incident lasted. */
@@ -1253,8 +1254,8 @@ evaluate(void)
 	int			nclosed = 0;
 	uint64		generation;
 	TimestampTz now;
-	List	   *logs = NIL;
-	ListCell   *lc;
+	LogLine    *lines = NULL;	/* allocated before the apply: no palloc */
+	int			nlines = 0;		/* under the lock */
 	bool		applied;
 
 	SetCurrentStatementStartTimestamp();
@@ -1365,7 +1366,12 @@ evaluate(void)
 			}
 		}
 
-		/* Apply, at once.  The LOG lines' list outlives SPI's memory. */
+		/*
+		 * Apply, at once, with nothing that can ERROR under the lock: the
+		 * LOG lines (at most one per finding and one per open incident) are
+		 * allocated before, where they outlive SPI's memory.
+		 */
+		lines = MemoryContextAllocZero(eval_context, (nfound + nopen + 1) * sizeof(LogLine));
 		MemoryContextSwitchTo(eval_context);
 		LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
 		if (incidents->reset_generation == generation)
@@ -1383,12 +1389,11 @@ evaluate(void)
 					if (!refused_before(f))
 					{
 						incidents->not_opened++;
-						line = MemoryContextAllocZero(eval_context, sizeof(LogLine));
+						line = &lines[nlines++];
 						line->kind = 3;
 						line->problem = f->problem;
 						line->severity = f->severity;
 						line->text = f->subject;
-						logs = lappend(logs, line);
 					}
 					continue;
 				}
@@ -1429,7 +1434,7 @@ evaluate(void)
 					else
 						put_text(s->finding, FINDING_LEN, "{\"truncated\": true}");
 					put_text(s->frozen, FROZEN_LEN, f->frozen);
-					line = MemoryContextAllocZero(eval_context, sizeof(LogLine));
+					line = &lines[nlines++];
 					line->kind = f->open ? 0 : 1;
 				}
 				if (line)
@@ -1438,7 +1443,6 @@ evaluate(void)
 					line->id = s->id;
 					line->severity = f->severity;
 					line->text = f->subject;
-					logs = lappend(logs, line);
 				}
 			}
 			for (int j = 0; j < nopen; j++)
@@ -1451,15 +1455,15 @@ evaluate(void)
 				s->closed = now;
 				s->severity = SEV_NONE;
 				put_text(s->resolution, RESOLUTION_LEN, open[j].resolution);
-				line = MemoryContextAllocZero(eval_context, sizeof(LogLine));
+				line = &lines[nlines++];
 				line->id = s->id;
 				line->kind = 2;
 				line->severity = s->peak_severity;
-				line->problem = MemoryContextStrdup(eval_context, s->problem);
+				memcpy(line->closed_problem, s->problem, PROBLEM_LEN);
+				line->problem = line->closed_problem;
 				line->text = open[j].resolution;
 				line->opened = s->opened;
 				line->at = now;
-				logs = lappend(logs, line);
 			}
 		}
 		applied = (incidents->reset_generation == generation);
@@ -1469,7 +1473,7 @@ evaluate(void)
 	}
 
 	/* Opened, escalated or closed: into the stores' file soon (crash). */
-	if (logs != NIL)
+	if (nlines > 0)
 		pgc_sampler_request_save();
 
 	disable_timeout(STATEMENT_TIMEOUT, false);
@@ -1479,9 +1483,9 @@ evaluate(void)
 	MemoryContextSwitchTo(eval_context);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
-	foreach(lc, logs)
+	for (int i = 0; i < nlines; i++)
 	{
-		LogLine    *line = (LogLine *) lfirst(lc);
+		LogLine    *line = &lines[i];
 
 		/* Not an incident's line: said whatever incident_log is. */
 		if (line->kind == 3)
