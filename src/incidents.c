@@ -955,6 +955,7 @@ typedef struct OpenCopy
 static volatile sig_atomic_t evaluating = false;
 static MemoryContext eval_context = NULL;
 static char *ext_schema = NULL; /* quoted, in TopMemoryContext */
+static SPIPlanPtr findings_plan = NULL; /* read_findings' query, kept */
 static bool told_missing = false;
 static char last_failure[256];	/* the last evaluation's error, LOGged once */
 
@@ -1027,23 +1028,39 @@ find_schema(void)
 							   spi_text(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
 
-/* Read the findings with their keys into *found (eval_context). */
+/*
+ * Read the findings with their keys into *found (eval_context).  The
+ * query is planned once and kept (the key function is inlined into it):
+ * the plan cache plans it again after a change to what it reads, and an
+ * evaluation that fails forgets it with the schema (evaluate).
+ */
 static int
 read_findings(Found **found)
 {
-	char	   *sql;
 	int			rc;
 	int			n;
 
-	sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
-				   " k.key, k.culprit, f.since, k.cause_gone"
-				   " FROM %s.pg_contention_findings() AS f"
-				   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k"
-				   " WHERE f.problem <> 'sampler_stale' AND k.key IS NOT NULL",
-				   ext_schema, ext_schema);
-	rc = SPI_execute(sql, true, 0);
+	if (findings_plan == NULL)
+	{
+		char	   *sql;
+		SPIPlanPtr	plan;
+
+		sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
+					   " k.key, k.culprit, f.since, k.cause_gone"
+					   " FROM %s.pg_contention_findings() AS f"
+					   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k"
+					   " WHERE f.problem <> 'sampler_stale' AND k.key IS NOT NULL",
+					   ext_schema, ext_schema);
+		plan = SPI_prepare(sql, 0, NULL);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		findings_plan = plan;
+	}
+	rc = SPI_execute_plan(findings_plan, NULL, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute failed: %d", rc);
+		elog(ERROR, "SPI_execute_plan failed: %d", rc);
 	n = (int) SPI_processed;
 	*found = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(Found));
 	for (int i = 0; i < n; i++)
@@ -1269,6 +1286,12 @@ evaluate(void)
 
 	if (ext_schema == NULL)
 	{
+		/* A plan of the schema looked for again is forgotten with it. */
+		if (findings_plan != NULL)
+		{
+			SPI_freeplan(findings_plan);
+			findings_plan = NULL;
+		}
 		ext_schema = find_schema();
 		if (ext_schema == NULL)
 		{

@@ -11,6 +11,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/lib";
 use PgContention::Test qw(savepoint_script);
@@ -436,6 +437,34 @@ for (1 .. 2)
 ok(!$standby->log_contains(qr/pg_contention incidents: the evaluation failed/, $offset),
 	'on the standby: no failed evaluation');
 $standby->stop;
+
+# ---- The extension dropped and created in another schema under the
+# worker: it says once that it is gone, then finds it in its new schema
+# and evaluates with the new objects (it keeps its findings query
+# planned, and forgets that plan with the schema).
+sub log_appears
+{
+	my ($re, $from) = @_;
+	for (1 .. 1800)
+	{
+		return 1 if $node->log_contains($re, $from);
+		usleep(100_000);
+	}
+	return 0;
+}
+$offset = -s $node->logfile;
+$node->safe_psql('postgres', 'DROP EXTENSION pg_contention');
+ok(log_appears(
+		qr/pg_contention incidents: the extension pg_contention \S+ is not installed in database "postgres"; incidents wait for it/,
+		$offset),
+	'the worker says the extension is gone');
+$offset = -s $node->logfile;
+$node->safe_psql('postgres', 'CREATE SCHEMA pgc; CREATE EXTENSION pg_contention SCHEMA pgc');
+ok(log_appears(qr/pg_contention incidents: found the extension in schema pgc/, $offset),
+	'the worker finds it in its new schema');
+evaluated_twice();
+ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/, $offset),
+	'and evaluates with it: no evaluation failed');
 
 $node->stop;
 done_testing();
