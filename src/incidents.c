@@ -27,7 +27,8 @@
  * the worker alone) to leave the worker's own samples out.
  *
  * What the worker runs is kept out of the stores it reads: it turns
- * pg_contention.track_statements off for itself (no statement counted),
+ * pg_contention.track_statements off for itself (no statement counted;
+ * jit too: compiling its queries costs more than running them),
  * the sampler skips its pid, and pg_contention_horizon leaves out the
  * process that reads it.
  *
@@ -955,7 +956,6 @@ typedef struct OpenCopy
 static volatile sig_atomic_t evaluating = false;
 static MemoryContext eval_context = NULL;
 static char *ext_schema = NULL; /* quoted, in TopMemoryContext */
-static SPIPlanPtr findings_plan = NULL; /* read_findings' query, kept */
 static bool told_missing = false;
 static char last_failure[256];	/* the last evaluation's error, LOGged once */
 
@@ -1028,39 +1028,23 @@ find_schema(void)
 							   spi_text(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
 
-/*
- * Read the findings with their keys into *found (eval_context).  The
- * query is planned once and kept (the key function is inlined into it):
- * the plan cache plans it again after a change to what it reads, and an
- * evaluation that fails forgets it with the schema (evaluate).
- */
+/* Read the findings with their keys into *found (eval_context). */
 static int
 read_findings(Found **found)
 {
+	char	   *sql;
 	int			rc;
 	int			n;
 
-	if (findings_plan == NULL)
-	{
-		char	   *sql;
-		SPIPlanPtr	plan;
-
-		sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
-					   " k.key, k.culprit, f.since, k.cause_gone"
-					   " FROM %s.pg_contention_findings() AS f"
-					   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k"
-					   " WHERE f.problem <> 'sampler_stale' AND k.key IS NOT NULL",
-					   ext_schema, ext_schema);
-		plan = SPI_prepare(sql, 0, NULL);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		findings_plan = plan;
-	}
-	rc = SPI_execute_plan(findings_plan, NULL, NULL, true, 0);
+	sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
+				   " k.key, k.culprit, f.since, k.cause_gone"
+				   " FROM %s.pg_contention_findings() AS f"
+				   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k"
+				   " WHERE f.problem <> 'sampler_stale' AND k.key IS NOT NULL",
+				   ext_schema, ext_schema);
+	rc = SPI_execute(sql, true, 0);
 	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_plan failed: %d", rc);
+		elog(ERROR, "SPI_execute failed: %d", rc);
 	n = (int) SPI_processed;
 	*found = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(Found));
 	for (int i = 0; i < n; i++)
@@ -1286,12 +1270,6 @@ evaluate(void)
 
 	if (ext_schema == NULL)
 	{
-		/* A plan of the schema looked for again is forgotten with it. */
-		if (findings_plan != NULL)
-		{
-			SPI_freeplan(findings_plan);
-			findings_plan = NULL;
-		}
 		ext_schema = find_schema();
 		if (ext_schema == NULL)
 		{
@@ -1556,6 +1534,12 @@ pgc_incidents_main(Datum main_arg)
 	/* Its own statements are not the workload's: counted nowhere. */
 	SetConfigOption("pg_contention.track_statements", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "pg_contention incidents", PGC_USERSET, PGC_S_OVERRIDE);
+	/*
+	 * No JIT: its queries cross jit_above_cost by their estimates
+	 * (functions of a thousand rows), not by their work, and compiling
+	 * them costs ten times what running them does, at every evaluation.
+	 */
+	SetConfigOption("jit", "off", PGC_USERSET, PGC_S_OVERRIDE);
 
 	eval_context = AllocSetContextCreate(TopMemoryContext,
 										 "pg_contention incidents",

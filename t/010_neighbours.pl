@@ -9,6 +9,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test;
 
 my $node = PostgreSQL::Test::Cluster->new('neighbours');
 $node->init;
@@ -121,6 +124,38 @@ ok($node->safe_psql('postgres',
 	    AND count(*) FILTER (WHERE wait_event_type = 'Extension') = 0
 	   FROM pg_contention_waits") eq 't',
 	'the profile holds pgbench\'s samples and no Extension samples');
+
+# The incidents worker compiles nothing, whatever the server's JIT
+# settings: with JIT on at every threshold 0, its queries (the kept
+# findings query, seen by pg_stat_statements) run without it.
+SKIP:
+{
+	skip 'pg_stat_statements reports JIT from PostgreSQL 15', 2
+	  if $node->safe_psql('postgres', 'SHOW server_version_num') < 150000;
+	skip 'this server has no JIT', 2
+	  if $node->safe_psql('postgres', 'SELECT pg_jit_available()') ne 't';
+	$node->safe_psql('postgres', q{
+		CREATE EXTENSION pg_stat_statements;
+		ALTER SYSTEM SET jit = on;
+		ALTER SYSTEM SET jit_above_cost = 0;
+		ALTER SYSTEM SET jit_inline_above_cost = 0;
+		ALTER SYSTEM SET jit_optimize_above_cost = 0;
+		ALTER SYSTEM SET pg_contention.incident_interval = '1s';
+	});
+	$node->reload;
+	$node->safe_psql('postgres', 'SELECT pg_stat_statements_reset()');
+	PgContention::Test::evaluated_twice($node);
+	is($node->safe_psql('postgres',
+			"SELECT count(*) > 0 AND coalesce(sum(jit_functions), 0) = 0 FROM pg_stat_statements
+			  WHERE strpos(query, 'pg_contention_' || 'incident_key') > 0"),
+		't', 'the incidents worker evaluated without JIT');
+	# While a client's query is compiled: the settings took.
+	$node->safe_psql('postgres', 'SELECT count(*) FROM pg_catalog.pg_class');
+	is($node->safe_psql('postgres',
+			"SELECT sum(jit_functions) > 0 FROM pg_stat_statements
+			  WHERE query = 'SELECT count(*) FROM pg_catalog.pg_class'"),
+		't', 'a client\'s query is compiled with these settings');
+}
 
 $node->stop;
 done_testing();

@@ -440,8 +440,8 @@ $standby->stop;
 
 # ---- The extension dropped and created in another schema under the
 # worker: it says once that it is gone, then finds it in its new schema
-# and evaluates with the new objects (it keeps its findings query
-# planned, and forgets that plan with the schema).
+# and evaluates with the new objects (anything it kept of the schema, it
+# forgets after a failed evaluation).
 sub log_appears
 {
 	my ($re, $from) = @_;

@@ -16,10 +16,6 @@
 -- keeping it open for the window.  False whenever it cannot tell (no
 -- pids: a standby, a damaged file); a reused pid keeps it false too.
 --
--- One row, declared as a set: a SQL function returning a set is inlined
--- into the query that calls it, so the worker's kept plan holds it (a
--- function returning a record would be planned again at every call).
---
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
 	details jsonb,
@@ -28,8 +24,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	OUT finding jsonb,
 	OUT cause_gone boolean
 )
-RETURNS SETOF record
-LANGUAGE sql STABLE PARALLEL SAFE ROWS 1
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
 SELECT CASE problem
 		   -- The culprit's transaction pattern, as subxact_near_overflow
@@ -87,8 +83,8 @@ SELECT CASE problem
 				 || '{"truncated": true}'::jsonb
 	   END,
 	   problem IN ('subxact_overflow', 'subtrans_slru_contention')
-	   AND coalesce((SELECT pg_catalog.count(*) > 0
-							AND pg_catalog.bool_and(a.pid IS NULL AND pg_catalog.jsonb_typeof(e.value) = 'number')
+	   AND coalesce((SELECT count(*) > 0
+							AND bool_and(a.pid IS NULL AND pg_catalog.jsonb_typeof(e.value) = 'number')
 					   FROM pg_catalog.jsonb_array_elements(
 								CASE WHEN pg_catalog.jsonb_typeof(details -> 'pids') = 'array'
 									 THEN details -> 'pids'
