@@ -126,8 +126,8 @@ ok($node->safe_psql('postgres',
 	'the profile holds pgbench\'s samples and no Extension samples');
 
 # The incidents worker compiles nothing, whatever the server's JIT
-# settings: with JIT on at every threshold 0, its queries (the kept
-# findings query, seen by pg_stat_statements) run without it.
+# settings: with JIT on at every threshold 0, its queries (the findings
+# query, seen by pg_stat_statements) run without it.
 SKIP:
 {
 	skip 'pg_stat_statements reports JIT from PostgreSQL 15', 2

@@ -12,23 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(crc32c);
-
-# Wait until the log has a line matching $re after $offset; the new offset.
-sub wait_for_log_line
-{
-	my ($node, $re, $offset) = @_;
-	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
-	{
-		my $log = slurp_file($node->logfile, $offset);
-		return $offset + length($log) if $log =~ $re;
-		usleep(100_000);
-	}
-	return undef;
-}
+use PgContention::Test qw(crc32c wait_for_log_line);
 
 sub proc_status_kb
 {

@@ -11,10 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(savepoint_script);
+use PgContention::Test qw(savepoint_script wait_for_log_line);
 
 my $node = PostgreSQL::Test::Cluster->new('incidents');
 $node->init(allows_streaming => 1);
@@ -442,25 +441,15 @@ $standby->stop;
 # worker: it says once that it is gone, then finds it in its new schema
 # and evaluates with the new objects (anything it kept of the schema, it
 # forgets after a failed evaluation).
-sub log_appears
-{
-	my ($re, $from) = @_;
-	for (1 .. 1800)
-	{
-		return 1 if $node->log_contains($re, $from);
-		usleep(100_000);
-	}
-	return 0;
-}
 $offset = -s $node->logfile;
 $node->safe_psql('postgres', 'DROP EXTENSION pg_contention');
-ok(log_appears(
+ok(defined wait_for_log_line($node,
 		qr/pg_contention incidents: the extension pg_contention \S+ is not installed in database "postgres"; incidents wait for it/,
 		$offset),
 	'the worker says the extension is gone');
 $offset = -s $node->logfile;
 $node->safe_psql('postgres', 'CREATE SCHEMA pgc; CREATE EXTENSION pg_contention SCHEMA pgc');
-ok(log_appears(qr/pg_contention incidents: found the extension in schema pgc/, $offset),
+ok(defined wait_for_log_line($node, qr/pg_contention incidents: found the extension in schema pgc/, $offset),
 	'the worker finds it in its new schema');
 evaluated_twice();
 ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/, $offset),

@@ -59,8 +59,9 @@ use warnings;
 use Encode qw(decode_utf8);
 use Exporter 'import';
 use IPC::Run;
+use Time::HiRes ();
 
-our @EXPORT_OK = qw(run_client client_on_terminal find_program screen_columns
+our @EXPORT_OK = qw(wait_for_log_line run_client client_on_terminal find_program screen_columns
   savepoint_script finding history_settled wait_ticks evaluated_twice crc32c);
 
 sub run_client
@@ -149,6 +150,20 @@ sub wait_ticks
 		"SELECT ticks > $t + $n FROM pg_contention_sampler_status")
 	  or die "the sampler stopped ticking";
 	return;
+}
+
+# Wait until the log has a line matching $re after $offset; the new offset
+# (undef if none came in the default timeout).
+sub wait_for_log_line
+{
+	my ($node, $re, $offset) = @_;
+	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+	{
+		my $log = PostgreSQL::Test::Utils::slurp_file($node->logfile, $offset);
+		return $offset + length($log) if $log =~ $re;
+		Time::HiRes::usleep(100_000);
+	}
+	return undef;
 }
 
 sub evaluated_twice
