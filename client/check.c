@@ -74,7 +74,7 @@ perfdata(Buf *out, const char *label, int value)
 }
 
 int
-command_check(Conn *c, bool json)
+command_check(Conn *c, bool json, bool live)
 {
 	SnapshotScope scope = {0};
 	Snapshot	s;
@@ -85,6 +85,7 @@ command_check(Conn *c, bool json)
 	Buf			out;
 
 	scope.findings_only = true;
+	scope.kept_findings = !live;
 	if (!snapshot_take(c, &scope, &s, &message))
 	{
 		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
@@ -111,6 +112,8 @@ command_check(Conn *c, bool json)
 		buf_printf(&out, ", \"in_recovery\": %s, \"checked_at\": %.3f, \"findings_window\": ",
 				   c->in_recovery ? "true" : "false", s.taken);
 		buf_json_string(&out, s.findings_window);
+		buf_printf(&out, ", \"evaluated_at\": %.3f, \"evaluated_by\": \"%s\"",
+				   s.evaluated_at, s.findings_kept ? "incidents worker" : "check");
 		if (stale)
 		{
 			buf_append(&out, ", \"error\": ");
@@ -155,6 +158,9 @@ command_check(Conn *c, bool json)
 					   s.nfindings, s.nfindings == 1 ? "" : "s", counts[2], counts[1], counts[0]);
 		buf_append(&out, " on ");
 		buf_text_plugin(&out, c->target);
+		if (s.findings_kept)
+			buf_printf(&out, " (the incidents worker's evaluation of %.0f s ago)",
+					   s.taken > s.evaluated_at ? s.taken - s.evaluated_at : 0.0);
 		buf_append(&out, " |");
 		perfdata(&out, "findings", s.nfindings);
 		perfdata(&out, "critical", counts[2]);

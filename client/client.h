@@ -286,6 +286,8 @@ typedef struct Snapshot
 	VictimRow  *victims;
 	bool		sampler_running;
 	char	   *findings_window;	/* "5 min" */
+	bool		findings_kept;	/* the findings are the incidents worker's */
+	double		evaluated_at;	/* when the findings were evaluated */
 	IncidentList incidents;		/* when the scope asks and the server keeps them */
 } Snapshot;
 
@@ -297,6 +299,8 @@ typedef struct SnapshotScope
 	SortMode	sort;
 	bool		events;			/* overflow events too */
 	bool		findings_only;	/* check: nothing else */
+	bool		kept_findings;	/* the incidents worker's last evaluation
+								 * when it is this session's answer (1.4) */
 	int			incidents;		/* closed incidents to read (the open ones
 								 * too); 0: none */
 } SnapshotScope;
@@ -315,7 +319,7 @@ typedef struct TopOptions
 } TopOptions;
 
 extern int	command_top(Conn *c, const TopOptions *options);
-extern int	command_check(Conn *c, bool json);
+extern int	command_check(Conn *c, bool json, bool live);
 extern void check_print_unknown(const char *message, bool json);
 extern int	command_report(Conn *c, const char *html_path, bool text, long long incident);	/* 0: live */
 

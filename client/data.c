@@ -144,12 +144,48 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	s->findings_window = xstrdup(PQgetvalue(res, 0, 2));
 	PQclear(res);
 
-	buf_printf(&sql,
-			   "SELECT severity, problem, subject, evidence, advice, details::text,"
-			   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
-			   " FROM %s.pg_contention_findings", x);
-	if ((res = run(c, &sql, message)) == NULL)
-		goto failed;
+	/*
+	 * The incidents worker's last evaluation, when it is this session's own
+	 * answer (no row otherwise; one row of NULLs: it found nothing): a new
+	 * session would plan every rule first.
+	 */
+	s->evaluated_at = s->taken;
+	res = NULL;
+	if (scope->kept_findings && c->ext_version >= 104)
+	{
+		buf_printf(&sql,
+				   "SELECT severity, problem, subject, evidence, advice, details::text,"
+				   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS'),"
+				   " pg_catalog.date_part('epoch', evaluated_at)"
+				   " FROM %s.pg_contention_findings_kept()", x);
+		if ((res = run(c, &sql, message)) == NULL)
+			goto failed;
+		if (PQntuples(res) == 0)
+		{
+			PQclear(res);
+			res = NULL;
+		}
+		else
+		{
+			s->findings_kept = true;
+			s->evaluated_at = number_at(res, 0, 7);
+			/* Found nothing: no finding rows. */
+			if (PQgetisnull(res, 0, 1))
+			{
+				PQclear(res);
+				res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
+			}
+		}
+	}
+	if (res == NULL)
+	{
+		buf_printf(&sql,
+				   "SELECT severity, problem, subject, evidence, advice, details::text,"
+				   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
+				   " FROM %s.pg_contention_findings", x);
+		if ((res = run(c, &sql, message)) == NULL)
+			goto failed;
+	}
 	s->findings = rows_alloc(res, sizeof(Finding), &s->nfindings);
 	for (int i = 0; i < s->nfindings; i++)
 	{

@@ -42,6 +42,9 @@ usage(void)
 		   "  -i, --interval=SECONDS   top: seconds between refreshes (default 1)\n"
 		   "  -n, --iterations=N       top: stop after N refreshes (default: until q)\n"
 		   "      --json               check, incidents: one JSON document\n"
+		   "      --live               check: evaluate the findings now, not read the\n"
+		   "                           incidents worker's evaluation (at most one\n"
+		   "                           pg_contention.incident_interval old)\n"
 		   "      --html=FILE          report: write the HTML page to FILE (- for stdout)\n"
 		   "      --text               report: print the plain-text report (the default)\n"
 		   "      --incident=ID        report: the report of that incident, as the server\n"
@@ -124,6 +127,7 @@ main(int argc, char **argv)
 		{"html", required_argument, NULL, 2},
 		{"text", no_argument, NULL, 3},
 		{"incident", required_argument, NULL, 4},
+		{"live", no_argument, NULL, 5},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
 		{NULL, 0, NULL, 0}
@@ -138,6 +142,7 @@ main(int argc, char **argv)
 	const char *html_path = NULL;
 	long long	incident = 0;
 	bool		json = false,
+				live = false,
 				text = false,
 				interval_given = false,
 				iterations_given = false;
@@ -204,6 +209,9 @@ main(int argc, char **argv)
 			case 4:
 				incident = parse_incident(optarg);
 				break;
+			case 5:
+				live = true;
+				break;
 			case 'V':
 				printf("pg_contention (client) %s\n", PGC_CLIENT_PROGRAM_VERSION);
 				return 0;
@@ -236,6 +244,8 @@ main(int argc, char **argv)
 		usage_error("--json is an option of check and incidents, not of %s", command);
 	if ((html_path || text) && strcmp(command, "report") != 0)
 		usage_error("--html and --text are options of report, not of %s", command);
+	if (live && strcmp(command, "check") != 0)
+		usage_error("--live is an option of check, not of %s", command);
 	if (incident && strcmp(command, "report") != 0)
 		usage_error("--incident is an option of report, not of %s", command);
 	if ((interval_given || iterations_given) && strcmp(command, "top") != 0)
@@ -288,7 +298,7 @@ main(int argc, char **argv)
 	if (strcmp(command, "top") == 0)
 		rc = command_top(&c, &top);
 	else if (strcmp(command, "check") == 0)
-		rc = command_check(&c, json);
+		rc = command_check(&c, json, live);
 	else if (strcmp(command, "incidents") == 0)
 		rc = command_incidents(&c, json);
 	else

@@ -1028,51 +1028,77 @@ find_schema(void)
 							   spi_text(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
 
-/* Read the findings with their keys into *found (eval_context). */
+/*
+ * Read the findings: every one into *rows (what pg_contention_findings
+ * gives, for findings_latest.c), and those an incident can follow (a key,
+ * and not sampler_stale: a sampler that stopped is said by the findings
+ * and the metrics, it is no incident) with their keys into *found.  Both
+ * in eval_context; returns the count of *found.
+ */
 static int
-read_findings(Found **found)
+read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 {
 	char	   *sql;
 	int			rc;
 	int			n;
+	int			nfound = 0;
 
 	sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
-				   " k.key, k.culprit, f.since, k.cause_gone"
+				   " k.key, k.culprit, f.since, k.cause_gone, f.details::text"
 				   " FROM %s.pg_contention_findings() AS f"
-				   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k"
-				   " WHERE f.problem <> 'sampler_stale' AND k.key IS NOT NULL",
+				   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k",
 				   ext_schema, ext_schema);
 	rc = SPI_execute(sql, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute failed: %d", rc);
 	n = (int) SPI_processed;
 	*found = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(Found));
+	*rows = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(PgcFindingRow));
+	*nrows = n;
 	for (int i = 0; i < n; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		Found	   *f = &(*found)[i];
+		PgcFindingRow *r = &(*rows)[i];
+		Found	   *f;
 		MemoryContext old = MemoryContextSwitchTo(eval_context);
 		bool		isnull;
 		Datum		culprit;
 		Datum		value;
+		char	   *key;
 
+		r->problem = SPI_getvalue(tup, desc, 1);
+		r->severity = SPI_getvalue(tup, desc, 2);
+		r->subject = SPI_getvalue(tup, desc, 3);
+		r->evidence = SPI_getvalue(tup, desc, 4);
+		r->advice = SPI_getvalue(tup, desc, 5);
+		r->details = SPI_getvalue(tup, desc, 11);
+		value = SPI_getbinval(tup, desc, 9, &isnull);
+		r->since = isnull ? 0 : DatumGetTimestampTz(value);
+
+		key = SPI_getvalue(tup, desc, 7);
+		if (key == NULL || r->problem == NULL ||
+			strcmp(r->problem, "sampler_stale") == 0)
+		{
+			MemoryContextSwitchTo(old);
+			continue;
+		}
+		f = &(*found)[nfound++];
 		f->problem = spi_text(tup, desc, 1);
-		f->severity = severity_from_name(SPI_getvalue(tup, desc, 2));
+		f->severity = severity_from_name(r->severity);
 		f->subject = spi_text(tup, desc, 3);
 		f->evidence = spi_text(tup, desc, 4);
 		f->advice = spi_text(tup, desc, 5);
 		f->details = spi_text(tup, desc, 6);
-		f->key = spi_text(tup, desc, 7);
+		f->key = key;
 		culprit = SPI_getbinval(tup, desc, 8, &isnull);
 		f->culprit = isnull ? InvalidOid : DatumGetObjectId(culprit);
-		value = SPI_getbinval(tup, desc, 9, &isnull);
-		f->since = isnull ? 0 : DatumGetTimestampTz(value);
+		f->since = r->since;
 		value = SPI_getbinval(tup, desc, 10, &isnull);
 		f->cause_gone = !isnull && DatumGetBool(value);
 		MemoryContextSwitchTo(old);
 	}
-	return n;
+	return nfound;
 }
 
 /*
@@ -1249,6 +1275,8 @@ evaluate(void)
 {
 	Found	   *found;
 	int			nfound;
+	PgcFindingRow *rows = NULL;
+	int			nrows = 0;
 	OpenCopy   *open;
 	int			nopen = 0;
 	ClosedCopy *closed;
@@ -1291,7 +1319,7 @@ evaluate(void)
 	if (ext_schema != NULL)
 	{
 		now = GetCurrentTimestamp();
-		nfound = read_findings(&found);
+		nfound = read_findings(&found, &rows, &nrows);
 
 		/* The open incidents, copied. */
 		open = MemoryContextAllocZero(eval_context, Max(pgc_max_incidents, 1) * sizeof(OpenCopy));
@@ -1470,8 +1498,14 @@ evaluate(void)
 		applied = (incidents->reset_generation == generation);
 		LWLockRelease(incidents->lock);
 		if (applied)
+		{
 			remember_refused(found, nfound);
+			/* What check reads instead of evaluating again. */
+			pgc_findings_latest_publish(now, nrows, rows);
+		}
 	}
+	else
+		pgc_findings_latest_forget();
 
 	/* Opened, escalated or closed: into the stores' file soon (crash). */
 	if (nlines > 0)
@@ -1598,6 +1632,7 @@ pgc_incidents_main(Datum main_arg)
 				AbortCurrentTransaction();
 				LWLockReleaseAll();
 				RESUME_INTERRUPTS();
+				pgc_findings_latest_forget();
 				pgstat_report_activity(STATE_IDLE, NULL);
 				/* The same failure again and again is LOGged once. */
 				if (!ShutdownRequestPending &&

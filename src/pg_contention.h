@@ -514,6 +514,28 @@ extern void pgc_oldsnap_add(PgcOldSnapFigures *into,
 							const PgcOldSnapFigures *from);
 extern void pgc_oldsnap_add_to_total(const PgcOldSnapFigures *figures);
 
+/* ---- findings_latest.c: the incidents worker's last evaluation, kept ---- */
+
+/* One finding as pg_contention_findings gives it (NULL texts: SQL NULL). */
+typedef struct PgcFindingRow
+{
+	const char *problem;
+	const char *severity;
+	const char *subject;
+	const char *evidence;
+	const char *advice;
+	const char *details;		/* jsonb as text */
+	TimestampTz since;			/* 0: NULL */
+} PgcFindingRow;
+
+extern Size pgc_findings_latest_shmem_size(void);
+extern void pgc_findings_latest_shmem_init(LWLock *lock);
+extern void pgc_findings_latest_reset(void);
+extern void pgc_findings_latest_forget(void);
+extern void pgc_findings_latest_publish(TimestampTz at, int nrows,
+										const PgcFindingRow *rows);
+extern int64 pgc_findings_latest_too_large(void);
+
 /* ---- incidents.c: the incidents worker, its store and view ---- */
 
 /* Bytes of one incident's frozen statements, holders and history (JSON). */

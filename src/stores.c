@@ -73,6 +73,13 @@ const PgcStore pgc_stores[] = {
 		.reset = pgc_oldsnap_reset,
 	},
 	{
+		.name = "latest findings",
+		.shmem_size = pgc_findings_latest_shmem_size,
+		.shmem_init = pgc_findings_latest_shmem_init,
+		.needs_lock = true,
+		.reset = pgc_findings_latest_reset,
+	},
+	{
 		.name = "incidents",
 		.shmem_size = pgc_incidents_shmem_size,
 		.shmem_init = pgc_incidents_shmem_init,

@@ -1,0 +1,340 @@
+/*-------------------------------------------------------------------------
+ *
+ * findings_latest.c
+ *		The incidents worker's last evaluation of the findings, kept so that
+ *		a reader who would get the same answer does not pay for it again:
+ *		pg_contention check runs in a new session each time, and a new
+ *		session plans every rule (tens of milliseconds with full stores)
+ *		before it evaluates them.  pg_contention_findings_latest() returns
+ *		these rows when they are the reader's own answer, up to one
+ *		pg_contention.incident_interval old, and evaluates the findings
+ *		itself otherwise.
+ *
+ * They are the reader's own answer only when all of these hold: the
+ * evaluation is at most two intervals old (the worker runs, incidents are
+ * on); it ran in the reader's database (names are resolved there); the
+ * reader sees every text the worker saw (pg_read_all_stats: the worker is
+ * a superuser, and the rules mask others' statements for anyone else); and
+ * every setting that changes a finding or its text (the thresholds, which
+ * any role may set, the window, search_path, time zone and styles) has the
+ * same value for the reader as it had for the worker.
+ *
+ * Owns ShmemInitStruct "pg_contention latest findings": a header and
+ * PGC_LATEST_FINDINGS_BYTES of rows, written whole by the worker.  An
+ * evaluation whose rows do not fit is not kept (evaluated_at 0, counted in
+ * too_large): readers then evaluate; no row is ever cut.
+ *
+ * Locking: the worker is the only writer; it encodes the rows in its own
+ * memory and copies them in under the LWLock in exclusive mode (memcpy,
+ * nothing that can fail).  Readers copy the block under the lock in
+ * shared mode and build rows after releasing it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "pg_contention.h"
+
+#include "catalog/pg_authid.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/shmem.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+/* What the rows may take: a few findings of a few kB each, many times over. */
+#define PGC_LATEST_FINDINGS_BYTES	(256 * 1024)
+#define SETTINGS_LEN				2048
+
+typedef struct LatestShared
+{
+	LWLock	   *lock;
+	TimestampTz evaluated_at;	/* 0: nothing usable */
+	Oid			dbid;
+	int			nrows;
+	Size		used;			/* bytes of data in use */
+	int64		too_large;		/* evaluations not kept: rows too big */
+	char		settings[SETTINGS_LEN]; /* the worker's, see settings_text */
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} LatestShared;
+
+static LatestShared *latest = NULL;
+
+/*
+ * The settings a finding or its text depends on, besides the stores:
+ * every threshold (PGC_USERSET: a role or a session may set its own), the
+ * window, and what formats names, times and numbers.
+ */
+static const char *const finding_settings[] = {
+	"pg_contention.findings_window",
+	"pg_contention.horizon_min_age",
+	"pg_contention.horizon_min_xid_age",
+	"pg_contention.subtrans_lookups_warning",
+	"pg_contention.subtrans_wait_warning",
+	"pg_contention.subtrans_wait_critical",
+	"pg_contention.dead_visits_warning",
+	"pg_contention.dead_visits_critical",
+	"pg_contention.hot_chain_buffers_warning",
+	"pg_contention.dead_ratio_warning",
+	"pg_contention.horizon_critical_age",
+	"pg_contention.horizon_critical_xid_age",
+	"pg_contention.old_snapshot_probe_warning",
+	"pg_contention.old_snapshot_probe_critical",
+	"pg_contention.old_snapshot_held_warning",
+	"pg_contention.old_snapshot_held_critical",
+	"search_path",
+	"TimeZone",
+	"DateStyle",
+	"IntervalStyle",
+	"extra_float_digits",
+	"lc_numeric",
+	"lc_monetary",
+	"lc_time",
+};
+
+/* This process's values of finding_settings, as one text. */
+static void
+settings_text(StringInfo out)
+{
+	for (int i = 0; i < (int) lengthof(finding_settings); i++)
+	{
+		const char *value = GetConfigOption(finding_settings[i], true, false);
+
+		appendStringInfo(out, "%s=%s\n", finding_settings[i], value ? value : "");
+	}
+}
+
+Size
+pgc_findings_latest_shmem_size(void)
+{
+	return add_size(offsetof(LatestShared, data), PGC_LATEST_FINDINGS_BYTES);
+}
+
+void
+pgc_findings_latest_shmem_init(LWLock *lock)
+{
+	bool		found;
+
+	latest = ShmemInitStruct("pg_contention latest findings",
+							 pgc_findings_latest_shmem_size(), &found);
+	if (!found)
+		memset(latest, 0, offsetof(LatestShared, data));
+	latest->lock = lock;
+}
+
+/* pg_contention_reset(): what was evaluated before it is not kept. */
+void
+pgc_findings_latest_reset(void)
+{
+	pgc_findings_latest_forget();
+	LWLockAcquire(latest->lock, LW_EXCLUSIVE);
+	latest->too_large = 0;
+	LWLockRelease(latest->lock);
+}
+
+/* The worker could not evaluate: readers evaluate themselves. */
+void
+pgc_findings_latest_forget(void)
+{
+	if (latest == NULL)
+		return;
+	LWLockAcquire(latest->lock, LW_EXCLUSIVE);
+	latest->evaluated_at = 0;
+	latest->nrows = 0;
+	latest->used = 0;
+	LWLockRelease(latest->lock);
+}
+
+/* Append one text to a row: a byte saying whether it is NULL, then it. */
+static void
+put_field(StringInfo buf, const char *s)
+{
+	appendStringInfoChar(buf, s ? 1 : 0);
+	if (s)
+		appendBinaryStringInfo(buf, s, (int) strlen(s) + 1);
+}
+
+/*
+ * The worker's evaluation at "at": nrows findings, each as the findings
+ * view gives it (since 0: NULL).  Encoded here, outside the lock: per row
+ * its since, then problem, severity, subject, evidence, advice, details.
+ */
+void
+pgc_findings_latest_publish(TimestampTz at, int nrows, const PgcFindingRow *rows)
+{
+	StringInfoData buf;
+	StringInfoData settings;
+
+	if (latest == NULL)
+		return;
+	initStringInfo(&buf);
+	for (int i = 0; i < nrows; i++)
+	{
+		const PgcFindingRow *r = &rows[i];
+
+		appendBinaryStringInfo(&buf, (const char *) &r->since, sizeof(TimestampTz));
+		put_field(&buf, r->problem);
+		put_field(&buf, r->severity);
+		put_field(&buf, r->subject);
+		put_field(&buf, r->evidence);
+		put_field(&buf, r->advice);
+		put_field(&buf, r->details);
+	}
+	initStringInfo(&settings);
+	settings_text(&settings);
+
+	LWLockAcquire(latest->lock, LW_EXCLUSIVE);
+	if (buf.len > PGC_LATEST_FINDINGS_BYTES || settings.len >= SETTINGS_LEN)
+	{
+		latest->evaluated_at = 0;
+		latest->nrows = 0;
+		latest->used = 0;
+		latest->too_large++;
+	}
+	else
+	{
+		memcpy(latest->data, buf.data, buf.len);
+		memcpy(latest->settings, settings.data, settings.len + 1);
+		latest->used = buf.len;
+		latest->nrows = nrows;
+		latest->dbid = MyDatabaseId;
+		latest->evaluated_at = at;
+	}
+	LWLockRelease(latest->lock);
+	pfree(buf.data);
+	pfree(settings.data);
+}
+
+/* For pg_contention_info: evaluations not kept because too large. */
+int64
+pgc_findings_latest_too_large(void)
+{
+	int64		n;
+
+	if (latest == NULL)
+		return 0;
+	LWLockAcquire(latest->lock, LW_SHARED);
+	n = latest->too_large;
+	LWLockRelease(latest->lock);
+	return n;
+}
+
+static const PgcResultColumn latest_columns[] = {
+	{"evaluated_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"problem", TEXTOID, PGC_SQL_V(1, 4)},
+	{"severity", TEXTOID, PGC_SQL_V(1, 4)},
+	{"subject", TEXTOID, PGC_SQL_V(1, 4)},
+	{"evidence", TEXTOID, PGC_SQL_V(1, 4)},
+	{"advice", TEXTOID, PGC_SQL_V(1, 4)},
+	{"details", JSONBOID, PGC_SQL_V(1, 4)},
+	{"since", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+};
+static const PgcResultShape latest_shape = {
+	"pg_contention_findings_kept", latest_columns, lengthof(latest_columns)
+};
+
+#define LATEST_COLS lengthof(latest_columns)
+
+/* Read one field (NULL: SQL NULL) and step past it. */
+static const char *
+take_field(const char **p)
+{
+	const char *s;
+
+	if (*(*p)++ == 0)
+		return NULL;
+	s = *p;
+	*p += strlen(s) + 1;
+	return s;
+}
+
+PG_FUNCTION_INFO_V1(pg_contention_findings_kept);
+
+/*
+ * pg_contention_findings_kept(): the worker's last evaluation when it is
+ * the caller's own answer (see the top of this file): a row per finding,
+ * or, when it found nothing, one row whose columns but evaluated_at are
+ * NULL.  No row at all: the caller must evaluate (pg_contention_findings).
+ */
+Datum
+pg_contention_findings_kept(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	TimestampTz at;
+	Oid			dbid;
+	int			nrows;
+	Size		used;
+	char	   *data;
+	char	   *worker_settings;
+	StringInfoData mine;
+	const char *p;
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &latest_shape, &tupdesc);
+
+	/* Only a reader who sees every text the worker (a superuser) saw. */
+	if (pgc_incident_interval <= 0 ||
+		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		return (Datum) 0;
+
+	data = palloc(PGC_LATEST_FINDINGS_BYTES);
+	worker_settings = palloc(SETTINGS_LEN);
+	LWLockAcquire(latest->lock, LW_SHARED);
+	at = latest->evaluated_at;
+	dbid = latest->dbid;
+	nrows = latest->nrows;
+	used = latest->used;
+	memcpy(data, latest->data, used);
+	memcpy(worker_settings, latest->settings, SETTINGS_LEN);
+	LWLockRelease(latest->lock);
+
+	if (at == 0 || dbid != MyDatabaseId ||
+		GetCurrentTimestamp() - at >
+		2 * (TimestampTz) pgc_incident_interval * USECS_PER_SEC)
+		return (Datum) 0;
+	initStringInfo(&mine);
+	settings_text(&mine);
+	if (strcmp(mine.data, worker_settings) != 0)
+		return (Datum) 0;
+
+	p = data;
+	for (int i = 0; i < nrows; i++)
+	{
+		Datum		values[LATEST_COLS] = {0};
+		bool		nulls[LATEST_COLS] = {0};
+		TimestampTz since;
+
+		memcpy(&since, p, sizeof(TimestampTz));
+		p += sizeof(TimestampTz);
+		values[0] = TimestampTzGetDatum(at);
+		for (int col = 1; col <= 6; col++)
+		{
+			const char *s = take_field(&p);
+
+			nulls[col] = s == NULL;
+			if (s == NULL)
+				continue;
+			if (col == 6)
+				values[col] = DirectFunctionCall1(jsonb_in, CStringGetDatum(s));
+			else
+				values[col] = CStringGetTextDatum(s);
+		}
+		values[7] = TimestampTzGetDatum(since);
+		nulls[7] = since == 0;
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	if (nrows == 0)
+	{
+		Datum		values[LATEST_COLS] = {0};
+		bool		nulls[LATEST_COLS];
+
+		memset(nulls, true, sizeof(nulls));
+		values[0] = TimestampTzGetDatum(at);
+		nulls[0] = false;
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	return (Datum) 0;
+}
