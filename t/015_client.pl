@@ -73,7 +73,7 @@ for my $bad ([ [], qr/no command given/ ],
 }
 
 $node->safe_psql('postgres', 'CREATE DATABASE noext');
-($rc, $out, $err) = client('check', '-d', 'noext');
+($rc, $out, $err) = client('check', '--live', '-d', 'noext');
 is($rc, 3, 'extension not created: exit 3');
 like($err, qr/^pg_contention: error: extension "pg_contention" is not created in database "noext": run CREATE EXTENSION pg_contention there/,
 	'extension not created: says what to do');
@@ -85,7 +85,7 @@ is($rc, 3, 'older extension: exit 3');
 like($err, qr/extension pg_contention is version 1\.2 in database "old", this client needs 1\.3 or later: run ALTER EXTENSION pg_contention UPDATE\n\z/,
 	'older extension: says what to do');
 $node->safe_psql('old', 'ALTER EXTENSION pg_contention UPDATE');
-($rc) = client('check', '-d', 'old');
+($rc) = client('check', '--live', '-d', 'old');
 is($rc, 0, 'after ALTER EXTENSION UPDATE it answers');
 
 my $unloaded = PostgreSQL::Test::Cluster->new('unloaded');
@@ -105,7 +105,7 @@ $unloaded->stop;
 # A connection string works as the positional argument.
 {
 	my ($o, $e) = ('', '');
-	IPC::Run::run([ 'pg_contention', 'check', $node->connstr('postgres') ],
+	IPC::Run::run([ 'pg_contention', 'check', '--live', $node->connstr('postgres') ],
 		'<', \undef, '>', \$o, '2>', \$e);
 	is($? >> 8, 0, 'a connection string as the argument');
 }
@@ -114,11 +114,11 @@ $unloaded->stop;
 $node->command_ok([ 'pgbench', '-i', '-s', '2', '-q', $node->connstr('postgres') ], 'pgbench tables');
 $node->command_ok([ 'pgbench', '-n', '-c', '4', '-t', '300', $node->connstr('postgres') ],
 	'a healthy pgbench run');
-($rc, $out) = client('check');
+($rc, $out) = client('check', '--live');
 is($rc, 0, 'healthy: check exits 0');
 like($out, qr/^PG_CONTENTION OK - no findings on .* \| findings=0 critical=0 warning=0 info=0\n\z/,
 	'healthy: one OK line with perfdata');
-($rc, $out) = client('check', '--json');
+($rc, $out) = client('check', '--live', '--json');
 my $doc = eval { decode_json($out) };
 ok($doc, 'healthy: --json parses') or diag($out);
 is_deeply([ $doc->{status}, $doc->{exit_code}, scalar @{ $doc->{findings} } ], [ 'OK', 0, 0 ],
@@ -133,7 +133,7 @@ $node->wait_for_catchup($standby);
 {
 	my ($o, $e) = ('', '');
 	my @at = ('-h', $standby->host, '-p', $standby->port, '-d', 'postgres');
-	IPC::Run::run([ 'pg_contention', 'check', '--json', @at ], '<', \undef, '>', \$o, '2>', \$e);
+	IPC::Run::run([ 'pg_contention', 'check', '--live', '--json', @at ], '<', \undef, '>', \$o, '2>', \$e);
 	is($? >> 8, 0, 'standby: check exits 0');
 	my $d = eval { decode_json($o) };
 	ok($d && $d->{in_recovery}, 'standby: the JSON says in_recovery') or diag($o . $e);
@@ -192,7 +192,7 @@ my $pinned = '-c pg_contention.subtrans_lookups_warning=1 -c pg_contention.subtr
 	ok($node->poll_query_until('postgres',
 		"SELECT count(*) > 0 FROM pg_contention_findings WHERE problem = 'subxact_overflow' AND severity <> 'info'"),
 		'case 1: the overflow is a finding');
-	($rc, $out) = client('check');
+	($rc, $out) = client('check', '--live');
 }
 is($rc, 1, 'case 1: check exits 1 (warning)');
 like($out, qr/^PG_CONTENTION WARNING - \d+ findings? \(0 critical, [1-9]\d* warning, \d+ info\) on /,
@@ -201,7 +201,7 @@ like($out, qr/^warning subxact_overflow: statement UPDATE contend SET val = val 
 	'case 1: one line for the overflow, with its advice');
 {
 	local $ENV{PGOPTIONS} = $pinned;
-	($rc, $out) = client('check', '--json');
+	($rc, $out) = client('check', '--live', '--json');
 }
 $doc = eval { decode_json($out) };
 ok($doc, 'case 1: --json parses') or diag($out);
@@ -220,7 +220,7 @@ $node->safe_psql('postgres',
 $node->safe_psql('postgres', "DELETE FROM orders WHERE note = 'cancelled'");
 $node->safe_psql('postgres', 'SET enable_bitmapscan = off; SELECT * FROM orders WHERE customer = 42')
   for 1 .. 2;
-($rc, $out) = client('check');
+($rc, $out) = client('check', '--live');
 is($rc, 2, 'case 2: check exits 2 (critical)');
 like($out, qr/^PG_CONTENTION CRITICAL - /, 'case 2: the status line');
 like($out, qr/^critical dead_tuple_index_scan: index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = \$1 .* vacuum cannot remove them while pid $overflowed_pid \(application loader\)/m,

@@ -69,7 +69,7 @@ sub bench
 
 sub check
 {
-	my ($rc, $out) = run_client($node, 'check');
+	my ($rc, $out) = run_client($node, 'check', '--live');
 	return ($rc, $out);
 }
 

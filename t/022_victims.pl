@@ -72,7 +72,7 @@ $_->query_safe('SELECT count(*) FROM side WHERE id > 10') for @importers;
 api_readers('readers', "SELECT count(*) FROM contend WHERE id < 500;\n", 200);
 
 # The client's queries, on the same snapshots.
-my ($rc, $out, $err) = client('check');
+my ($rc, $out, $err) = client('check', '--live');
 ok($rc <= 2, "check during the overflow runs (exit $rc)");
 ($rc, my $top) = client('top', '-n', '1');
 is($rc, 0, 'top -n 1 runs');
@@ -166,7 +166,7 @@ $node->safe_psql('postgres', "DELETE FROM orders WHERE note = 'gone'");
 # The holder reads too: its own statement visits the dead entries.
 $holder->query_safe('SELECT * FROM orders WHERE customer = 42');
 api_readers('lookups', "SELECT * FROM orders WHERE customer = 42;\n", 3);
-client('check');
+client('check', '--live');
 
 my $short = "SET pg_contention.horizon_min_age = '1s';";
 $node->poll_query_until('postgres',

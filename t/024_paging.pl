@@ -106,13 +106,13 @@ my $bench = IPC::Run::start(
 # The client beside it, as a DBA would watch.
 my ($rc_top) = client('top', '-n', '1');
 is($rc_top, 0, 'top runs beside the workload');
-my ($rc_during, $out_during) = client('check');
+my ($rc_during, $out_during) = client('check', '--live');
 $bench->finish;
 is($? >> 8, 0, 'the healthy mixed workload ran') or diag($bench_err);
 like($bench_out, qr/number of transactions actually processed: 6000\/6000/, 'every transaction ran');
 is($rc_during, 0, 'check during the workload exits 0') or diag($out_during);
 
-my ($rc, $out) = client('check');
+my ($rc, $out) = client('check', '--live');
 is($rc, 0, 'check after the workload exits 0') or diag($out);
 is(above_info(), '', 'healthy: no finding above info') or diag(above_info());
 # The silence is not blindness: each part of the workload was measured.

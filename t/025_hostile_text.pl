@@ -148,7 +148,7 @@ SKIP:
 
 # ---- check: the monitoring-plugin format holds.
 {
-	my ($rc, $out) = client('check');
+	my ($rc, $out) = client('check', '--live');
 	ok($rc >= 0 && $rc <= 2, 'check exits with a status');
 	my ($status, @long) = split(/\n/, $out);
 	like($status, qr/^PG_CONTENTION \w+ - [^|]* \| findings=\d+ critical=\d+ warning=\d+ info=\d+$/,
@@ -157,7 +157,7 @@ SKIP:
 	ok(scalar(grep { /\\x7c/ } @long) > 0, 'check: a "|" of the server shown as \x7c');
 	no_server_escapes($out, 'check', 0);
 
-	($rc, $out) = client('check', '--json');
+	($rc, $out) = client('check', '--live', '--json');
 	my $doc = eval { decode_json($out) };
 	ok($doc, 'check --json parses') or diag($out);
 	my ($overflow) = grep { $_->{problem} eq 'subxact_overflow' } @{ $doc->{findings} // [] };
@@ -256,11 +256,11 @@ like($node->safe_psql('latin1', "SELECT string_agg(query, ' ') FROM pg_contentio
 # server could not do and would refuse with an error); the JSON stays valid.
 {
 	local $ENV{PGDATABASE} = 'sqlascii';
-	my ($rc, $out) = client('check', '--json');
+	my ($rc, $out) = client('check', '--live', '--json');
 	my $doc = eval { decode_json($out) };
 	ok($doc, 'check --json in a SQL_ASCII database parses') or diag($out);
 	like($out, qr/ascii \\\\xff\\\\xfe/, 'check --json: bytes that are not UTF-8 as the text \xff');
-	($rc, $out) = client('check');
+	($rc, $out) = client('check', '--live');
 	no_server_escapes($out, 'check in a SQL_ASCII database', 0);
 	unlike($out, qr/\xff/, 'check in a SQL_ASCII database: no byte that is not UTF-8');
 }

@@ -53,7 +53,7 @@ is(metric('sampler_running'), '1', 'metrics: running');
 ok(metric('sampler_last_tick_age_seconds') < 5, 'metrics: its last tick a moment ago');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_findings WHERE problem = 'sampler_stale'"),
 	'0', 'no sampler_stale finding');
-my ($rc, $out) = client('check');
+my ($rc, $out) = client('check', '--live');
 is($rc, 0, 'check: OK') or diag($out);
 
 # ---- Stopped.
@@ -85,12 +85,12 @@ like($node->safe_psql('postgres', 'SELECT pg_contention_report()'),
 	qr/== Findings \(1\)\n1\. \[warning\] sampler_stale: the pg_contention sampler \(pid $pid\)/,
 	'the report shows it');
 
-($rc, $out) = client('check');
+($rc, $out) = client('check', '--live');
 is($rc, 3, 'check: UNKNOWN (3)');
 like($out,
 	qr/^PG_CONTENTION UNKNOWN - the sampler has stopped, the findings are blind since its last sample; 1 finding \(0 critical, 1 warning, 0 info\) on .* \| findings=1 critical=0 warning=1 info=0\nwarning sampler_stale: the pg_contention sampler \(pid $pid\)\. It last sampled at /,
 	'check: the reason on the status line, the finding below') or diag($out);
-($rc, $out) = client('check', '--json');
+($rc, $out) = client('check', '--live', '--json');
 my $json = eval { decode_json($out) };
 ok($json && $json->{status} eq 'UNKNOWN' && $json->{exit_code} == 3
 	  && $json->{error} =~ /sampler has stopped/ && $json->{findings}[0]{problem} eq 'sampler_stale',
@@ -106,7 +106,7 @@ my $holder = $node->background_psql('postgres');
 $holder->query_safe('BEGIN; SELECT txid_current()');
 {
 	local $ENV{PGOPTIONS} = '-c pg_contention.horizon_min_age=0 -c pg_contention.horizon_critical_age=0';
-	($rc, $out) = client('check');
+	($rc, $out) = client('check', '--live');
 }
 is($rc, 2, 'check: a critical finding beside a stale sampler is CRITICAL (2)') or diag($out);
 like($out, qr/^PG_CONTENTION CRITICAL - the sampler has stopped, the findings are blind since its last sample; /,
@@ -123,7 +123,7 @@ ok($node->poll_query_until('postgres',
 is(metric('sampler_running'), '1', 'metrics: running again');
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_findings WHERE problem = 'sampler_stale'"),
 	'0', 'the finding is gone');
-($rc, $out) = client('check');
+($rc, $out) = client('check', '--live');
 is($rc, 0, 'check: OK again') or diag($out);
 
 # ---- Turned off: no tick is promised, so it is never stale.

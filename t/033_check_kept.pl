@@ -1,0 +1,174 @@
+# pg_contention check reads the incidents worker's last evaluation instead
+# of evaluating the findings again (issue 26: a new session plans every
+# rule first), but only when that evaluation is the session's own answer:
+#
+# - the kept rows are the findings the worker evaluated (a held xmin
+#   horizon), in order, and pg_contention_findings_latest() returns them;
+# - check says it read them ("the incidents worker's evaluation of N s
+#   ago", evaluated_by in --json), and --live evaluates now;
+# - no kept rows for a role without pg_read_all_stats (the worker saw every
+#   text), in another database, with a threshold set differently for the
+#   session (PGOPTIONS, SET), with incidents off, and after
+#   pg_contention_reset(): check then evaluates, and says so.
+#
+# The worker evaluates once when it starts and then every hour: each step
+# below reads that one evaluation, nothing races it.
+use strict;
+use warnings;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(run_client);
+
+my $node = PostgreSQL::Test::Cluster->new('check_kept');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+autovacuum = off
+pg_contention.incident_interval = 3600
+pg_contention.horizon_min_age = 1
+});
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION pg_contention;
+CREATE ROLE monitor LOGIN IN ROLE pg_read_all_stats;
+CREATE ROLE plain LOGIN;
+CREATE DATABASE other;
+});
+$node->safe_psql('other', 'CREATE EXTENSION pg_contention');
+
+sub client
+{
+	my ($user, @args) = @_;
+	local $ENV{PGUSER} = $user;
+	return run_client($node, @args);
+}
+
+sub json_check
+{
+	my ($user, @args) = @_;
+	my ($rc, $out, $err) = client($user, 'check', '--json', @args);
+	my $doc = eval { decode_json($out) };
+	is($@, '', "check --json as $user @args: one JSON document") or diag($out, $err);
+	return ($rc, $doc // {});
+}
+
+# A horizon held by a session idle in transaction: a finding that stays.
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; SELECT txid_current()');
+$node->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_contention_findings WHERE problem = 'xmin_horizon_held'")
+  or die 'no finding for the held horizon';
+
+# The worker evaluated at start, before the extension existed: nothing kept.
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_findings_kept()'),
+	'0', 'before the worker has evaluated with the extension: no kept rows');
+my ($rc, $doc) = json_check('postgres');
+is($doc->{evaluated_by}, 'check', 'check evaluated itself');
+
+# A new worker evaluates once at start, then every hour.
+sub new_evaluation
+{
+	my $before = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+	$node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		  WHERE backend_type = 'pg_contention incidents'");
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_contention_findings_kept() WHERE evaluated_at > '$before'")
+	  or die 'the restarted worker did not evaluate';
+	return;
+}
+new_evaluation();
+
+my $kept = $node->safe_psql('postgres',
+	'SELECT string_agg(problem || \' \' || severity, \', \' ORDER BY ordinality)
+	   FROM pg_contention_findings_kept() WITH ORDINALITY');
+my $live = $node->safe_psql('postgres',
+	'SELECT string_agg(problem || \' \' || severity, \', \' ORDER BY ordinality)
+	   FROM pg_contention_findings() WITH ORDINALITY');
+like($kept, qr/xmin_horizon_held/, 'the kept rows have the held horizon');
+is($kept, $live, 'the kept rows are the findings, in order, at the same severities');
+is($node->safe_psql('postgres',
+		q{SELECT bool_and(details ? 'holders' IS NOT NULL AND evidence <> '' AND advice <> '')
+		    FROM pg_contention_findings_kept()}),
+	't', 'the kept rows carry their texts and details');
+is($node->safe_psql('postgres',
+		q{SELECT (SELECT array_agg(evaluated_at || problem) FROM pg_contention_findings_latest())
+		       = (SELECT array_agg(evaluated_at || problem) FROM pg_contention_findings_kept())}),
+	't', 'pg_contention_findings_latest() returns the kept rows');
+
+# check reads them, --live evaluates now.
+($rc, my $out) = client('postgres', 'check');
+like($out, qr/^PG_CONTENTION (WARNING|CRITICAL) - 1 finding .* \(the incidents worker's evaluation of \d+ s ago\) \| /,
+	'check: the worker\'s evaluation, and how old');
+ok($rc == 1 || $rc == 2, 'check: exit code of the held horizon');
+like($out, qr/^(warning|critical) xmin_horizon_held: /m, 'check: the finding');
+($rc, $doc) = json_check('postgres');
+is($doc->{evaluated_by}, 'incidents worker', 'check --json: evaluated_by');
+ok($doc->{evaluated_at} <= $doc->{checked_at}, 'check --json: evaluated before it was checked');
+is($doc->{findings}[0]{problem}, 'xmin_horizon_held', 'check --json: the finding');
+($rc, $doc) = json_check('postgres', '--live');
+is($doc->{evaluated_by}, 'check', 'check --live evaluates');
+is($doc->{findings}[0]{problem}, 'xmin_horizon_held', 'check --live: the same finding');
+
+# Who may read them: what the worker (a superuser) saw.
+($rc, $doc) = json_check('monitor');
+is($doc->{evaluated_by}, 'incidents worker', 'a member of pg_read_all_stats reads the kept rows');
+is($node->safe_psql('postgres', 'SET ROLE plain; SELECT count(*) FROM pg_contention_findings_kept()'),
+	'0', 'a role without pg_read_all_stats gets no kept rows');
+($rc, $doc) = json_check('plain');
+is($doc->{evaluated_by}, 'check', 'check as that role evaluates');
+is($node->safe_psql('postgres',
+		'SET ROLE plain; SELECT count(*) FROM pg_contention_findings_latest() WHERE evaluated_at >= statement_timestamp()'),
+	$node->safe_psql('postgres', 'SET ROLE plain; SELECT count(*) FROM pg_contention_findings'),
+	'pg_contention_findings_latest() evaluates for that role');
+
+# Another database, another setting: not this session's answer.
+is($node->safe_psql('other', 'SELECT count(*) FROM pg_contention_findings_kept()'),
+	'0', 'no kept rows in another database');
+is($node->safe_psql('postgres',
+		'SET pg_contention.dead_visits_warning = 7; SELECT count(*) FROM pg_contention_findings_kept()'),
+	'0', 'no kept rows with a threshold set for the session');
+is($node->safe_psql('postgres',
+		"SET search_path = pg_catalog, public; SELECT count(*) FROM public.pg_contention_findings_kept()"),
+	'0', 'no kept rows with another search_path (names are written through it)');
+{
+	local $ENV{PGOPTIONS} = '-c pg_contention.horizon_min_age=3600';
+	($rc, $doc) = json_check('postgres');
+	is($doc->{evaluated_by}, 'check', 'check with a threshold in PGOPTIONS evaluates');
+	is(scalar @{ $doc->{findings} }, 0, '... and answers with that threshold');
+}
+($rc, $doc) = json_check('postgres');
+is($doc->{evaluated_by}, 'incidents worker', 'without it, the kept rows again');
+
+# A reset forgets them.
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_findings_kept()'),
+	'0', 'pg_contention_reset(): no kept rows');
+($rc, $doc) = json_check('postgres');
+is($doc->{evaluated_by}, 'check', 'check after a reset evaluates');
+
+# Incidents off: the worker no longer evaluates, nothing is kept.
+new_evaluation();
+$node->safe_psql('postgres', 'ALTER SYSTEM SET pg_contention.incident_interval = 0');
+$node->reload;
+$node->poll_query_until('postgres',
+	"SELECT current_setting('pg_contention.incident_interval') = '0'")
+  or die 'the reload did not come';
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_findings_kept()'),
+	'0', 'incidents off: no kept rows');
+($rc, $doc) = json_check('postgres');
+is($doc->{evaluated_by}, 'check', 'check with incidents off evaluates');
+
+# Usage.
+($rc, $out, my $err) = client('postgres', 'top', '--live');
+is($rc, 3, 'top --live: a usage error');
+like($err, qr/--live is an option of check, not of top/, 'top --live: says so');
+
+$holder->query_safe('COMMIT');
+$holder->quit;
+$node->stop;
+done_testing();
