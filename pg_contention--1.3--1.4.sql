@@ -145,7 +145,8 @@ GRANT SELECT ON @extschema@.pg_contention_overflow_events TO PUBLIC;
 -- Capacities and fill of the bounded stores, with their eviction and drop
 -- counters, and when they were last saved to and loaded from their file;
 -- 1.4 adds the incidents' (and the incidents opened, by problem and
--- severity, since the reset).
+-- severity, since the reset), and the incidents worker's evaluations too
+-- large to keep for pg_contention check (findings_latest.c).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT stats_reset timestamp with time zone,
@@ -162,7 +163,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT incidents integer,
 	OUT incident_evictions bigint,
 	OUT incidents_not_opened bigint,
-	OUT incidents_opened jsonb
+	OUT incidents_opened jsonb,
+	OUT findings_not_kept bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'

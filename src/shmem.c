@@ -23,7 +23,9 @@
  *   + max_profile_entries * 32 + history_seconds * sizeof(bucket)
  *   + processes * 24 (published statements)
  *   + max_incidents * sizeof(Incident) (about 63 kB each)
- * (about 11.8 MB with the defaults, and 6.3 MB for the incidents;
+ *   + 256 kB (the incidents worker's last findings, for check)
+ * (about 11.8 MB with the defaults, 6.3 MB for the incidents and 0.25 MB
+ * for the last findings;
  * pg_shmem_allocations lists each block).
  *
  * Locking: the blocks are created once under AddinShmemInitLock.
@@ -219,6 +221,7 @@ static const PgcResultColumn info_columns[] = {
 	{"incident_evictions", INT8OID, PGC_SQL_V(1, 4)},
 	{"incidents_not_opened", INT8OID, PGC_SQL_V(1, 4)},
 	{"incidents_opened", JSONBOID, PGC_SQL_V(1, 4)},
+	{"findings_not_kept", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape info_shape = {
 	"pg_contention_info", info_columns, lengthof(info_columns)
@@ -278,6 +281,7 @@ pg_contention_info(PG_FUNCTION_ARGS)
 		values[12] = Int64GetDatum(incident_evictions);
 		values[13] = Int64GetDatum(not_opened);
 		values[14] = DirectFunctionCall1(jsonb_in, CStringGetDatum(opened));
+		values[15] = Int64GetDatum(pgc_findings_latest_too_large());
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

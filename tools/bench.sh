@@ -160,6 +160,38 @@ findings_cost() {
 		scrape_ms[$1]=$(sed -n 95,124p "$work/timed.out" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
 	}
 	declare -gA findings_ms findings_first report_ms metrics_ms scrape_ms
+	# pg_contention check as a monitoring system runs it, a new session
+	# each time, with the stores full: the server's CPU per check (its
+	# backend's, from the postmaster's reaped-children times in /proc, 10 ms
+	# ticks summed over the runs) and the wall time per check, median.  By
+	# default check reads the incidents worker's last evaluation; --live
+	# evaluates (and first plans) every rule.
+	check_cost() {
+		local mode runs pm c0 c1 k t0 t1
+		declare -gA check_cpu_ms check_wall_ms
+		psql_ -c "SELECT 1" >/dev/null
+		for ((k = 0; k < 300; k++)); do
+			[ "$(psql_ -c "SELECT count(*) FROM pg_contention_findings_kept()")" -gt 0 ] && break
+			sleep 0.1
+		done
+		pm=$(head -1 "$work/data/postmaster.pid")
+		for mode in kept live; do
+			runs=50
+			: >"$work/check_wall"
+			c0=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+			for ((k = 0; k < runs; k++)); do
+				t0=$(date +%s%N)
+				run "$bindir/pg_contention" check $([ $mode = live ] && echo --live) \
+					-h "$work" -U postgres -d postgres >/dev/null || true
+				t1=$(date +%s%N)
+				echo $(((t1 - t0) / 1000)) >>"$work/check_wall"
+			done
+			c1=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+			check_cpu_ms[$mode]=$(awk -v a="$c0" -v b="$c1" -v n="$runs" -v hz="$(getconf CLK_TCK)" \
+				'BEGIN { printf "%.1f", (b - a) * 1000 / hz / n }')
+			check_wall_ms[$mode]=$(sort -n "$work/check_wall" | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR+1)/2)] / 1000}')
+		done
+	}
 	timed_findings empty
 	log "findings cost: waiting for ${PGC_BENCH_HISTORY:-900} seconds of history"
 	while [ "$(psql_ -c "SELECT count(*) FROM pg_contention_history")" -lt "${PGC_BENCH_HISTORY:-900}" ]; do sleep 10; done
@@ -172,6 +204,7 @@ findings_cost() {
 		|| (SELECT count(*) FROM pg_contention_history) || ' s of history'
 		FROM pg_contention_info")
 	timed_findings full
+	check_cost
 	# The incidents worker at its default interval (10 s) with these stores,
 	# over 300 s: its CPU time from /proc/PID/schedstat (ns, on CPU), read
 	# every 0.2 s.  An evaluation is a run of consecutive reads that grew;
@@ -207,6 +240,7 @@ if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
 	echo "| pg_contention_report(), median of 30, ms: empty / full | ${report_ms[empty]} / ${report_ms[full]} |"
 	echo "| pg_contention_metrics, median of 30, ms: empty / full | ${metrics_ms[empty]} / ${metrics_ms[full]} |"
 	echo "| one postgres_exporter scrape (its four queries), median of 30, ms: empty / full | ${scrape_ms[empty]} / ${scrape_ms[full]} |"
+	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms (its backend, start to exit); wall time per check, median, ms: reading the worker's evaluation / --live | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} |"
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | $incident_pct; $incident_ms ($incident_max) |"
 	exit 0
 fi
@@ -442,6 +476,8 @@ out=$work/results.md
 	echo "| pg_contention_report(), median of 30: empty / full, ms | | ${report_ms[empty]} / ${report_ms[full]} | | |"
 	echo "| pg_contention_metrics, median of 30: empty / full, ms | | ${metrics_ms[empty]} / ${metrics_ms[full]} | | |"
 	echo "| one postgres_exporter scrape (its four queries), median of 30: empty / full, ms | | ${scrape_ms[empty]} / ${scrape_ms[full]} | | |"
+	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms (its backend, start to exit); wall time per check, median, ms: reading the worker's evaluation / --live | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} |"
+	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms; wall time per check, median, ms: reading the worker's evaluation / --live | | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} | | |"
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | | $incident_pct; $incident_ms ($incident_max) | | |"
 	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"
 } >"$out"
