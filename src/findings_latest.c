@@ -65,7 +65,9 @@ static LatestShared *latest = NULL;
 /*
  * The settings a finding or its text depends on, besides the stores:
  * every threshold (PGC_USERSET: a role or a session may set its own), the
- * window, and what formats names, times and numbers.
+ * window and the other settings the rules read (the same for every session
+ * but for a moment after a reload), and what formats names, times and
+ * numbers.
  */
 static const char *const finding_settings[] = {
 	"pg_contention.findings_window",
@@ -84,6 +86,8 @@ static const char *const finding_settings[] = {
 	"pg_contention.old_snapshot_probe_critical",
 	"pg_contention.old_snapshot_held_warning",
 	"pg_contention.old_snapshot_held_critical",
+	"pg_contention.subxact_warn_level",
+	"hot_standby_feedback",
 	"search_path",
 	"TimeZone",
 	"DateStyle",
