@@ -105,6 +105,8 @@ typedef enum ConnProblem
 extern ConnProblem conn_open(Conn *c, char **message);
 extern void conn_close(Conn *c);
 extern PGresult *conn_query(Conn *c, const char *sql, char **message);
+extern bool conn_query_many(Conn *c, const char *sql, int n, PGresult **res,
+							char **message);
 extern PGresult *conn_query_params(Conn *c, const char *sql, int nparams,
 								   const char *const *values, char **message);
 
@@ -248,6 +250,8 @@ typedef struct IncidentList
 } IncidentList;
 
 /* closed_limit < 0: every closed one. */
+extern bool incidents_query(Conn *c, int closed_limit, bool details, Buf *sql);
+extern void incidents_parse(PGresult *res, IncidentList *list);
 extern bool incidents_read(Conn *c, int closed_limit, bool details, IncidentList *list,
 						   char **message);
 extern void incidents_free(IncidentList *list);

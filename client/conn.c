@@ -61,6 +61,52 @@ conn_query(Conn *c, const char *sql, char **message)
 	return NULL;
 }
 
+/*
+ * Several statements in one round trip (one simple Query message, which
+ * the server answers statement by statement): their n results, in order,
+ * into res.  On an error *message is the first one's (the server runs no
+ * statement after a failed one), nothing is kept, and false is returned.
+ */
+bool
+conn_query_many(Conn *c, const char *sql, int n, PGresult **res, char **message)
+{
+	PGresult   *r;
+	int			got = 0;
+	char	   *error = NULL;
+
+	if (!PQsendQuery(c->conn, sql))
+	{
+		*message = first_line(PQerrorMessage(c->conn));
+		return false;
+	}
+	while ((r = PQgetResult(c->conn)) != NULL)
+	{
+		ExecStatusType st = PQresultStatus(r);
+
+		if (error == NULL && got < n &&
+			(st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK))
+		{
+			res[got++] = r;
+			continue;
+		}
+		if (error == NULL)
+			error = first_line(st == PGRES_FATAL_ERROR ? PQresultErrorMessage(r) :
+							   "the server answered more statements than were sent");
+		PQclear(r);
+	}
+	if (error == NULL && got < n)
+		error = first_line(PQerrorMessage(c->conn)[0] ? PQerrorMessage(c->conn) :
+						   "the server answered fewer statements than were sent");
+	if (error != NULL)
+	{
+		for (int i = 0; i < got; i++)
+			PQclear(res[i]);
+		*message = error;
+		return false;
+	}
+	return true;
+}
+
 /* The same with text parameters ($1, ...). */
 PGresult *
 conn_query_params(Conn *c, const char *sql, int nparams, const char *const *values,

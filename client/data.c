@@ -121,71 +121,230 @@ index_order(SortMode sort)
 	}
 }
 
+/*
+ * The queries of one look, sent as one simple Query message: one round
+ * trip for all of them (conn_query_many).  Room for every query a look
+ * can make.
+ */
+typedef struct Batch
+{
+	Buf			sql;
+	int			n;
+	int			next;
+	PGresult   *res[12];
+} Batch;
+
+/* Move the query in *query to the batch. */
+static void
+batch_add(Batch *b, Buf *query)
+{
+	if (b->n == (int) (sizeof(b->res) / sizeof(b->res[0])))
+		fatal("internal error: too many queries in one look");
+	buf_append(&b->sql, query->data);
+	buf_append(&b->sql, ";\n");
+	b->n++;
+	buf_reset(query);
+}
+
+/* The next result, in the order of batch_add; the caller frees it. */
+static PGresult *
+batch_next(Batch *b)
+{
+	return b->res[b->next++];
+}
+
 bool
 snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 {
 	Buf			sql;
+	Batch		b;
 	PGresult   *res;
 	const char *x = c->schema;
 	int			limit = scope->row_limit;
+	bool		victims = c->ext_version >= 104;
+	bool		incidents;
 
 	memset(s, 0, sizeof(*s));
+	memset(&b, 0, sizeof(b));
 	buf_init(&sql);
+	buf_init(&b.sql);
 
 	buf_printf(&sql,
 			   "SELECT pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()),"
 			   " coalesce((SELECT running FROM %s.pg_contention_sampler_status), false),"
 			   " %s.pg_contention_duration(pg_catalog.current_setting("
 			   "'pg_contention.findings_window')::pg_catalog.interval)", x, x);
-	if ((res = run(c, &sql, message)) == NULL)
+	if (scope->findings_only)
+	{
+		/* check: the clock, then the findings as below. */
+		if ((res = run(c, &sql, message)) == NULL)
+			goto failed;
+		s->taken = number_at(res, 0, 0);
+		s->sampler_running = PQgetvalue(res, 0, 1)[0] == 't';
+		s->findings_window = xstrdup(PQgetvalue(res, 0, 2));
+		PQclear(res);
+
+		/*
+		 * The incidents worker's last evaluation, when it is this
+		 * session's own answer (no row otherwise; one row of NULLs: it
+		 * found nothing): a new session would plan every rule first.
+		 */
+		s->evaluated_at = s->taken;
+		res = NULL;
+		if (scope->kept_findings && c->ext_version >= 104)
+		{
+			buf_printf(&sql,
+					   "SELECT severity, problem, subject, evidence, advice, details::text,"
+					   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS'),"
+					   " pg_catalog.date_part('epoch', evaluated_at)"
+					   " FROM %s.pg_contention_findings_kept()", x);
+			if ((res = run(c, &sql, message)) == NULL)
+				goto failed;
+			if (PQntuples(res) == 0)
+			{
+				PQclear(res);
+				res = NULL;
+			}
+			else
+			{
+				s->findings_kept = true;
+				s->evaluated_at = number_at(res, 0, 7);
+				/* Found nothing: no finding rows. */
+				if (PQgetisnull(res, 0, 1))
+				{
+					PQclear(res);
+					res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
+				}
+			}
+		}
+		if (res == NULL)
+		{
+			buf_printf(&sql,
+					   "SELECT severity, problem, subject, evidence, advice, details::text,"
+					   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
+					   " FROM %s.pg_contention_findings", x);
+			if ((res = run(c, &sql, message)) == NULL)
+				goto failed;
+		}
+
+		s->findings = rows_alloc(res, sizeof(Finding), &s->nfindings);
+		for (int i = 0; i < s->nfindings; i++)
+		{
+			Finding    *f = &s->findings[i];
+
+			f->severity = line_at(res, i, 0);
+			f->problem = line_at(res, i, 1);
+			f->subject = line_at(res, i, 2);
+			f->evidence = line_at(res, i, 3);
+			f->advice = line_at(res, i, 4);
+			f->details = text_at(res, i, 5);
+			f->since = text_at(res, i, 6);
+		}
+		PQclear(res);
+
+		buf_free(&sql);
+		buf_free(&b.sql);
+		return true;
+	}
+
+	/*
+	 * top and report: every query of the look in one round trip, then the
+	 * results in the same order.  None depends on another's answer.
+	 */
+	batch_add(&b, &sql);
+	buf_printf(&sql,
+			   "SELECT severity, problem, subject, evidence, advice, details::text,"
+			   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
+			   " FROM %s.pg_contention_findings", x);
+	batch_add(&b, &sql);
+	buf_printf(&sql,
+			   "SELECT pid, datname, usename, application_name, state, subxact_count,"
+			   " subxact_overflowed,"
+			   " pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - xact_start), query,"
+			   " count(*) FILTER (WHERE subxact_overflowed) OVER (), count(*) OVER ()"
+			   " FROM %s.pg_contention_subxact"
+			   " WHERE subxact_overflowed OR subxact_count > %d"
+			   " ORDER BY subxact_overflowed DESC, subxact_count DESC, pid LIMIT %d",
+			   x, c->near_level, limit);
+	batch_add(&b, &sql);
+	buf_printf(&sql,
+			   "SELECT kind, holder, pid, datname, application_name, xmin_age,"
+			   " pg_catalog.date_part('epoch', held_for), state, follows, blocks_cleanup, query"
+			   " FROM %s.pg_contention_horizon LIMIT %d", x, limit);
+	batch_add(&b, &sql);
+	/*
+	 * The seconds, oldest first; per-class averages are samples / ticks.
+	 * The readers' lookups since 1.4; before, all Subtrans accesses.
+	 */
+	buf_printf(&sql,
+			   "SELECT pg_catalog.date_part('epoch', bucket_start), avg_active_backends,"
+			   " greatest(ticks, 1), cpu_samples, lwlock_samples, lock_samples, io_samples,"
+			   " ipc_samples, bufferpin_samples, timeout_samples, extension_samples,"
+			   " client_samples, other_samples,"
+			   " coalesce(subtrans_slru_samples, 0) + coalesce(subtrans_buffer_samples, 0),"
+			   " max_overflowed_backends, %s, horizon_xid_age"
+			   " FROM %s.pg_contention_history",
+			   c->ext_version >= 104 ? "subtrans_reader_lookups" : "subtrans_lookups", x);
+	if (scope->history_seconds > 0)
+		buf_printf(&sql, " WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '%d seconds'",
+				   scope->history_seconds + 1);
+	buf_append(&sql, " ORDER BY bucket_start");
+	batch_add(&b, &sql);
+	buf_printf(&sql,
+			   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
+			   " subtrans_wait_samples, max_subxacts, blks_per_row, query, %s"
+			   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most"
+			   " FROM %s.pg_contention_statements AS s"
+			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0) AS s"
+			   /* Not the long tail of statements that merely ran beside. */
+			   " WHERE subtrans_wait_samples > 0 OR suboverflowed_calls >= most / 100"
+			   " ORDER BY %s LIMIT %d",
+			   c->ext_version >= 104 ? "application_name" : "NULL::text", x,
+			   statement_order(scope->sort), limit);
+	batch_add(&b, &sql);
+	buf_printf(&sql,
+			   "SELECT coalesce(schemaname || '.' || indexrelname, 'index oid ' || indexrelid),"
+			   " datname, query_id, scans, dead_visits, dead_visits::float8 / nullif(scans, 0),"
+			   " max_dead_visits_per_scan, dead_ratio, query"
+			   " FROM %s.pg_contention_index_scans WHERE dead_visits > 0"
+			   " ORDER BY %s LIMIT %d", x, index_order(scope->sort), limit);
+	batch_add(&b, &sql);
+
+	/*
+	 * Who pays: per application and statement, what each paid in the
+	 * findings' window (pg_contention's own and the culprits' excluded by
+	 * the function; a culprit of one finding may be another's victim).
+	 */
+	if (victims)
+	{
+		buf_printf(&sql,
+				   "SELECT kind, application_name, usename, datname, query_id, executions, paid, query"
+				   " FROM %s.pg_contention_victims() ORDER BY paid DESC LIMIT %d", x, limit);
+		batch_add(&b, &sql);
+	}
+	/* The incidents the server kept: the open ones and the last closed. */
+	incidents = scope->incidents > 0 &&
+		incidents_query(c, scope->incidents, false, &sql);
+	if (incidents)
+		batch_add(&b, &sql);
+	if (scope->events)
+	{
+		buf_printf(&sql,
+				   "SELECT pg_catalog.to_char(event_time, 'YYYY-MM-DD HH24:MI:SS'), pid, datname,"
+				   " usename, application_name, query"
+				   " FROM %s.pg_contention_overflow_events ORDER BY event_time DESC LIMIT %d",
+				   x, limit);
+		batch_add(&b, &sql);
+	}
+	if (!conn_query_many(c, b.sql.data, b.n, b.res, message))
 		goto failed;
+
+	res = batch_next(&b);
 	s->taken = number_at(res, 0, 0);
 	s->sampler_running = PQgetvalue(res, 0, 1)[0] == 't';
 	s->findings_window = xstrdup(PQgetvalue(res, 0, 2));
 	PQclear(res);
-
-	/*
-	 * The incidents worker's last evaluation, when it is this session's own
-	 * answer (no row otherwise; one row of NULLs: it found nothing): a new
-	 * session would plan every rule first.
-	 */
-	s->evaluated_at = s->taken;
-	res = NULL;
-	if (scope->kept_findings && c->ext_version >= 104)
-	{
-		buf_printf(&sql,
-				   "SELECT severity, problem, subject, evidence, advice, details::text,"
-				   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS'),"
-				   " pg_catalog.date_part('epoch', evaluated_at)"
-				   " FROM %s.pg_contention_findings_kept()", x);
-		if ((res = run(c, &sql, message)) == NULL)
-			goto failed;
-		if (PQntuples(res) == 0)
-		{
-			PQclear(res);
-			res = NULL;
-		}
-		else
-		{
-			s->findings_kept = true;
-			s->evaluated_at = number_at(res, 0, 7);
-			/* Found nothing: no finding rows. */
-			if (PQgetisnull(res, 0, 1))
-			{
-				PQclear(res);
-				res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
-			}
-		}
-	}
-	if (res == NULL)
-	{
-		buf_printf(&sql,
-				   "SELECT severity, problem, subject, evidence, advice, details::text,"
-				   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
-				   " FROM %s.pg_contention_findings", x);
-		if ((res = run(c, &sql, message)) == NULL)
-			goto failed;
-	}
+	res = batch_next(&b);
 	s->findings = rows_alloc(res, sizeof(Finding), &s->nfindings);
 	for (int i = 0; i < s->nfindings; i++)
 	{
@@ -200,23 +359,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		f->since = text_at(res, i, 6);
 	}
 	PQclear(res);
-	if (scope->findings_only)
-	{
-		buf_free(&sql);
-		return true;
-	}
-
-	buf_printf(&sql,
-			   "SELECT pid, datname, usename, application_name, state, subxact_count,"
-			   " subxact_overflowed,"
-			   " pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - xact_start), query,"
-			   " count(*) FILTER (WHERE subxact_overflowed) OVER (), count(*) OVER ()"
-			   " FROM %s.pg_contention_subxact"
-			   " WHERE subxact_overflowed OR subxact_count > %d"
-			   " ORDER BY subxact_overflowed DESC, subxact_count DESC, pid LIMIT %d",
-			   x, c->near_level, limit);
-	if ((res = run(c, &sql, message)) == NULL)
-		goto failed;
+	res = batch_next(&b);
 	s->backends = rows_alloc(res, sizeof(Backend), &s->nbackends);
 	for (int i = 0; i < s->nbackends; i++)
 	{
@@ -235,13 +378,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		s->near_backends = atoi(PQgetvalue(res, i, 10)) - s->overflowed_backends;
 	}
 	PQclear(res);
-
-	buf_printf(&sql,
-			   "SELECT kind, holder, pid, datname, application_name, xmin_age,"
-			   " pg_catalog.date_part('epoch', held_for), state, follows, blocks_cleanup, query"
-			   " FROM %s.pg_contention_horizon LIMIT %d", x, limit);
-	if ((res = run(c, &sql, message)) == NULL)
-		goto failed;
+	res = batch_next(&b);
 	s->holders = rows_alloc(res, sizeof(Holder), &s->nholders);
 	for (int i = 0; i < s->nholders; i++)
 	{
@@ -260,26 +397,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		h->query = line_at(res, i, 10);
 	}
 	PQclear(res);
-
-	/*
-	 * The seconds, oldest first; per-class averages are samples / ticks.
-	 * The readers' lookups since 1.4; before, all Subtrans accesses.
-	 */
-	buf_printf(&sql,
-			   "SELECT pg_catalog.date_part('epoch', bucket_start), avg_active_backends,"
-			   " greatest(ticks, 1), cpu_samples, lwlock_samples, lock_samples, io_samples,"
-			   " ipc_samples, bufferpin_samples, timeout_samples, extension_samples,"
-			   " client_samples, other_samples,"
-			   " coalesce(subtrans_slru_samples, 0) + coalesce(subtrans_buffer_samples, 0),"
-			   " max_overflowed_backends, %s, horizon_xid_age"
-			   " FROM %s.pg_contention_history",
-			   c->ext_version >= 104 ? "subtrans_reader_lookups" : "subtrans_lookups", x);
-	if (scope->history_seconds > 0)
-		buf_printf(&sql, " WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '%d seconds'",
-				   scope->history_seconds + 1);
-	buf_append(&sql, " ORDER BY bucket_start");
-	if ((res = run(c, &sql, message)) == NULL)
-		goto failed;
+	res = batch_next(&b);
 	s->seconds = rows_alloc(res, sizeof(Second), &s->nseconds);
 	for (int i = 0; i < s->nseconds; i++)
 	{
@@ -296,20 +414,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		b->horizon_age = number_at(res, i, 16);
 	}
 	PQclear(res);
-
-	buf_printf(&sql,
-			   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
-			   " subtrans_wait_samples, max_subxacts, blks_per_row, query, %s"
-			   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most"
-			   " FROM %s.pg_contention_statements AS s"
-			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0) AS s"
-			   /* Not the long tail of statements that merely ran beside. */
-			   " WHERE subtrans_wait_samples > 0 OR suboverflowed_calls >= most / 100"
-			   " ORDER BY %s LIMIT %d",
-			   c->ext_version >= 104 ? "application_name" : "NULL::text", x,
-			   statement_order(scope->sort), limit);
-	if ((res = run(c, &sql, message)) == NULL)
-		goto failed;
+	res = batch_next(&b);
 	s->statements = rows_alloc(res, sizeof(StatementRow), &s->nstatements);
 	for (int i = 0; i < s->nstatements; i++)
 	{
@@ -327,15 +432,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		r->application = line_at(res, i, 9);
 	}
 	PQclear(res);
-
-	buf_printf(&sql,
-			   "SELECT coalesce(schemaname || '.' || indexrelname, 'index oid ' || indexrelid),"
-			   " datname, query_id, scans, dead_visits, dead_visits::float8 / nullif(scans, 0),"
-			   " max_dead_visits_per_scan, dead_ratio, query"
-			   " FROM %s.pg_contention_index_scans WHERE dead_visits > 0"
-			   " ORDER BY %s LIMIT %d", x, index_order(scope->sort), limit);
-	if ((res = run(c, &sql, message)) == NULL)
-		goto failed;
+	res = batch_next(&b);
 	s->indexes = rows_alloc(res, sizeof(IndexRow), &s->nindexes);
 	for (int i = 0; i < s->nindexes; i++)
 	{
@@ -352,19 +449,9 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		r->query = line_at(res, i, 8);
 	}
 	PQclear(res);
-
-	/*
-	 * Who pays: per application and statement, what each paid in the
-	 * findings' window (pg_contention's own and the culprits' excluded by
-	 * the function; a culprit of one finding may be another's victim).
-	 */
-	if (c->ext_version >= 104)
+	if (victims)
 	{
-		buf_printf(&sql,
-				   "SELECT kind, application_name, usename, datname, query_id, executions, paid, query"
-				   " FROM %s.pg_contention_victims() ORDER BY paid DESC LIMIT %d", x, limit);
-		if ((res = run(c, &sql, message)) == NULL)
-			goto failed;
+		res = batch_next(&b);
 		s->victims = rows_alloc(res, sizeof(VictimRow), &s->nvictims);
 		for (int i = 0; i < s->nvictims; i++)
 		{
@@ -381,21 +468,11 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		}
 		PQclear(res);
 	}
-
-	/* The incidents the server kept: the open ones and the last closed. */
-	if (scope->incidents > 0 &&
-		!incidents_read(c, scope->incidents, false, &s->incidents, message))
-		goto failed;
-
+	if (incidents)
+		incidents_parse(batch_next(&b), &s->incidents);
 	if (scope->events)
 	{
-		buf_printf(&sql,
-				   "SELECT pg_catalog.to_char(event_time, 'YYYY-MM-DD HH24:MI:SS'), pid, datname,"
-				   " usename, application_name, query"
-				   " FROM %s.pg_contention_overflow_events ORDER BY event_time DESC LIMIT %d",
-				   x, limit);
-		if ((res = run(c, &sql, message)) == NULL)
-			goto failed;
+		res = batch_next(&b);
 		s->events = rows_alloc(res, sizeof(EventRow), &s->nevents);
 		for (int i = 0; i < s->nevents; i++)
 		{
@@ -411,10 +488,12 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		PQclear(res);
 	}
 	buf_free(&sql);
+	buf_free(&b.sql);
 	return true;
 
 failed:
 	buf_free(&sql);
+	buf_free(&b.sql);
 	snapshot_free(s);
 	return false;
 }

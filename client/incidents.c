@@ -37,17 +37,17 @@ number_or_nan(PGresult *res, int row, int col)
 	return strtod(PQgetvalue(res, row, col), NULL);
 }
 
+/*
+ * The query of incidents_read into *sql: the open incidents and the last
+ * closed_limit closed ones (all with -1); false (nothing added) when the
+ * server keeps none (extension older than 1.4).
+ */
 bool
-incidents_read(Conn *c, int closed_limit, bool details, IncidentList *list, char **message)
+incidents_query(Conn *c, int closed_limit, bool details, Buf *sql)
 {
-	Buf			sql;
-	PGresult   *res;
-
-	memset(list, 0, sizeof(*list));
 	if (!c->has_incidents)
-		return true;
-	buf_init(&sql);
-	buf_printf(&sql,
+		return false;
+	buf_printf(sql,
 			   "SELECT id, problem, peak_severity, severity, subject, evidence, advice, resolution,"
 			   " pg_catalog.to_char(opened, 'YYYY-MM-DD HH24:MI:SS'),"
 			   " pg_catalog.to_char(peak, 'YYYY-MM-DD HH24:MI:SS'),"
@@ -64,10 +64,14 @@ incidents_read(Conn *c, int closed_limit, bool details, IncidentList *list, char
 			   " WHERE closed IS NULL OR %d < 0 OR r <= %d"
 			   " ORDER BY closed IS NOT NULL, closed DESC, opened DESC, id DESC",
 			   details ? "details::text" : "NULL::text", c->schema, closed_limit, closed_limit);
-	res = conn_query(c, sql.data, message);
-	buf_free(&sql);
-	if (res == NULL)
-		return false;
+	return true;
+}
+
+/* The rows of incidents_query's result into *list (res is freed). */
+void
+incidents_parse(PGresult *res, IncidentList *list)
+{
+	memset(list, 0, sizeof(*list));
 	list->n = PQntuples(res);
 	list->rows = xmalloc(sizeof(Incident) * (size_t) (list->n > 0 ? list->n : 1));
 	for (int i = 0; i < list->n; i++)
@@ -95,6 +99,26 @@ incidents_read(Conn *c, int closed_limit, bool details, IncidentList *list, char
 		list->total = atoi(PQgetvalue(res, i, 17));
 	}
 	PQclear(res);
+}
+
+bool
+incidents_read(Conn *c, int closed_limit, bool details, IncidentList *list, char **message)
+{
+	Buf			sql;
+	PGresult   *res;
+
+	memset(list, 0, sizeof(*list));
+	buf_init(&sql);
+	if (!incidents_query(c, closed_limit, details, &sql))
+	{
+		buf_free(&sql);
+		return true;
+	}
+	res = conn_query(c, sql.data, message);
+	buf_free(&sql);
+	if (res == NULL)
+		return false;
+	incidents_parse(res, list);
 	return true;
 }
 
