@@ -141,7 +141,7 @@ batch_add(Batch *b, Buf *query)
 	if (b->n == (int) (sizeof(b->res) / sizeof(b->res[0])))
 		fatal("internal error: too many queries in one look");
 	buf_append(&b->sql, query->data);
-	buf_append(&b->sql, ";\n");
+	buf_append(&b->sql, "; ");
 	b->n++;
 	buf_reset(query);
 }

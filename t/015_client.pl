@@ -125,6 +125,29 @@ is_deeply([ $doc->{status}, $doc->{exit_code}, scalar @{ $doc->{findings} } ], [
 	'healthy: status OK, no findings');
 
 # ---- A hot standby answers the same way, and says it is one.
+# top: one round trip per refresh.  Every statement the client sends is
+# logged; a refresh's queries (the clock, the findings, the backends, the
+# holders, the history, the statements, the indexes, who pays) come in one
+# message, so in one log line.
+{
+	$node->safe_psql('postgres', "ALTER SYSTEM SET log_statement = 'all'");
+	$node->reload;
+	$node->poll_query_until('postgres', "SELECT current_setting('log_statement') = 'all'")
+	  or die 'the reload did not come';
+	my $offset = -s $node->logfile;
+	my ($rc2) = client('top', '-n', '3');
+	is($rc2, 0, 'top -n 3 exits 0');
+	my $log = slurp_file($node->logfile, $offset);
+	my @looks = grep { /statement: .*pg_contention_horizon/ } split /\n/, $log;
+	is(scalar @looks, 3, 'top: the holders read once per refresh');
+	is(scalar(grep { /pg_contention_findings.*pg_contention_subxact.*pg_contention_horizon.*pg_contention_history.*pg_contention_statements.*pg_contention_index_scans/ } @looks),
+		3, 'top: each refresh sends its queries in one message');
+	is(scalar(grep { /statement: SELECT (?:pid|kind|query_id|severity), / } split /\n/, $log),
+		0, 'top: no query of a refresh sent alone');
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET log_statement');
+	$node->reload;
+}
+
 $node->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($node, 'b', has_streaming => 1);
