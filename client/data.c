@@ -153,6 +153,46 @@ batch_next(Batch *b)
 	return b->res[b->next++];
 }
 
+/* The findings, evaluated now: the columns parse_findings reads. */
+static void
+live_findings_query(Buf *sql, const char *x)
+{
+	buf_printf(sql,
+			   "SELECT severity, problem, subject, evidence, advice, details::text,"
+			   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
+			   " FROM %s.pg_contention_findings", x);
+}
+
+/* The first query's row: the server's clock, the sampler, the window. */
+static void
+parse_clock(PGresult *res, Snapshot *s)
+{
+	s->taken = number_at(res, 0, 0);
+	s->sampler_running = PQgetvalue(res, 0, 1)[0] == 't';
+	s->findings_window = xstrdup(PQgetvalue(res, 0, 2));
+	PQclear(res);
+}
+
+/* The findings' rows, live or kept (the same first seven columns). */
+static void
+parse_findings(PGresult *res, Snapshot *s)
+{
+	s->findings = rows_alloc(res, sizeof(Finding), &s->nfindings);
+	for (int i = 0; i < s->nfindings; i++)
+	{
+		Finding    *f = &s->findings[i];
+
+		f->severity = line_at(res, i, 0);
+		f->problem = line_at(res, i, 1);
+		f->subject = line_at(res, i, 2);
+		f->evidence = line_at(res, i, 3);
+		f->advice = line_at(res, i, 4);
+		f->details = text_at(res, i, 5);
+		f->since = text_at(res, i, 6);
+	}
+	PQclear(res);
+}
+
 bool
 snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 {
@@ -179,10 +219,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		/* check: the clock, then the findings as below. */
 		if ((res = run(c, &sql, message)) == NULL)
 			goto failed;
-		s->taken = number_at(res, 0, 0);
-		s->sampler_running = PQgetvalue(res, 0, 1)[0] == 't';
-		s->findings_window = xstrdup(PQgetvalue(res, 0, 2));
-		PQclear(res);
+		parse_clock(res, s);
 
 		/*
 		 * The incidents worker's last evaluation, when it is this
@@ -219,28 +256,12 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		}
 		if (res == NULL)
 		{
-			buf_printf(&sql,
-					   "SELECT severity, problem, subject, evidence, advice, details::text,"
-					   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
-					   " FROM %s.pg_contention_findings", x);
+			live_findings_query(&sql, x);
 			if ((res = run(c, &sql, message)) == NULL)
 				goto failed;
 		}
 
-		s->findings = rows_alloc(res, sizeof(Finding), &s->nfindings);
-		for (int i = 0; i < s->nfindings; i++)
-		{
-			Finding    *f = &s->findings[i];
-
-			f->severity = line_at(res, i, 0);
-			f->problem = line_at(res, i, 1);
-			f->subject = line_at(res, i, 2);
-			f->evidence = line_at(res, i, 3);
-			f->advice = line_at(res, i, 4);
-			f->details = text_at(res, i, 5);
-			f->since = text_at(res, i, 6);
-		}
-		PQclear(res);
+		parse_findings(res, s);
 
 		buf_free(&sql);
 		buf_free(&b.sql);
@@ -252,10 +273,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	 * results in the same order.  None depends on another's answer.
 	 */
 	batch_add(&b, &sql);
-	buf_printf(&sql,
-			   "SELECT severity, problem, subject, evidence, advice, details::text,"
-			   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
-			   " FROM %s.pg_contention_findings", x);
+	live_findings_query(&sql, x);
 	batch_add(&b, &sql);
 	buf_printf(&sql,
 			   "SELECT pid, datname, usename, application_name, state, subxact_count,"
@@ -340,25 +358,9 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		goto failed;
 
 	res = batch_next(&b);
-	s->taken = number_at(res, 0, 0);
-	s->sampler_running = PQgetvalue(res, 0, 1)[0] == 't';
-	s->findings_window = xstrdup(PQgetvalue(res, 0, 2));
-	PQclear(res);
+	parse_clock(res, s);
 	res = batch_next(&b);
-	s->findings = rows_alloc(res, sizeof(Finding), &s->nfindings);
-	for (int i = 0; i < s->nfindings; i++)
-	{
-		Finding    *f = &s->findings[i];
-
-		f->severity = line_at(res, i, 0);
-		f->problem = line_at(res, i, 1);
-		f->subject = line_at(res, i, 2);
-		f->evidence = line_at(res, i, 3);
-		f->advice = line_at(res, i, 4);
-		f->details = text_at(res, i, 5);
-		f->since = text_at(res, i, 6);
-	}
-	PQclear(res);
+	parse_findings(res, s);
 	res = batch_next(&b);
 	s->backends = rows_alloc(res, sizeof(Backend), &s->nbackends);
 	for (int i = 0; i < s->nbackends; i++)

@@ -132,8 +132,10 @@ pgc_findings_latest_shmem_init(LWLock *lock)
 void
 pgc_findings_latest_reset(void)
 {
-	pgc_findings_latest_forget();
 	LWLockAcquire(latest->lock, LW_EXCLUSIVE);
+	latest->evaluated_at = 0;
+	latest->nrows = 0;
+	latest->used = 0;
 	latest->too_large = 0;
 	LWLockRelease(latest->lock);
 }
