@@ -2620,6 +2620,11 @@ $$;
 -- keeping it open for the window.  False whenever it cannot tell (no
 -- pids: a standby, a damaged file); a reused pid keeps it false too.
 --
+-- One row, declared as a set of rows: a SQL function that returns a set
+-- is inlined into the worker's query, which is planned once and kept; one
+-- that returns a record would be planned again at every evaluation and
+-- started again for every finding.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
 	details jsonb,
@@ -2628,8 +2633,9 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	OUT finding jsonb,
 	OUT cause_gone boolean
 )
-RETURNS record
+RETURNS SETOF record
 LANGUAGE sql STABLE PARALLEL SAFE
+ROWS 1
 AS $$
 SELECT CASE problem
 		   -- The culprit's transaction pattern, as subxact_near_overflow
@@ -3337,7 +3343,10 @@ BEGIN
 	END IF;
 
 	IF families IS NULL OR 'findings' = ANY (families) THEN
-		-- The findings: a fixed set of problems and severities.
+		-- The findings: a fixed set of problems and severities.  As the
+		-- incidents worker last evaluated them when that is this reader's
+		-- answer (pg_contention_findings_latest): a scrape then costs a
+		-- copy, not an evaluation of every rule.
 		RETURN QUERY
 		WITH problems(problem) AS (
 			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
@@ -3346,11 +3355,11 @@ BEGIN
 		), severities(severity) AS (
 			VALUES ('info'), ('warning'), ('critical')
 		), f AS MATERIALIZED (
-			SELECT f.problem, f.severity FROM @extschema@.pg_contention_findings() AS f
+			SELECT f.problem, f.severity FROM @extschema@.pg_contention_findings_latest() AS f
 		)
 		SELECT 'findings', jsonb_build_object('problem', p.problem, 'severity', s.severity),
 			   (SELECT count(*) FROM f WHERE f.problem = p.problem AND f.severity = s.severity)::float8,
-			   'Current findings (pg_contention_findings) by problem and severity.', 'gauge'
+			   'Current findings (pg_contention_findings) by problem and severity, as the incidents worker last evaluated them (at most two pg_contention.incident_interval ago) when that is this reader''s answer, else evaluated now.', 'gauge'
 		  FROM problems AS p CROSS JOIN severities AS s;
 
 		-- The incidents (1.4): the findings the server remembered.  Cheap:

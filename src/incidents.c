@@ -956,6 +956,7 @@ typedef struct OpenCopy
 static volatile sig_atomic_t evaluating = false;
 static MemoryContext eval_context = NULL;
 static char *ext_schema = NULL; /* quoted, in TopMemoryContext */
+static SPIPlanPtr findings_plan = NULL; /* read_findings' query, kept */
 static bool told_missing = false;
 static char last_failure[256];	/* the last evaluation's error, LOGged once */
 
@@ -1028,6 +1029,18 @@ find_schema(void)
 							   spi_text(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
 
+/* Forget the extension's schema and the plan that names it. */
+static void
+forget_schema(void)
+{
+	if (findings_plan)
+		SPI_freeplan(findings_plan);
+	findings_plan = NULL;
+	if (ext_schema)
+		pfree(ext_schema);
+	ext_schema = NULL;
+}
+
 /*
  * Read the findings: every one into *rows (what pg_contention_findings
  * gives, for findings_latest.c), and those an incident can follow (a key,
@@ -1038,19 +1051,38 @@ find_schema(void)
 static int
 read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 {
-	char	   *sql;
 	int			rc;
 	int			n;
 	int			nfound = 0;
 
-	sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
-				   " k.key, k.culprit, f.since, k.cause_gone, f.details::text"
-				   " FROM %s.pg_contention_findings() AS f"
-				   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k",
-				   ext_schema, ext_schema);
-	rc = SPI_execute(sql, true, 0);
+	/*
+	 * Planned once and kept (pg_contention_incident_key is inlined into
+	 * it): parsing and planning it, and the key function's body with
+	 * pg_stat_activity in it, at every evaluation was a quarter of the
+	 * evaluation's cost.  The plan cache plans it again when a function it
+	 * calls changes (ALTER EXTENSION UPDATE); a dropped or moved extension
+	 * makes it fail, and a failed evaluation forgets it (forget_schema).
+	 */
+	if (findings_plan == NULL)
+	{
+		char	   *sql;
+		SPIPlanPtr	plan;
+
+		sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
+					   " k.key, k.culprit, f.since, k.cause_gone, f.details::text"
+					   " FROM %s.pg_contention_findings() AS f"
+					   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k",
+					   ext_schema, ext_schema);
+		plan = SPI_prepare(sql, 0, NULL);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		findings_plan = plan;
+	}
+	rc = SPI_execute_plan(findings_plan, NULL, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute failed: %d", rc);
+		elog(ERROR, "SPI_execute_plan failed: %d", rc);
 	n = (int) SPI_processed;
 	*found = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(Found));
 	*rows = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(PgcFindingRow));
@@ -1645,9 +1677,7 @@ pgc_incidents_main(Datum main_arg)
 				strlcpy(last_failure, edata->message, sizeof(last_failure));
 				FreeErrorData(edata);
 				/* The extension may be gone or updated: look again. */
-				if (ext_schema)
-					pfree(ext_schema);
-				ext_schema = NULL;
+				forget_schema();
 			}
 			PG_END_TRY();
 			evaluating = false;

@@ -28,6 +28,7 @@ $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
 autovacuum = off
+pg_contention.incident_interval = '1s'
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
@@ -85,6 +86,9 @@ $node->safe_psql('postgres', "DELETE FROM orders WHERE note = 'cancelled'");
 $node->safe_psql('postgres', 'SET enable_bitmapscan = off; SELECT * FROM orders WHERE customer = 42')
   for 1 .. 2;
 
+# The findings family reads the incidents worker's evaluation: one made
+# since the incidents began.
+PgContention::Test::evaluated_twice($node);
 my %metric = map { my @c = split /\|/; ("$c[0] $c[1]" => $c[2]) } split /\n/,
   $node->safe_psql('postgres', 'SELECT metric, labels, value FROM pg_contention_metrics');
 is($metric{'overflowed_backends {}'}, 1, 'the overflowed session is counted');

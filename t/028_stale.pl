@@ -27,6 +27,7 @@ $node->init(allows_streaming => 1);
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
 pg_contention.sample_period = 1000
+pg_contention.incident_interval = '1s'
 autovacuum = off
 });
 $node->start;
@@ -72,6 +73,9 @@ is($node->safe_psql('postgres',
 	't|t|t|t', 'still running, its last tick more than the margin before now and past the due tick');
 is(metric('sampler_running'), '0', 'metrics: sampler_running 0');
 ok(metric('sampler_last_tick_age_seconds') > 5, 'metrics: the last tick is more than 5 s old');
+# The findings family reads the incidents worker's evaluation: one made
+# since the sampler stopped.
+PgContention::Test::evaluated_twice($node);
 is($node->safe_psql('postgres',
 	"SELECT value FROM pg_contention_metrics('{findings}')
 	  WHERE labels = '{\"problem\": \"sampler_stale\", \"severity\": \"warning\"}'"),

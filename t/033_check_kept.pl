@@ -9,7 +9,8 @@
 # - no kept rows for a role without pg_read_all_stats (the worker saw every
 #   text), in another database, with a threshold set differently for the
 #   session (PGOPTIONS, SET), with incidents off, and after
-#   pg_contention_reset(): check then evaluates, and says so.
+#   pg_contention_reset(): check then evaluates, and says so;
+# - pg_contention_metrics' findings family reads them the same way.
 #
 # The worker evaluates once when it starts and then every hour: each step
 # below reads that one evaluation, nothing races it.
@@ -125,6 +126,33 @@ is($node->safe_psql('postgres',
 		'SET ROLE plain; SELECT count(*) FROM pg_contention_findings_latest() WHERE evaluated_at >= statement_timestamp()'),
 	$node->safe_psql('postgres', 'SET ROLE plain; SELECT count(*) FROM pg_contention_findings'),
 	'pg_contention_findings_latest() evaluates for that role');
+
+# The metrics' findings family reads them too: a scrape copies the
+# worker's rows and evaluates no rule (the calls of the findings function
+# in the scrape's transaction, with track_functions on), unless they are
+# not the reader's answer.
+sub metrics_findings
+{
+	my ($role) = @_;
+	return $node->safe_psql('postgres', qq{
+		SET track_functions = 'all';
+		BEGIN;
+		SET LOCAL ROLE $role;
+		SELECT sum(value) FILTER (WHERE metric = 'findings' AND labels ->> 'problem' = 'xmin_horizon_held')
+		  FROM pg_contention_metrics('{findings}');
+		RESET ROLE;
+		SELECT coalesce(pg_stat_get_xact_function_calls('pg_contention_findings(interval)'::regprocedure), 0);
+		COMMIT;});
+}
+my $kept_held = $node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_findings_kept() WHERE problem = 'xmin_horizon_held'");
+ok($kept_held > 0, 'the worker kept the held horizon');
+is(metrics_findings('postgres'), "$kept_held\n0",
+	'metrics: the held horizon counted from the worker\'s rows, no rule evaluated');
+is(metrics_findings('monitor'), "$kept_held\n0", 'metrics as a member of pg_read_all_stats: the same');
+my $plain_held = $node->safe_psql('postgres',
+	"SET ROLE plain; SELECT count(*) FROM pg_contention_findings WHERE problem = 'xmin_horizon_held'");
+is(metrics_findings('plain'), "$plain_held\n1", 'metrics as a role without it: evaluated');
 
 # Another database, another setting: not this session's answer.
 is($node->safe_psql('other', 'SELECT count(*) FROM pg_contention_findings_kept()'),

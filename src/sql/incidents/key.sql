@@ -16,6 +16,11 @@
 -- keeping it open for the window.  False whenever it cannot tell (no
 -- pids: a standby, a damaged file); a reused pid keeps it false too.
 --
+-- One row, declared as a set of rows: a SQL function that returns a set
+-- is inlined into the worker's query, which is planned once and kept; one
+-- that returns a record would be planned again at every evaluation and
+-- started again for every finding.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
 	details jsonb,
@@ -24,8 +29,9 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	OUT finding jsonb,
 	OUT cause_gone boolean
 )
-RETURNS record
+RETURNS SETOF record
 LANGUAGE sql STABLE PARALLEL SAFE
+ROWS 1
 AS $$
 SELECT CASE problem
 		   -- The culprit's transaction pattern, as subxact_near_overflow
