@@ -163,6 +163,28 @@ live_findings_query(Buf *sql, const char *x)
 			   " FROM %s.pg_contention_findings", x);
 }
 
+/*
+ * top (1.4): the incidents worker's last evaluation when it is this
+ * session's answer, else the findings evaluated now, in one statement of
+ * the batch: the live branch runs only when nothing is kept (its EXISTS is
+ * a one-time filter).  The two last columns: when the rows were
+ * evaluated (kept rows only) and whether they were kept; a kept row with
+ * no problem says the worker found nothing.
+ */
+static void
+latest_findings_query(Buf *sql, const char *x)
+{
+	buf_printf(sql,
+			   "WITH k AS MATERIALIZED (SELECT * FROM %s.pg_contention_findings_kept())"
+			   " SELECT severity, problem, subject, evidence, advice, details::text,"
+			   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS'),"
+			   " pg_catalog.date_part('epoch', evaluated_at), true FROM k"
+			   " UNION ALL"
+			   " SELECT severity, problem, subject, evidence, advice, details::text,"
+			   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS'), NULL, false"
+			   " FROM %s.pg_contention_findings WHERE NOT EXISTS (SELECT FROM k)", x, x);
+}
+
 /* The first query's row: the server's clock, the sampler, the window. */
 static void
 parse_clock(PGresult *res, Snapshot *s)
@@ -173,14 +195,31 @@ parse_clock(PGresult *res, Snapshot *s)
 	PQclear(res);
 }
 
-/* The findings' rows, live or kept (the same first seven columns). */
+/*
+ * The findings' rows, live or kept (the same first seven columns).  With
+ * latest_findings_query's two more columns: whether and when they were
+ * kept, and a row of no problem that is no finding.
+ */
 static void
 parse_findings(PGresult *res, Snapshot *s)
 {
-	s->findings = rows_alloc(res, sizeof(Finding), &s->nfindings);
-	for (int i = 0; i < s->nfindings; i++)
+	int			nrows;
+	bool		latest = PQnfields(res) == 9;
+
+	s->findings = rows_alloc(res, sizeof(Finding), &nrows);
+	s->nfindings = 0;
+	for (int i = 0; i < nrows; i++)
 	{
-		Finding    *f = &s->findings[i];
+		Finding    *f;
+
+		if (latest && PQgetvalue(res, i, 8)[0] == 't')
+		{
+			s->findings_kept = true;
+			s->evaluated_at = number_at(res, i, 7);
+		}
+		if (PQgetisnull(res, i, 1))
+			continue;
+		f = &s->findings[s->nfindings++];
 
 		f->severity = line_at(res, i, 0);
 		f->problem = line_at(res, i, 1);
@@ -273,7 +312,10 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	 * results in the same order.  None depends on another's answer.
 	 */
 	batch_add(&b, &sql);
-	live_findings_query(&sql, x);
+	if (scope->kept_findings && c->ext_version >= 104)
+		latest_findings_query(&sql, x);
+	else
+		live_findings_query(&sql, x);
 	batch_add(&b, &sql);
 	buf_printf(&sql,
 			   "SELECT pid, datname, usename, application_name, state, subxact_count,"

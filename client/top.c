@@ -301,19 +301,24 @@ draw_findings(TopState *t, int shown)
 {
 	const Snapshot *s = &t->last;
 	int			counts[3] = {0, 0, 0};
-	char		title[160];
+	char		title[240];
+	char		age[80] = "";
 
+	/* Read, not evaluated: say how old (check says it the same way). */
+	if (s->findings_kept)
+		snprintf(age, sizeof(age), " (the incidents worker's evaluation of %.0f s ago)",
+				 s->taken > s->evaluated_at ? s->taken - s->evaluated_at : 0.0);
 	for (int i = 0; i < s->nfindings; i++)
 		counts[severity_rank(s->findings[i].severity)]++;
 	if (s->nfindings == 0)
 	{
 		snprintf(title, sizeof(title), "Findings over the last %s: none, nothing pg_contention "
-				 "checks for is wrong now", s->findings_window ? s->findings_window : "window");
+				 "checks for is wrong now%s", s->findings_window ? s->findings_window : "window", age);
 		text_line(t, "\033[1;32m", title);
 		return;
 	}
-	snprintf(title, sizeof(title), "Findings over the last %s: %d critical, %d warning, %d info%s",
-			 s->findings_window, counts[2], counts[1], counts[0],
+	snprintf(title, sizeof(title), "Findings over the last %s: %d critical, %d warning, %d info%s%s",
+			 s->findings_window, counts[2], counts[1], counts[0], age,
 			 shown < s->nfindings ? " (more: pg_contention check)" : "");
 	text_line(t, "\033[1m", title);
 	for (int i = 0; i < shown && i < s->nfindings; i++)
@@ -874,6 +879,8 @@ refresh(TopState *t)
 		monotonic() - t->incidents_read_at >= INCIDENTS_EVERY;
 	scope.incidents = read_incidents ? MAX_ROWS : 0;
 	scope.sort = t->sort;
+	/* The incidents worker's evaluation when it is this session's answer. */
+	scope.kept_findings = true;
 	free(t->error);
 	t->error = NULL;
 	if (!snapshot_take(t->c, &scope, &next, &message))

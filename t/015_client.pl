@@ -340,7 +340,10 @@ SKIP:
 		}
 		return $screen->();
 	};
-	my $s = $until->(qr/\b$overflowed_pid .*64 ovfl/);
+	# top reads the incidents worker's evaluation, up to one interval old:
+	# until it shows the finding too.
+	my $s = $until->(
+		qr/\A(?=(?s:.*?)\b$overflowed_pid .*64 ovfl)(?=(?s:.*?)^ +critical +dead_tuple_index_scan )/m);
 	like($s, qr/^ +$overflowed_pid postgres +\S+ +loader +idle in transaction +64 ovfl/m,
 		'top shows the overflowed backend');
 	like($s, qr/^Findings over the last 5 min: [1-9]\d* critical/m, 'top shows the findings first');

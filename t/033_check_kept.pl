@@ -10,7 +10,7 @@
 #   text), in another database, with a threshold set differently for the
 #   session (PGOPTIONS, SET), with incidents off, and after
 #   pg_contention_reset(): check then evaluates, and says so;
-# - pg_contention_metrics' findings family reads them the same way.
+# - top and pg_contention_metrics' findings family read them the same way.
 #
 # The worker evaluates once when it starts and then every hour: each step
 # below reads that one evaluation, nothing races it.
@@ -114,6 +114,18 @@ is($doc->{findings}[0]{problem}, 'xmin_horizon_held', 'check --json: the finding
 ($rc, $doc) = json_check('postgres', '--live');
 is($doc->{evaluated_by}, 'check', 'check --live evaluates');
 is($doc->{findings}[0]{problem}, 'xmin_horizon_held', 'check --live: the same finding');
+
+# top reads them too, and says so; with a threshold of its own it evaluates.
+($rc, $out) = client('postgres', 'top', '-n', '1');
+like($out, qr/^Findings over the last 5 min: .* \(the incidents worker's evaluation of \d+ s ago\)$/m,
+	'top: the worker\'s evaluation, and how old');
+like($out, qr/^ +(warning|critical) +xmin_horizon_held /m, 'top: the finding');
+{
+	local $ENV{PGOPTIONS} = '-c pg_contention.horizon_min_age=3600';
+	($rc, $out) = client('postgres', 'top', '-n', '1');
+	like($out, qr/^Findings over the last 5 min: none, nothing pg_contention checks for is wrong now$/m,
+		'top with a threshold of its own evaluates, and answers with it');
+}
 
 # Who may read them: what the worker (a superuser) saw.
 ($rc, $doc) = json_check('monitor');
