@@ -365,9 +365,33 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	buf_printf(&sql,
 			   "SELECT coalesce(schemaname || '.' || indexrelname, 'index oid ' || indexrelid),"
 			   " datname, query_id, scans, dead_visits, dead_visits::float8 / nullif(scans, 0),"
-			   " max_dead_visits_per_scan, dead_ratio, query"
-			   " FROM %s.pg_contention_index_scans WHERE dead_visits > 0"
-			   " ORDER BY %s LIMIT %d", x, index_order(scope->sort), limit);
+			   " max_dead_visits_per_scan, dead_ratio, query FROM ");
+	if (c->ext_version >= 104)
+	{
+		/*
+		 * The view's sums over the store's rows of the indexes that
+		 * visited dead entries only (1.4): the view copies every statement
+		 * of the store to show these few.
+		 */
+		buf_printf(&sql,
+				   "(SELECT n.nspname AS schemaname, ic.relname AS indexrelname,"
+				   " s.indexrelid, d.datname, s.query_id, sum(s.scans) AS scans,"
+				   " sum(s.dead_visits) AS dead_visits,"
+				   " max(s.max_dead_visits_per_scan) AS max_dead_visits_per_scan,"
+				   " (sum(s.dead_visits) / nullif(sum(s.entries_read), 0))::float8 AS dead_ratio,"
+				   " min(s.query) AS query, max(s.last_seen) AS last_seen"
+				   " FROM %s.pg_contention_index_scans(true) AS s"
+				   " LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid"
+				   " LEFT JOIN pg_catalog.pg_class AS ic"
+				   " ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()"
+				   " LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace"
+				   " GROUP BY n.nspname, ic.relname, d.datname, s.dbid, s.indexrelid, s.query_id) AS i",
+				   x);
+	}
+	else
+		buf_printf(&sql, "%s.pg_contention_index_scans AS i", x);
+	buf_printf(&sql, " WHERE dead_visits > 0 ORDER BY %s LIMIT %d",
+			   index_order(scope->sort), limit);
 	batch_add(&b, &sql);
 
 	/*

@@ -739,6 +739,128 @@ copy_entries(long *n)
 	return copy;
 }
 
+/* A statement's index: what pg_contention_index_scans' view sums over. */
+typedef struct IndexGroupKey
+{
+	Oid			dbid;
+	Oid			indexoid;
+	int64		query_id;
+} IndexGroupKey;
+
+static int
+compare_index_groups(const void *a, const void *b)
+{
+	const IndexGroupKey *ka = (const IndexGroupKey *) a;
+	const IndexGroupKey *kb = (const IndexGroupKey *) b;
+
+	if (ka->dbid != kb->dbid)
+		return ka->dbid < kb->dbid ? -1 : 1;
+	if (ka->query_id != kb->query_id)
+		return ka->query_id < kb->query_id ? -1 : 1;
+	if (ka->indexoid != kb->indexoid)
+		return ka->indexoid < kb->indexoid ? -1 : 1;
+	return 0;
+}
+
+static bool
+in_index_groups(const IndexGroupKey *groups, long ngroups, Oid dbid,
+				int64 query_id, Oid indexoid)
+{
+	IndexGroupKey key = {dbid, indexoid, query_id};
+
+	return ngroups > 0 &&
+		bsearch(&key, groups, ngroups, sizeof(IndexGroupKey),
+				compare_index_groups) != NULL;
+}
+
+/*
+ * Copy out of the hash only what pg_contention_index_scans(dead_only)
+ * shows: the entries of every statement's index that visited dead entries
+ * in any entry (of any user or application), so that the sums over such a
+ * statement's index are those of the whole store, not of its bad rows
+ * only.  *groups: those (database, query id, index), sorted.  Two walks
+ * under the LWLock in shared mode (entries move only under the exclusive
+ * lock), each entry's index slots read under its spinlock; the copy as
+ * copy_entries.  A full store of statements that visit no dead entry is
+ * looked at, not copied: copying its texts was most of what top's index
+ * table cost.
+ */
+static char *
+copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
+{
+	HASH_SEQ_STATUS status;
+	PgcStatementEntry *entry;
+	Size		size = entry_size();
+	long		ng = 0;
+	long		nkept = 0;
+	long		kept_capacity;
+	IndexGroupKey *keys;
+	char	   *copy;
+
+	LWLockAcquire(stmts->lock, LW_SHARED);
+	/* Entries are added only under the exclusive lock: the count holds. */
+	keys = palloc_extended(mul_size(Max(hash_get_num_entries(statements), 1),
+									PGC_INDEX_SLOTS * sizeof(IndexGroupKey)),
+						   MCXT_ALLOC_HUGE);
+	hash_seq_init(&status, statements);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		SpinLockAcquire(&entry->mutex);
+		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+		{
+			if (entry->indexes[k].indexoid == InvalidOid ||
+				entry->indexes[k].dead_visits <= 0)
+				continue;
+			keys[ng].dbid = entry->key.dbid;
+			keys[ng].query_id = entry->key.query_id;
+			keys[ng++].indexoid = entry->indexes[k].indexoid;
+		}
+		SpinLockRelease(&entry->mutex);
+	}
+	if (ng > 1)
+	{
+		long		unique = 1;
+
+		qsort(keys, ng, sizeof(IndexGroupKey), compare_index_groups);
+		for (long i = 1; i < ng; i++)
+			if (compare_index_groups(&keys[i], &keys[unique - 1]) != 0)
+				keys[unique++] = keys[i];
+		ng = unique;
+	}
+
+	kept_capacity = Min(Max(ng, 1), 64);
+	copy = palloc_extended(mul_size(kept_capacity, size), MCXT_ALLOC_HUGE);
+	if (ng > 0)
+	{
+		hash_seq_init(&status, statements);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			bool		wanted = false;
+
+			/* A slot's index is set once, under the spinlock. */
+			SpinLockAcquire(&entry->mutex);
+			for (int k = 0; k < PGC_INDEX_SLOTS && !wanted; k++)
+				wanted = entry->indexes[k].indexoid != InvalidOid &&
+					in_index_groups(keys, ng, entry->key.dbid, entry->key.query_id,
+									entry->indexes[k].indexoid);
+			SpinLockRelease(&entry->mutex);
+			if (!wanted)
+				continue;
+			if (nkept == kept_capacity)
+			{
+				kept_capacity *= 2;
+				copy = repalloc_huge(copy, mul_size(kept_capacity, size));
+			}
+			copy_entry((PgcStatementEntry *) (copy + nkept++ * size), entry, true);
+		}
+	}
+	LWLockRelease(stmts->lock);
+	*n = nkept;
+	*groups = keys;
+	*ngroups = ng;
+	return copy;
+}
+
 /*
  * The key columns both views start with: user, database, and the query id,
  * which other roles see only with pg_read_all_stats.  Returns whether the
@@ -851,8 +973,10 @@ static const PgcResultShape index_scan_shape = {
 #define INDEX_SCAN_COLS lengthof(index_scan_columns)
 
 /*
- * pg_contention_index_scans(): one row per (statement entry, index).  The
- * view sums them per database, index and query id, and names the index.
+ * pg_contention_index_scans(dead_only): one row per (statement entry,
+ * index).  The view sums them per database, index and query id, and names
+ * the index.  dead_only (1.4; before, no argument): only the rows of the
+ * statements' indexes that visited dead entries, all of their rows.
  */
 Datum
 pg_contention_index_scans(PG_FUNCTION_ARGS)
@@ -862,10 +986,16 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 	char	   *copy;
 	long		n;
 	Size		size = entry_size();
+	bool		dead_only = PG_NARGS() > 0 && PG_GETARG_BOOL(0);
+	IndexGroupKey *groups = NULL;
+	long		ngroups = 0;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &index_scan_shape, &tupdesc);
-	copy = copy_entries(&n);
+	if (dead_only)
+		copy = copy_dead_index_entries(&n, &groups, &ngroups);
+	else
+		copy = copy_entries(&n);
 
 	for (long i = 0; i < n; i++)
 	{
@@ -879,7 +1009,9 @@ pg_contention_index_scans(PG_FUNCTION_ARGS)
 
 			bool		visible;
 
-			if (c->indexoid == InvalidOid)
+			if (c->indexoid == InvalidOid ||
+				(dead_only && !in_index_groups(groups, ngroups, e->key.dbid,
+											   e->key.query_id, c->indexoid)))
 				continue;
 			visible = put_key_columns(e, values, nulls);
 			values[3] = ObjectIdGetDatum(c->indexoid);

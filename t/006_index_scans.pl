@@ -3,6 +3,8 @@
 # entries and finds them invisible.  pg_contention_index_scans names the
 # statement and the index, with the dead visits per scan; after the rows
 # are committed, deleted and vacuumed, new scans visit no dead entries.
+# pg_contention_index_scans(dead_only) keeps whole the sums over a
+# statement's index that visited dead entries.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -251,6 +253,52 @@ cmp_ok($per_row_after, '<', $per_row / 4,
 is($node->safe_psql('postgres',
 	"SELECT dead_visits FROM pg_contention_index_scans WHERE query = 'SELECT * FROM dv WHERE k = \$1'"),
 	'0', 'and no dead visit');
+
+# pg_contention_index_scans(dead_only) (1.4): the rows of the statements'
+# indexes that visited dead entries, all of them: the same statement run
+# by an application that met none is summed in, as the view sums it, and
+# the metric per execution is over both; a statement that met none is left
+# out.
+$node->safe_psql('postgres', q{
+	CREATE TABLE dd (k int, v text) WITH (autovacuum_enabled = off);
+	CREATE INDEX dd_k ON dd (k);
+	INSERT INTO dd SELECT g % 100, 'x' FROM generate_series(1, 10000) AS g;
+	ANALYZE dd;
+});
+my $dd_holder = $node->background_psql('postgres');
+$dd_holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1');
+$node->safe_psql('postgres', "INSERT INTO dd SELECT 42, 'dead' FROM generate_series(1, 500); DELETE FROM dd WHERE v = 'dead'");
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+for my $app ([ 'clean', 1 ], [ 'dirty', 42 ])
+{
+	$node->safe_psql('postgres',
+		"SET application_name = '$app->[0]'; $plain SELECT * FROM dd WHERE k = $app->[1]") for 1 .. 3;
+}
+$node->safe_psql('postgres', "SET application_name = 'clean'; $plain SELECT v FROM dd WHERE k = 1");
+is($node->safe_psql('postgres',
+	"SELECT string_agg(application_name || ' ' || scans || ' ' || (dead_visits > 0), ', ' ORDER BY application_name)
+	   FROM pg_contention_index_scans(true) WHERE indexrelid = 'dd_k'::regclass AND query LIKE 'SELECT * FROM dd%'"),
+	'clean 3 false, dirty 3 true', 'dead_only: the statement\'s rows of both applications');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_index_scans(true) WHERE query LIKE 'SELECT v FROM dd%'"),
+	'0', 'dead_only: not a statement that visited no dead entry');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_index_scans() WHERE query LIKE 'SELECT v FROM dd%'"),
+	'1', 'which the whole store has');
+my $whole = $node->safe_psql('postgres',
+	"SELECT scans || ' ' || dead_visits || ' ' || round(dead_visits::numeric / scans, 3)
+	   FROM pg_contention_index_scans WHERE indexrelid = 'dd_k'::regclass AND query LIKE 'SELECT * FROM dd%'");
+like($whole, qr/^6 [1-9]\d* /, 'the view sums both applications');
+is($node->safe_psql('postgres',
+	"SELECT sum(scans) || ' ' || sum(dead_visits) || ' ' || round(sum(dead_visits)::numeric / sum(scans), 3)
+	   FROM pg_contention_index_scans(true) WHERE indexrelid = 'dd_k'::regclass AND query LIKE 'SELECT * FROM dd%'"),
+	$whole, 'dead_only gives the same sums');
+is($node->safe_psql('postgres',
+	"SELECT round(value::numeric, 3) FROM pg_contention_metrics('{index}')
+	  WHERE labels ->> 'index' = 'public.dd_k'"),
+	(split / /, $whole)[2], 'the metric per execution is over both applications\' executions');
+$dd_holder->query_safe('COMMIT');
+$dd_holder->quit;
 
 # Masking: another role sees the counters, not the statement.
 $node->safe_psql('postgres', 'CREATE ROLE reader LOGIN');

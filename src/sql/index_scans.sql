@@ -1,9 +1,14 @@
 --
 -- Index scans that visit dead or invisible entries, per statement and index
 -- (plain scans, and bitmap scans whose heap side can be attributed).  The
--- function has a row per application (1.4); the view sums them.
+-- function has a row per application (1.4); the view sums them.  With
+-- dead_only (1.4), only the rows of the statements' indexes that visited
+-- dead entries (all of their rows, so that sums over a statement's index
+-- are whole): what the client's tables, the report and the metrics show,
+-- without copying every statement of the store.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans(
+	dead_only boolean DEFAULT false,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,

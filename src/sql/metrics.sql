@@ -119,13 +119,16 @@ BEGIN
 		-- that the labels stay few.
 		RETURN QUERY
 		WITH worst AS (
-			-- The store's rows, without the view's names for every one of them.
+			-- The store's rows, without the view's names for every one of them:
+			-- those of the indexes that visited dead entries, each summed over
+			-- all of its rows (every user and application of the statement),
+			-- as the view sums them.
 			SELECT s.indexrelid, s.query_id, sum(s.dead_visits)::float8 / sum(s.scans) AS per_execution
-			  FROM @extschema@.pg_contention_index_scans() AS s
-			 WHERE s.dead_visits > 0 AND s.scans > 0
-			   AND s.dbid = (SELECT d.oid FROM pg_catalog.pg_database AS d
+			  FROM @extschema@.pg_contention_index_scans(true) AS s
+			 WHERE s.dbid = (SELECT d.oid FROM pg_catalog.pg_database AS d
 							  WHERE d.datname = pg_catalog.current_database())
 			 GROUP BY s.indexrelid, s.query_id
+			HAVING sum(s.dead_visits) > 0 AND sum(s.scans) > 0
 			 ORDER BY 3 DESC
 			 LIMIT 5
 		)
