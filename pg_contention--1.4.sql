@@ -368,7 +368,8 @@ GRANT SELECT ON @extschema@.pg_contention_history TO PUBLIC;
 
 --
 -- The sampler (a background worker): whether it runs, its period, how
--- many samples it has taken, when it last sampled and whether it is late.
+-- many samples it has taken, when it last sampled and whether it is late,
+-- and whether it dozes (one tick a second while there is nothing to sample).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT running boolean,
@@ -387,7 +388,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT memory_bytes bigint,
 	OUT last_tick_at timestamp with time zone,
 	OUT next_tick_due timestamp with time zone,
-	OUT stale boolean
+	OUT stale boolean,
+	OUT dozing boolean,
+	OUT dozes bigint,
+	OUT doze_wakeups bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_sampler_status'
@@ -3351,7 +3355,7 @@ BEGIN
 		UNION ALL
 		SELECT 'sampler_last_tick_age_seconds', '{}',
 			   coalesce(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - s.last_tick_at), 0)::float8,
-			   'Seconds since the sampler last sampled (0 before its first sample); a few sample periods while it runs.', 'gauge'
+			   'Seconds since the sampler last sampled (0 before its first sample); a few sample periods while it runs, up to 1.5 s while it dozes on an idle server.', 'gauge'
 		  FROM s;
 	END IF;
 END

@@ -379,6 +379,47 @@ extern int64 pgc_text_query_id(PlannedStmt *stmt, const char *source_text);
 #endif
 
 /*
+ * Whether a process (or a prepared transaction's dummy PGPROC) holds a
+ * lock in the main lock table: its per-partition lists of PROCLOCKs are
+ * not all empty.  Fast-path locks (the weak relation locks) are not in
+ * them, and never make anyone wait by themselves.  Read without the
+ * partition locks by the sampler (sampler.c says why that is enough): each
+ * list head is an aligned pointer, so a read returns a value really
+ * stored.  PG16 turned the SHM_QUEUEs into dlists, whose empty head may
+ * also be a NULL next pointer.
+ */
+#include "access/twophase.h"
+
+/*
+ * The PGPROCs of processes and, after them, of prepared transactions:
+ * ProcGlobal->allProcCount leaves the latter out (in every version since
+ * PG13), but the array holds max_prepared_xacts more.
+ */
+#define PGC_PGPROCS_WITH_PREPARED() \
+	(ProcGlobal->allProcCount + (uint32) max_prepared_xacts)
+
+static inline bool
+pgc_proc_holds_main_locks(volatile PGPROC *proc)
+{
+	for (int i = 0; i < NUM_LOCK_PARTITIONS; i++)
+	{
+#if PG_VERSION_NUM >= 160000
+		volatile dlist_head *head = &proc->myProcLocks[i];
+		dlist_node *next = head->head.next;
+
+		if (next != NULL && next != &head->head)
+			return true;
+#else
+		volatile SHM_QUEUE *head = &proc->myProcLocks[i];
+
+		if (head->next != head)
+			return true;
+#endif
+	}
+	return false;
+}
+
+/*
  * Texts from another database's encoding (text_out.c).  PG14 renamed the
  * one-character check pg_encoding_verifymb to pg_encoding_verifymbchar, and
  * added pg_do_encoding_conversion_buf, whose noError stops at the first

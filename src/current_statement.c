@@ -268,6 +268,7 @@ pgc_client_authentication(struct Port *port, int status)
 	{
 		my_statement_no = 1;
 		pg_atomic_write_u32(&my_slot->statement_no, my_statement_no);
+		pgc_sampler_wake_if_dozing();
 	}
 }
 
@@ -311,6 +312,8 @@ pgc_statement_begin(int64 query_id, const char *source_text,
 	{
 		pg_write_barrier();
 		set_statement_no(my_statement_no + 1 != 0 ? my_statement_no + 1 : 2);
+		/* A new statement: its first samples are due now (sampler.c). */
+		pgc_sampler_wake_if_dozing();
 	}
 }
 

@@ -488,6 +488,9 @@ typedef struct PgcSamplerStatus
 	int64		buckets_written;	/* completed buckets since reset */
 	TimestampTz last_tick_at;	/* 0: never */
 	TimestampTz next_tick_due;	/* when the worker will tick next; 0: unknown */
+	bool		dozing;			/* ticking once a second: nothing to sample */
+	int64		dozes;			/* times it began to doze */
+	int64		doze_wakeups;	/* times a client's statement woke it */
 } PgcSamplerStatus;
 
 extern Size pgc_sampler_shmem_size(void);
@@ -497,6 +500,21 @@ extern void pgc_register_worker(const char *function, const char *name,
 extern void pgc_sampler_register(void);
 extern void pgc_sampler_reset(void);
 extern void pgc_sampler_request_save(void);
+
+/*
+ * Non-zero while the sampler dozes (sampler.c): a client's statement or
+ * connection that starts then wakes it, so that its first samples are
+ * taken at once.  Points at a zero until shared memory is attached.
+ */
+extern pg_atomic_uint32 *pgc_sampler_doze_flag;
+extern void pgc_sampler_wake(void);
+
+static inline void
+pgc_sampler_wake_if_dozing(void)
+{
+	if (unlikely(pg_atomic_read_u32(pgc_sampler_doze_flag) != 0))
+		pgc_sampler_wake();
+}
 extern void pgc_sampler_copy_status(PgcSamplerStatus *status,
 									bool *named_found);
 extern PgcProfileEntry *pgc_sampler_copy_profile(int *n, int64 *total);

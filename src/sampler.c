@@ -30,6 +30,16 @@
  * tick also publishes when it ran and when the next one is due, so that a
  * reader can tell a stopped sampler from a sleeping one.
  *
+ * Dozing: after a second of ticks with nothing to sample (no process
+ * active, no samples held, no lock in the main lock table that a new
+ * statement could wait for), the worker ticks once a second, in the middle
+ * of it, until a tick finds something or a client wakes it.  While it
+ * dozes the doze flag is set; a backend that starts a client statement or
+ * connects reads it (one atomic read on the statement path), and the first
+ * to see it set clears it and sets the worker's latch: the worker ticks at
+ * once and at its period from then on.  See sampler_tick() for why no
+ * statement can start unseen.
+ *
  * Memory: everything a tick allocates (statistics snapshots among it)
  * lives in a context reset after every tick.
  *
@@ -63,9 +73,16 @@ typedef struct SamplerShared
 	/* pgc_sampler_request_save(): set by any process, cleared by the worker */
 	pg_atomic_uint32 save_requested;
 	Latch	   *worker_latch;	/* the worker's, NULL while none runs */
+	/* set by the worker while it dozes, cleared by whoever wakes it */
+	pg_atomic_uint32 doze;
+	pg_atomic_uint32 woken_by;	/* the pid that woke it, for DEBUG1 */
 } SamplerShared;
 
 static SamplerShared *sampler = NULL;
+
+/* Backends read this before shared memory is attached, and never dozing. */
+static pg_atomic_uint32 never_dozing;
+pg_atomic_uint32 *pgc_sampler_doze_flag = &never_dozing;
 static PgcProfileEntry *profile = NULL;
 static PgcHistoryBucket *history = NULL;
 
@@ -97,7 +114,10 @@ pgc_sampler_shmem_init(LWLock *lock)
 		memset(base, 0, pgc_sampler_shmem_size());
 		sampler->lock = lock;
 		pg_atomic_init_u32(&sampler->save_requested, 0);
+		pg_atomic_init_u32(&sampler->doze, 0);
+		pg_atomic_init_u32(&sampler->woken_by, 0);
 	}
+	pgc_sampler_doze_flag = &sampler->doze;
 }
 
 /* pg_contention_reset(): empty the profile and the history. */
@@ -208,6 +228,9 @@ static int	held_procs = 0;		/* how many of them hold samples */
 static int64 last_subtrans_lookups = -1;
 static int64 last_subtrans_reads = -1;
 static uint64 last_next_xid = 0;	/* 0: not read yet */
+static int	calm_ticks = 0;		/* ticks in a row with nothing to sample */
+static bool dozing = false;
+static bool woken = false;		/* a client woke the dozing worker */
 
 /*
  * XIDs whose pg_subtrans parent records may still reach the Subtrans
@@ -737,12 +760,91 @@ read_horizon_xid_age(void)
 }
 
 /*
- * One tick at "now"; next_due is when the loop will wake for the next one,
+ * A PGPROC (a process, or a prepared transaction's) holding a lock in the
+ * main lock table, or -1.  The lists are read without the lock manager's
+ * partition locks, so a list filled a moment ago may read as empty.  What
+ * matters is that no new lock wait begins unseen while the worker dozes,
+ * and a lock others can wait for (a strong relation lock, a transaction's
+ * XID, an advisory lock) is taken either by a client's statement, which
+ * wakes the worker when it starts, or by a process without a client
+ * (autovacuum, a standby's replay), which the next doze tick sees, at most
+ * a second later.
+ */
+static int
+main_lock_holder(void)
+{
+	uint32		nprocs = PGC_PGPROCS_WITH_PREPARED();
+
+	for (uint32 i = 0; i < nprocs; i++)
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+
+		if (proc != MyProc && pgc_proc_holds_main_locks(proc))
+			return (int) i;
+	}
+	return -1;
+}
+
+/* Dozing is worth it only when the period is shorter than a doze tick. */
+static inline int
+ticks_before_doze(void)
+{
+	return pgc_sample_period < 1000 ? 1000 / pgc_sample_period : 0;
+}
+
+/*
+ * When to tick next, after a tick that found the processes "calm" (none
+ * active, no samples held) or not, and lock_holder (main_lock_holder(), or
+ * -1).  After a second of calm ticks with no lock held, and unless a client
+ * cleared the doze flag during this tick, the worker dozes: it ticks in the
+ * middle of the next second, so that every second of history still gets a
+ * tick (and its once-a-second figures).  Otherwise it disarms the flag and
+ * ticks at its period (awake_due).  Caller holds the lock exclusively.
+ */
+static TimestampTz
+plan_next_tick(TimestampTz now, TimestampTz awake_due, bool calm, int lock_holder)
+{
+	int			doze_after = ticks_before_doze();
+
+	calm_ticks = calm ? calm_ticks + 1 : 0;
+	if (doze_after > 0 && calm_ticks >= doze_after && lock_holder < 0 &&
+		pg_atomic_read_u32(&sampler->doze) != 0)
+	{
+		if (!dozing)
+		{
+			dozing = true;
+			sampler->status.dozes++;
+			elog(DEBUG1, "pg_contention sampler: dozing, nothing to sample for %d ticks",
+				 calm_ticks);
+		}
+		sampler->status.dozing = true;
+		return now - (now % USECS_PER_SEC) + USECS_PER_SEC + USECS_PER_SEC / 2;
+	}
+	if (doze_after > 0 && calm_ticks == doze_after && lock_holder >= 0)
+	{
+		int			pid = ProcGlobal->allProcs[lock_holder].pid;
+
+		if (pid != 0)
+			elog(DEBUG1, "pg_contention sampler: not dozing, process %d holds a lock others could wait for",
+				 pid);
+		else
+			elog(DEBUG1, "pg_contention sampler: not dozing, a prepared transaction holds a lock others could wait for");
+	}
+	if (pg_atomic_read_u32(&sampler->doze) != 0)
+		pg_atomic_write_u32(&sampler->doze, 0);
+	dozing = false;
+	sampler->status.dozing = false;
+	return awake_due;
+}
+
+/*
+ * One tick at "now"; awake_due is when the next one is due at the period.
+ * Returns when the loop is to wake for the next one (plan_next_tick()),
  * published with the tick so that readers can tell a sampler that stopped
  * (pg_contention_sampler_status.stale) from one that sleeps as planned.
  */
-static void
-sampler_tick(TimestampTz now, TimestampTz next_due)
+static TimestampTz
+sampler_tick(TimestampTz now, TimestampTz awake_due)
 {
 	instr_time	start,
 				duration;
@@ -761,10 +863,29 @@ sampler_tick(TimestampTz now, TimestampTz next_due)
 				idle,
 				overflowed,
 				active = 0,
-				held_seen = 0;	/* processes seen this tick that hold samples */
+				held_seen = 0,	/* processes seen this tick that hold samples */
+				lock_holder = -1;
+	int			doze_after = ticks_before_doze();
+	TimestampTz next_due;
 	double		us;
 
 	INSTR_TIME_SET_CURRENT(start);
+
+	/*
+	 * A tick that may decide to doze arms the doze flag before it looks at
+	 * the processes, with a full barrier.  A backend stores its state (it
+	 * leaves ClientRead, or starts its connection) before it reads the flag
+	 * when its statement starts executing or its client is authenticated,
+	 * and takes LWLocks in between (atomic read-modify-writes, full
+	 * barriers: starting a transaction takes its virtual XID's fast-path
+	 * lock, a snapshot ProcArrayLock).  So either gather_tick() sees that
+	 * backend active, or the backend sees the flag and wakes the worker.
+	 */
+	if (doze_after > 0 && calm_ticks + 1 >= doze_after)
+	{
+		pg_atomic_write_u32(&sampler->doze, 1);
+		pg_memory_barrier();
+	}
 
 	if (new_second)
 	{
@@ -776,6 +897,8 @@ sampler_tick(TimestampTz now, TimestampTz next_due)
 	}
 
 	n = gather_tick(&idle, &overflowed);
+	if (idle == n && doze_after > 0 && calm_ticks + 1 >= doze_after)
+		lock_holder = main_lock_holder();
 
 	/* Only while the setting is on: otherwise nobody takes these locks. */
 	memset(&probe, 0, sizeof(probe));
@@ -828,6 +951,13 @@ sampler_tick(TimestampTz now, TimestampTz next_due)
 	/* Only when a process that holds samples was not seen: it has exited. */
 	if (held_procs > held_seen)
 		settle_exited();
+	next_due = plan_next_tick(now, awake_due, idle == n && held_procs == 0,
+							  lock_holder);
+	if (woken)
+	{
+		sampler->status.doze_wakeups++;
+		woken = false;
+	}
 	cur->ticks++;
 	cur->active_samples += active;
 	cur->idle_samples += idle;
@@ -846,6 +976,7 @@ sampler_tick(TimestampTz now, TimestampTz next_due)
 	if (new_second)
 		sampler->status.memory_bytes = (int64) MemoryContextMemAllocated(TopMemoryContext, true);
 	LWLockRelease(sampler->lock);
+	return next_due;
 }
 
 static void
@@ -860,6 +991,8 @@ sampler_exit(int code, Datum arg)
 	{
 		sampler->status.worker_pid = 0;
 		sampler->worker_latch = NULL;
+		sampler->status.dozing = false;
+		pg_atomic_write_u32(&sampler->doze, 0);
 	}
 	LWLockRelease(sampler->lock);
 }
@@ -886,13 +1019,39 @@ pgc_sampler_request_save(void)
 }
 
 /*
+ * A client's statement or connection starts while the worker dozes
+ * (pgc_sampler_wake_if_dozing() found the flag set).  The first process to
+ * clear the flag sets the worker's latch; the others have nothing to do.
+ * The latch pointer is read without the lock, as an aligned pointer: a
+ * latch whose worker has just exited is a PGPROC's, and setting it wakes
+ * at most some other process once, which latches allow.
+ */
+void
+pgc_sampler_wake(void)
+{
+	Latch	   *latch;
+
+	if (pg_atomic_exchange_u32(&sampler->doze, 0) == 0)
+		return;
+	pg_atomic_write_u32(&sampler->woken_by, (uint32) MyProcPid);
+	latch = *(Latch *volatile *) &sampler->worker_latch;
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
  * The settings in effect.  When sampling is on, the next tick is due within
  * a period from now (the loop ticks at once after sampling is turned on).
+ * A new period or sampling turned off ends a doze.
  */
 static void
 publish_settings(void)
 {
+	pg_atomic_write_u32(&sampler->doze, 0);
+	calm_ticks = 0;
+	dozing = false;
 	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
+	sampler->status.dozing = false;
 	sampler->status.period_ms = pgc_sample_period;
 	sampler->status.enabled = pgc_sampler_enabled;
 	if (pgc_sampler_enabled)
@@ -953,6 +1112,8 @@ pgc_sampler_main(Datum main_arg)
 	sampler->status.last_tick_us = 0;
 	sampler->status.max_tick_us = 0;
 	sampler->status.total_tick_us = 0;
+	sampler->status.dozes = 0;
+	sampler->status.doze_wakeups = 0;
 	find_named_waits();
 	/* A restarted worker starts a new bucket; the ring is kept. */
 	memset(&sampler->current, 0, sizeof(PgcHistoryBucket));
@@ -985,11 +1146,13 @@ pgc_sampler_main(Datum main_arg)
 		{
 			MemoryContext old;
 
-			next_tick += (TimestampTz) pgc_sample_period * 1000;
+			/* At the period, from the previous due time if it was awake. */
+			next_tick = (dozing ? now : next_tick) +
+				(TimestampTz) pgc_sample_period * 1000;
 			if (next_tick <= now)	/* fell behind: do not catch up */
 				next_tick = now + (TimestampTz) pgc_sample_period * 1000;
 			old = MemoryContextSwitchTo(tick_context);
-			sampler_tick(now, next_tick);
+			next_tick = sampler_tick(now, next_tick);
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(tick_context);
 		}
@@ -1030,6 +1193,14 @@ pgc_sampler_main(Datum main_arg)
 		ResetLatch(MyLatch);
 		if (!pgc_sampler_enabled)
 			next_tick = GetCurrentTimestamp();
+		else if (dozing && pg_atomic_read_u32(&sampler->doze) == 0)
+		{
+			/* A client woke us: tick at once. */
+			woken = true;
+			elog(DEBUG1, "pg_contention sampler: woken by process %u",
+				 pg_atomic_read_u32(&sampler->woken_by));
+			next_tick = GetCurrentTimestamp();
+		}
 	}
 }
 

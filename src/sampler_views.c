@@ -214,7 +214,10 @@ pg_contention_history(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* 1.1 added memory_bytes; 1.4 last_tick_at, next_tick_due and stale. */
+/*
+ * 1.1 added memory_bytes; 1.4 last_tick_at, next_tick_due, stale and the
+ * doze's dozing, dozes and doze_wakeups.
+ */
 static const PgcResultColumn status_columns[] = {
 	{"running", BOOLOID, PGC_SQL_V(1, 0)},
 	{"pid", INT4OID, PGC_SQL_V(1, 0)},
@@ -233,6 +236,9 @@ static const PgcResultColumn status_columns[] = {
 	{"last_tick_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
 	{"next_tick_due", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
 	{"stale", BOOLOID, PGC_SQL_V(1, 4)},
+	{"dozing", BOOLOID, PGC_SQL_V(1, 4)},
+	{"dozes", INT8OID, PGC_SQL_V(1, 4)},
+	{"doze_wakeups", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape status_shape = {
 	"pg_contention_sampler_status", status_columns, lengthof(status_columns)
@@ -309,5 +315,8 @@ pg_contention_sampler_status(PG_FUNCTION_ARGS)
 	else
 		nulls[15] = true;
 	values[16] = BoolGetDatum(sampler_is_stale(&s, GetCurrentTimestamp()));
+	values[17] = BoolGetDatum(s.worker_pid != 0 && s.enabled && s.dozing);
+	values[18] = Int64GetDatum(s.dozes);
+	values[19] = Int64GetDatum(s.doze_wakeups);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -12,8 +12,9 @@
 #    with the heap moved by different amounts (see instructions()).
 # 2. The sampler's CPU time (/proc/PID/schedstat) over a fixed interval
 #    with 10, 100 and 500 connected backends, 4 of them running pgbench -S,
-#    for pg_contention's sampler and pg_wait_sampling's collector at the
-#    same 10 ms period.
+#    and with 10 idle ones (pg_contention's sampler dozes), for
+#    pg_contention's sampler and pg_wait_sampling's collector at the same
+#    10 ms period, in interleaved rounds (medians).
 # 3. pgbench throughput, for context only: interleaved rounds per
 #    configuration, median and min-max (these figures are noisy).
 # 4. Shared memory pg_contention adds at default settings.
@@ -29,6 +30,7 @@
 #    with those stores (median and largest, and the share of a core).
 #
 #   PGC_BENCH_ONLY=findings tools/bench.sh    only part 6
+#   PGC_BENCH_ONLY=sampler tools/bench.sh     only part 2
 #   PGC_BENCH_HISTORY=60 ...   wait for 60 s of history, not 900 (a quick look)
 #   PGC_BENCH_QUICK=1 tools/bench.sh    only part 1, the instruction counts
 #   PGC_BENCH_CONFIGS="none pg_contention" ...   fewer configurations
@@ -110,6 +112,127 @@ psql_ -c "CREATE EXTENSION pg_contention" -c "VACUUM ANALYZE" -c "CHECKPOINT"
 stop_server
 cp -a "$work/data" "$work/data.pristine"
 
+median_of() {	# "a b c" -> median (with the values when more than one)
+	echo "$1" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {
+		if (NR == 1) print v[1];
+		else { s = ""; for (i = 1; i <= NR; i++) s = s (i > 1 ? ", " : "") v[i];
+		       printf "%s (of %s)", v[int((NR+1)/2)], s } }'
+}
+
+# ---- 2. sampler CPU ----
+declare -A sampler_pct sampler_tick
+sampler_cost() {
+	printf '\\sleep 1 s\n' >"$work/idle.sql"
+
+	# The floor: a process that does nothing but wake up every 10 ms.  On a
+	# virtual machine the kernel's cost of a wake-up is most of a sampler's.
+	cat >"$work/wake.c" <<'C'
+#include <sys/epoll.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+	int ep = epoll_create1(0), n = atoi(argv[1]);
+	struct epoll_event ev;
+	for (int i = 0; i < n; i++)
+		epoll_wait(ep, &ev, 1, 10);
+	return 0;
+}
+C
+	gcc -O2 -o "$work/wake" "$work/wake.c"
+	"$work/wake" $(( (sampler_seconds + 2) * 100 )) &
+	wake_pid=$!
+	sleep 1
+	t0=$(awk '{print $1}' "/proc/$wake_pid/schedstat")
+	sleep "$sampler_seconds"
+	t1=$(awk '{print $1}' "/proc/$wake_pid/schedstat")
+	wait "$wake_pid" || true
+	wake_pct=$(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')
+
+	# Runs: key:config, key = backends[@period_ms] (4 of them running
+	# pgbench -S) or idle<backends> (all connected, none running anything:
+	# pg_contention dozes).  Every key but 100@50 runs in each of $rounds
+	# interleaved rounds (CPU time on a shared VM is noisy; the median is
+	# reported).
+	local runs="100@50:pg_contention" run_spec key cfg backends active period s0 s1 pid
+	for round in $(seq 1 "$rounds"); do
+		for key in 10 100 500 idle10; do
+			runs="$runs $key:pg_contention $key:pg_wait_sampling"
+		done
+	done
+	for run_spec in $runs; do
+		key=${run_spec%%:*}
+		cfg=${run_spec#*:}
+		period=10
+		active=4
+		backends=$key
+		case $key in
+			*@*) period=${key#*@}; backends=${key%@*} ;;
+			idle*) backends=${key#idle}; active=0 ;;
+		esac
+		log "sampler CPU: $cfg, $backends backends ($active active), period $period ms"
+		start_server "$cfg"
+		if [ "$cfg" = pg_contention ]; then
+			psql_ -c "ALTER SYSTEM SET pg_contention.sample_period = '${period}ms'" -c "SELECT pg_reload_conf()" >/dev/null
+		fi
+		pgbench_ -n -c $((backends - active)) -j 4 -T $((sampler_seconds + 10)) -f "$work/idle.sql" >/dev/null 2>&1 &
+		[ "$active" -gt 0 ] &&
+			pgbench_ -n -S -c "$active" -j 2 -T $((sampler_seconds + 10)) >/dev/null 2>&1 &
+		pid=$(worker_pid "$cfg")
+		[ -n "$pid" ] || die "no $cfg worker running"
+		if [ "$cfg" = pg_contention ]; then
+			s0=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks FROM pg_contention_sampler_status")
+		fi
+		# Nothing connects while it is measured (a new connection wakes a
+		# dozing sampler).
+		sleep 4
+		t0=$(awk '{print $1}' "/proc/$pid/schedstat")
+		sleep "$sampler_seconds"
+		t1=$(awk '{print $1}' "/proc/$pid/schedstat")
+		sampler_pct[$cfg.$key]="${sampler_pct[$cfg.$key]:-} $(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')"
+		if [ "$cfg" = pg_contention ]; then
+			# Time spent inside ticks, measured by the worker itself: the
+			# part of its cost that is its own work (over the 4 s before
+			# and the interval).
+			s1=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks || ' ' || max_tick_us FROM pg_contention_sampler_status")
+			sampler_tick[$cfg.$key]="${sampler_tick[$cfg.$key]:-} $(echo "$s0 $s1" | awk -v s="$((sampler_seconds + 4))" '{
+				ticks = $3 - $1; us = $4 - $2;
+				printf "%.3f/%.1f/%.0f/%d", us / (s * 1e6) * 100, (ticks > 0 ? us / ticks : 0), $5, ticks }')"
+		fi
+		wait
+		[ "$cfg" = pg_contention ] && psql_ -c "ALTER SYSTEM RESET pg_contention.sample_period" >/dev/null
+		stop_server
+	done
+}
+worker_pid() {
+	case "$1" in
+		pg_contention) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention sampler'" ;;
+		pg_wait_sampling) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pg_wait_sampling%'" ;;
+	esac
+}
+# The rows of part 2: medians of the rounds, each round listed.
+sampler_rows() {
+	local key backends what pgc ticks pgws
+	for key in 10 100 500 100@50 idle10; do
+		case $key in
+			100@50) what="100 backends (4 active), 50 ms period" ;;
+			idle*) what="${key#idle} backends connected, none active (pg_contention dozes), 10 ms period" ;;
+			*) what="$key backends (4 active), 10 ms period" ;;
+		esac
+		pgc=$(median_of "${sampler_pct[pg_contention.$key]}")
+		ticks=$(echo "${sampler_tick[pg_contention.$key]}" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+		pgws=""
+		if [ -n "${sampler_pct[pg_wait_sampling.$key]:-}" ]; then
+			pgws=$(median_of "${sampler_pct[pg_wait_sampling.$key]}")
+		fi
+		echo "| worker CPU, % of one core (/proc), $what | | $pgc; in ticks $(echo "$ticks" | cut -d/ -f1), $(echo "$ticks" | cut -d/ -f4) ticks in $((sampler_seconds + 4)) s, tick mean $(echo "$ticks" | cut -d/ -f2) us, max $(echo "$ticks" | cut -d/ -f3) us | | $pgws |"
+	done
+	echo "| a process that only wakes every 10 ms (the wake-up floor), % of one core | $wake_pct | | | |"
+}
+if [ "${PGC_BENCH_ONLY:-}" = sampler ]; then
+	sampler_cost
+	sampler_rows
+	exit 0
+fi
 # ---- 6. the findings' cost with every store full ----
 # 5,000 statements (the statement store's default size), each with an
 # index scan and figures in the current period; 1,000 overflow events (the
@@ -344,80 +467,7 @@ wait
 stop_server
 rm -rf "$work/data" && cp -a "$work/data.pristine" "$work/data"
 
-# ---- 2. sampler CPU ----
-printf '\\sleep 1 s\n' >"$work/idle.sql"
-declare -A sampler_pct sampler_tick
-
-# The floor: a process that does nothing but wake up every 10 ms.  On a
-# virtual machine the kernel's cost of a wake-up is most of a sampler's.
-cat >"$work/wake.c" <<'C'
-#include <sys/epoll.h>
-#include <stdlib.h>
-int main(int argc, char **argv)
-{
-	int ep = epoll_create1(0), n = atoi(argv[1]);
-	struct epoll_event ev;
-	for (int i = 0; i < n; i++)
-		epoll_wait(ep, &ev, 1, 10);
-	return 0;
-}
-C
-gcc -O2 -o "$work/wake" "$work/wake.c"
-"$work/wake" $(( (sampler_seconds + 2) * 100 )) &
-wake_pid=$!
-sleep 1
-t0=$(awk '{print $1}' "/proc/$wake_pid/schedstat")
-sleep "$sampler_seconds"
-t1=$(awk '{print $1}' "/proc/$wake_pid/schedstat")
-wait "$wake_pid" || true
-wake_pct=$(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')
-worker_pid() {
-	case "$1" in
-		pg_contention) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention sampler'" ;;
-		pg_wait_sampling) psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pg_wait_sampling%'" ;;
-	esac
-}
-# Runs: backends[@period_ms]:config.  At 100 backends, three interleaved
-# rounds (CPU time on a shared VM is noisy; the median is reported).
-runs="10:pg_contention 10:pg_wait_sampling 500:pg_contention 500:pg_wait_sampling 100@50:pg_contention"
-for round in $(seq 1 "$rounds"); do
-	runs="$runs 100:pg_contention 100:pg_wait_sampling"
-done
-for run_spec in $runs; do
-	backends=${run_spec%%:*}
-	cfg=${run_spec#*:}
-	period=10
-	case $backends in *@*) period=${backends#*@}; backends=${backends%@*} ;; esac
-	key=$cfg.$backends; [ "$period" = 10 ] || key=$key@$period
-	log "sampler CPU: $cfg, $backends backends, period $period ms"
-	start_server "$cfg"
-	if [ "$cfg" = pg_contention ]; then
-		psql_ -c "ALTER SYSTEM SET pg_contention.sample_period = '${period}ms'" -c "SELECT pg_reload_conf()" >/dev/null
-	fi
-	pgbench_ -n -c $((backends - 4)) -j 4 -T $((sampler_seconds + 10)) -f "$work/idle.sql" >/dev/null 2>&1 &
-	pgbench_ -n -S -c 4 -j 2 -T $((sampler_seconds + 10)) >/dev/null 2>&1 &
-	sleep 4
-	pid=$(worker_pid "$cfg")
-	[ -n "$pid" ] || die "no $cfg worker running"
-	if [ "$cfg" = pg_contention ]; then
-		s0=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks FROM pg_contention_sampler_status")
-	fi
-	t0=$(awk '{print $1}' "/proc/$pid/schedstat")
-	sleep "$sampler_seconds"
-	t1=$(awk '{print $1}' "/proc/$pid/schedstat")
-	sampler_pct[$key]="${sampler_pct[$key]:-} $(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')"
-	if [ "$cfg" = pg_contention ]; then
-		# Time spent inside ticks over the same interval, measured by the
-		# worker itself: the part of its cost that is its own work.
-		s1=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks || ' ' || max_tick_us FROM pg_contention_sampler_status")
-		sampler_tick[$key]="${sampler_tick[$key]:-} $(echo "$s0 $s1" | awk -v s="$sampler_seconds" '{
-			ticks = $3 - $1; us = $4 - $2;
-			printf "%.3f/%.1f/%.0f", us / (s * 1e6) * 100, (ticks > 0 ? us / ticks : 0), $5 }')"
-	fi
-	wait
-	[ "$cfg" = pg_contention ] && psql_ -c "ALTER SYSTEM RESET pg_contention.sample_period" >/dev/null
-	stop_server
-done
+sampler_cost
 
 # ---- 3. throughput (context) ----
 declare -A tps
@@ -432,12 +482,6 @@ for round in $(seq 1 "$rounds"); do
 		stop_server
 	done
 done
-median_of() {	# "a b c" -> median (with the values when more than one)
-	echo "$1" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {
-		if (NR == 1) print v[1];
-		else { s = ""; for (i = 1; i <= NR; i++) s = s (i > 1 ? ", " : "") v[i];
-		       printf "%s (of %s)", v[int((NR+1)/2)], s } }'
-}
 median_range() {	# "a b c" -> "median (min-max)"
 	echo "$1" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {
 		m = (NR % 2) ? v[(NR+1)/2] : int((v[NR/2] + v[NR/2+1]) / 2);
@@ -463,16 +507,7 @@ out=$work/results.md
 	echo "| measurement | no library | pg_contention | pg_stat_statements | pg_wait_sampling |"
 	echo "|---|---|---|---|---|"
 	instruction_rows
-	for key in 10 100 500 100@50; do
-		backends=${key%@*}
-		period=10; [ "$key" = 100@50 ] && period=50
-		pgc=$(median_of "${sampler_pct[pg_contention.$key]}")
-		ticks=$(echo "${sampler_tick[pg_contention.$key]}" | tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
-		pgws=""
-		[ -n "${sampler_pct[pg_wait_sampling.$key]:-}" ] && pgws=$(median_of "${sampler_pct[pg_wait_sampling.$key]}")
-		echo "| worker CPU, % of one core (/proc), $backends backends (4 active), $period ms period | | $pgc; in ticks $(echo "$ticks" | cut -d/ -f1), tick mean $(echo "$ticks" | cut -d/ -f2) us, max $(echo "$ticks" | cut -d/ -f3) us | | $pgws |"
-	done
-	echo "| a process that only wakes every 10 ms (the wake-up floor), % of one core | $wake_pct | | | |"
+	sampler_rows
 	echo "| pgbench -S tps, median (min-max) of $rounds, noisy | $(median_range "${tps[select.none]}") | $(median_range "${tps[select.pg_contention]}") | $(median_range "${tps[select.pg_stat_statements]}") | $(median_range "${tps[select.pg_wait_sampling]}") |"
 	echo "| pgbench TPC-B tps, median (min-max) of $rounds, noisy | $(median_range "${tps[tpcb.none]}") | $(median_range "${tps[tpcb.pg_contention]}") | $(median_range "${tps[tpcb.pg_stat_statements]}") | $(median_range "${tps[tpcb.pg_wait_sampling]}") |"
 	echo "| shared memory added at default settings | | $shm_mb MB | | |"
@@ -481,7 +516,6 @@ out=$work/results.md
 	echo "| pg_contention_report(), median of 30: empty / full, ms | | ${report_ms[empty]} / ${report_ms[full]} | | |"
 	echo "| pg_contention_metrics, median of 30: empty / full, ms | | ${metrics_ms[empty]} / ${metrics_ms[full]} | | |"
 	echo "| one postgres_exporter scrape (its four queries), median of 30: empty / full, ms | | ${scrape_ms[empty]} / ${scrape_ms[full]} | | |"
-	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms (its backend, start to exit); wall time per check, median, ms: reading the worker's evaluation / --live / a bare psql -c 'SELECT 1' | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]} / ${check_cpu_ms[connect]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} / ${check_wall_ms[connect]} |"
 	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms; wall time per check, median, ms: reading the worker's evaluation / --live / a bare psql -c 'SELECT 1' | | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]} / ${check_cpu_ms[connect]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} / ${check_wall_ms[connect]} | | |"
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | | $incident_pct; $incident_ms ($incident_max) | | |"
 	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"

@@ -210,7 +210,7 @@ BEGIN
 		UNION ALL
 		SELECT 'sampler_last_tick_age_seconds', '{}',
 			   coalesce(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - s.last_tick_at), 0)::float8,
-			   'Seconds since the sampler last sampled (0 before its first sample); a few sample periods while it runs.', 'gauge'
+			   'Seconds since the sampler last sampled (0 before its first sample); a few sample periods while it runs, up to 1.5 s while it dozes on an idle server.', 'gauge'
 		  FROM s;
 	END IF;
 END

@@ -1,6 +1,7 @@
 --
 -- The sampler (a background worker): whether it runs, its period, how
--- many samples it has taken, when it last sampled and whether it is late.
+-- many samples it has taken, when it last sampled and whether it is late,
+-- and whether it dozes (one tick a second while there is nothing to sample).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT running boolean,
@@ -19,7 +20,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_sampler_status(
 	OUT memory_bytes bigint,
 	OUT last_tick_at timestamp with time zone,
 	OUT next_tick_due timestamp with time zone,
-	OUT stale boolean
+	OUT stale boolean,
+	OUT dozing boolean,
+	OUT dozes bigint,
+	OUT doze_wakeups bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_sampler_status'
