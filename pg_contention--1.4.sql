@@ -408,10 +408,14 @@ GRANT SELECT ON @extschema@.pg_contention_sampler_status TO PUBLIC;
 -- Per-statement counters: calls, rows and buffers, calls on suboverflowed
 -- snapshots and the pg_subtrans waits sampled for them, the subtransaction
 -- cache's high-water mark, calls on a hot standby, overflow events caused;
--- one row per user, database, query id and application (1.4).
+-- one row per user, database, query id and application (1.4).  With
+-- subtrans_only (1.4), only the statements that ran on suboverflowed
+-- snapshots or waited on pg_subtrans (what top's statement table shows),
+-- without copying every statement of the store.
 -- (After the sampler's functions: the view reads the wait profile.)
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements(
+	subtrans_only boolean DEFAULT false,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,
@@ -3196,7 +3200,7 @@ BEGIN
 		UNION ALL
 		SELECT 'suboverflowed_calls_total', '{}', coalesce(sum(s.suboverflowed_calls), 0)::float8,
 			   'Executions that ran on a suboverflowed snapshot, summed over the statements kept (an evicted statement takes its count with it).', 'counter'
-		  FROM @extschema@.pg_contention_statements() AS s;
+		  FROM @extschema@.pg_contention_statements(true) AS s;	-- all with any
 	END IF;
 
 	IF families IS NULL OR 'sampler' = ANY (families) THEN

@@ -353,13 +353,38 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	buf_printf(&sql,
 			   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
 			   " subtrans_wait_samples, max_subxacts, blks_per_row, query, %s"
-			   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most"
-			   " FROM %s.pg_contention_statements AS s"
+			   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most FROM ",
+			   c->ext_version >= 104 ? "application_name" : "NULL::text");
+	if (c->ext_version >= 104)
+	{
+		/*
+		 * The view's columns over the statements that ran suboverflowed or
+		 * waited on pg_subtrans only (1.4): the view copies every
+		 * statement of the store to show these few.
+		 */
+		buf_printf(&sql,
+				   "(SELECT s.query_id, d.datname, r.rolname AS usename, s.calls,"
+				   " s.suboverflowed_calls, coalesce(w.samples, 0) AS subtrans_wait_samples,"
+				   " s.max_subxacts,"
+				   " (s.shared_blks_hit::float8 + s.shared_blks_read) / nullif(s.rows, 0) AS blks_per_row,"
+				   " s.query, s.application_name, s.last_seen"
+				   " FROM %s.pg_contention_statements(true) AS s"
+				   " LEFT JOIN (SELECT dbid, roleid, query_id, sum(samples)::bigint AS samples"
+				   " FROM %s.pg_contention_waits()"
+				   " WHERE wait_event_type = 'LWLock' AND wait_event IN ('SubtransSLRU', 'SubtransBuffer')"
+				   " GROUP BY dbid, roleid, query_id) AS w"
+				   " ON w.dbid = s.dbid AND w.roleid = s.userid AND w.query_id = s.query_id"
+				   " LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid"
+				   " LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = s.userid) AS s",
+				   x, x);
+	}
+	else
+		buf_printf(&sql, "%s.pg_contention_statements AS s", x);
+	buf_printf(&sql,
 			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0) AS s"
 			   /* Not the long tail of statements that merely ran beside. */
 			   " WHERE subtrans_wait_samples > 0 OR suboverflowed_calls >= most / 100"
 			   " ORDER BY %s LIMIT %d",
-			   c->ext_version >= 104 ? "application_name" : "NULL::text", x,
 			   statement_order(scope->sort), limit);
 	batch_add(&b, &sql);
 	buf_printf(&sql,

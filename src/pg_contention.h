@@ -519,6 +519,7 @@ extern void pgc_sampler_copy_status(PgcSamplerStatus *status,
 									bool *named_found);
 extern PgcProfileEntry *pgc_sampler_copy_profile(int *n, int64 *total);
 extern PgcHistoryBucket *pgc_sampler_copy_history(int *n, bool *named_found);
+extern PgcProfileKey *pgc_sampler_subtrans_keys(int *n);
 
 /* ---- oldsnapshot.c: old_snapshot_threshold pressure ---- */
 extern Size pgc_oldsnap_shmem_size(void);

@@ -31,8 +31,8 @@
  * reader can tell a stopped sampler from a sleeping one.
  *
  * Dozing: after a second of ticks with nothing to sample (no process
- * active, no samples held, no lock in the main lock table that a new
- * statement could wait for), the worker ticks once a second, in the middle
+ * active, no lock in the main lock table that a new statement could wait
+ * for), the worker ticks once a second, in the middle
  * of it, until a tick finds something or a client wakes it.  While it
  * dozes the doze flag is set; a backend that starts a client statement or
  * connects reads it (one atomic read on the statement path), and the first
@@ -68,6 +68,7 @@ typedef struct SamplerShared
 	LWLock	   *lock;
 	PgcSamplerStatus status;
 	bool		named_found[PGC_NUM_NAMED_WAITS];	/* exists in this server */
+	uint32		named_info[PGC_NUM_NAMED_WAITS];	/* its wait_event_info */
 	uint64		reset_generation;	/* bumped by reset */
 	PgcHistoryBucket current;	/* the second being filled */
 	/* pgc_sampler_request_save(): set by any process, cleared by the worker */
@@ -160,6 +161,59 @@ pgc_sampler_copy_profile(int *n, int64 *total)
 	memcpy(copy, profile, *n * sizeof(PgcProfileEntry));
 	LWLockRelease(sampler->lock);
 	return copy;
+}
+
+static int
+compare_keys(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(PgcProfileKey));
+}
+
+/*
+ * The (database, role, query id) of every profile entry waiting on
+ * pg_subtrans (LWLock SubtransSLRU or SubtransBuffer), sorted, once each,
+ * with wait_event_info 0 (palloc'd; *n the count): the statements that
+ * pg_contention_statements(subtrans_only) shows besides those that ran on
+ * suboverflowed snapshots.  Before the worker has found the wait events
+ * (named_info is 0 then, and named_found false) there are none.
+ */
+PgcProfileKey *
+pgc_sampler_subtrans_keys(int *n)
+{
+	PgcProfileKey *keys;
+	uint32		slru,
+				buffer;
+	int			k = 0;
+
+	keys = palloc_extended(mul_size(Max(pgc_max_profile_entries, 1), sizeof(PgcProfileKey)),
+						   MCXT_ALLOC_HUGE);
+	LWLockAcquire(sampler->lock, LW_SHARED);
+	slru = sampler->named_found[PGC_NAMED_SUBTRANS_SLRU] ?
+		sampler->named_info[PGC_NAMED_SUBTRANS_SLRU] : UINT32_MAX;
+	buffer = sampler->named_found[PGC_NAMED_SUBTRANS_BUFFER] ?
+		sampler->named_info[PGC_NAMED_SUBTRANS_BUFFER] : UINT32_MAX;
+	for (int i = 0; i < sampler->status.profile_used; i++)
+	{
+		uint32		info = profile[i].key.wait_event_info;
+
+		if (info == UINT32_MAX || (info != slru && info != buffer))
+			continue;
+		keys[k] = profile[i].key;
+		keys[k++].wait_event_info = 0;
+	}
+	LWLockRelease(sampler->lock);
+	if (k > 1)
+	{
+		int			unique = 1;
+
+		qsort(keys, k, sizeof(PgcProfileKey), compare_keys);
+		for (int i = 1; i < k; i++)
+			if (compare_keys(&keys[i], &keys[unique - 1]) != 0)
+				keys[unique++] = keys[i];
+		k = unique;
+	}
+	*n = k;
+	return keys;
 }
 
 /*
@@ -287,6 +341,7 @@ find_named_waits(void)
 		if (!found)
 			named_wait_info[i] = UINT32_MAX;	/* matches no sample */
 		sampler->named_found[i] = found;
+		sampler->named_info[i] = named_wait_info[i];
 	}
 	if (!find_wait_event(PG_WAIT_CLIENT, 256, "ClientRead", &client_read_info))
 		client_read_info = UINT32_MAX;
@@ -794,12 +849,16 @@ ticks_before_doze(void)
 
 /*
  * When to tick next, after a tick that found the processes "calm" (none
- * active, no samples held) or not, and lock_holder (main_lock_holder(), or
- * -1).  After a second of calm ticks with no lock held, and unless a client
- * cleared the doze flag during this tick, the worker dozes: it ticks in the
- * middle of the next second, so that every second of history still gets a
- * tick (and its once-a-second figures).  Otherwise it disarms the flag and
- * ticks at its period (awake_due).  Caller holds the lock exclusively.
+ * active) or not, and lock_holder (main_lock_holder(), or -1).  Samples
+ * held for an idle process do not keep the worker awake: they are settled
+ * when its statement number moves, at its next statement (which wakes the
+ * worker) or at an abort or its exit, which a doze tick sees as well as
+ * any other.  After a second of calm ticks with no lock held, and unless
+ * a client cleared the doze flag during this tick, the worker dozes: it
+ * ticks in the middle of the next second, so that every second of history
+ * still gets a tick (and its once-a-second figures).  Otherwise it disarms
+ * the flag and ticks at its period (awake_due).  Caller holds the lock
+ * exclusively.
  */
 static TimestampTz
 plan_next_tick(TimestampTz now, TimestampTz awake_due, bool calm, int lock_holder)
@@ -951,8 +1010,7 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 	/* Only when a process that holds samples was not seen: it has exited. */
 	if (held_procs > held_seen)
 		settle_exited();
-	next_due = plan_next_tick(now, awake_due, idle == n && held_procs == 0,
-							  lock_holder);
+	next_due = plan_next_tick(now, awake_due, idle == n, lock_holder);
 	if (woken)
 	{
 		sampler->status.doze_wakeups++;

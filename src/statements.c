@@ -714,6 +714,13 @@ copy_entry(PgcStatementEntry *dest, PgcStatementEntry *entry, bool take_locks)
 	strlcpy(dest->query, entry->query, pgc_max_query_length);
 }
 
+/* The order of pgc_sampler_subtrans_keys(): the keys' bytes. */
+static int
+compare_profile_key_bytes(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(PgcProfileKey));
+}
+
 /*
  * Copy every entry out of the hash, under the LWLock in shared mode, into
  * a palloc'd array; *n is the count.  Entries are only added under the
@@ -736,6 +743,59 @@ copy_entries(long *n)
 		copy_entry((PgcStatementEntry *) (copy + i++ * size), entry, true);
 	LWLockRelease(stmts->lock);
 	*n = i;
+	return copy;
+}
+
+/*
+ * Copy out of the hash only what pg_contention_statements(subtrans_only)
+ * shows: the entries that ran on a suboverflowed snapshot, and those whose
+ * (database, user, query id) is among waiters, the profile's keys with
+ * pg_subtrans waits (pgc_sampler_subtrans_keys(), sorted).  Under the
+ * LWLock in shared mode (entries move only under the exclusive lock), each
+ * entry's counter read under its spinlock, the copy as copy_entries.  The
+ * rest of a full store is looked at, not copied: copying its texts was
+ * what top's statement table cost.
+ */
+static char *
+copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
+{
+	HASH_SEQ_STATUS status;
+	PgcStatementEntry *entry;
+	Size		size = entry_size();
+	long		nkept = 0;
+	long		capacity = 64;
+	char	   *copy = palloc_extended(mul_size(capacity, size), MCXT_ALLOC_HUGE);
+
+	LWLockAcquire(stmts->lock, LW_SHARED);
+	hash_seq_init(&status, statements);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		bool		wanted;
+
+		SpinLockAcquire(&entry->mutex);
+		wanted = entry->suboverflowed_calls > 0;
+		SpinLockRelease(&entry->mutex);
+		if (!wanted && nwaiters > 0)
+		{
+			PgcProfileKey key = {0};
+
+			key.dbid = entry->key.dbid;
+			key.roleid = entry->key.userid;
+			key.query_id = entry->key.query_id;
+			wanted = bsearch(&key, waiters, nwaiters, sizeof(PgcProfileKey),
+							 compare_profile_key_bytes) != NULL;
+		}
+		if (!wanted)
+			continue;
+		if (nkept == capacity)
+		{
+			capacity *= 2;
+			copy = repalloc_huge(copy, mul_size(capacity, size));
+		}
+		copy_entry((PgcStatementEntry *) (copy + nkept++ * size), entry, true);
+	}
+	LWLockRelease(stmts->lock);
+	*n = nkept;
 	return copy;
 }
 
@@ -905,7 +965,13 @@ static const PgcResultShape statement_shape = {
 
 #define STATEMENT_COLS lengthof(statement_columns)
 
-/* pg_contention_statements(): every entry; tuples built after copying. */
+/*
+ * pg_contention_statements(subtrans_only): every entry, or (1.4; before,
+ * no argument) only those that ran on suboverflowed snapshots or have
+ * pg_subtrans waits in the wait profile, which the view's filter
+ * "suboverflowed_calls > 0 OR subtrans_wait_samples > 0" keeps; tuples
+ * built after copying.
+ */
 Datum
 pg_contention_statements(PG_FUNCTION_ARGS)
 {
@@ -914,10 +980,20 @@ pg_contention_statements(PG_FUNCTION_ARGS)
 	char	   *copy;
 	long		n;
 	Size		size = entry_size();
+	bool		subtrans_only = PG_NARGS() > 0 && PG_GETARG_BOOL(0);
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &statement_shape, &tupdesc);
-	copy = copy_entries(&n);
+	if (subtrans_only)
+	{
+		int			nwaiters;
+		PgcProfileKey *waiters = pgc_sampler_subtrans_keys(&nwaiters);
+
+		copy = copy_subtrans_entries(&n, waiters, nwaiters);
+		pfree(waiters);
+	}
+	else
+		copy = copy_entries(&n);
 
 	for (long i = 0; i < n; i++)
 	{

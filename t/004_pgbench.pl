@@ -77,6 +77,26 @@ cmp_ok($subof, '>', 0, "SELECT ran on suboverflowed snapshots ($subof of $calls)
 is($calls, 60 * 90, 'every UPDATE execution counted');
 cmp_ok($subof, '>', 0, "UPDATE ran on suboverflowed snapshots ($subof of $calls)");
 
+# pg_contention_statements(subtrans_only), which top and the metrics read
+# instead of the whole store: exactly the view's rows that ran suboverflowed
+# or waited on pg_subtrans, and not the others.
+my $keys = q{userid, dbid, query_id, application_name, calls, suboverflowed_calls};
+is($node->safe_psql('postgres', qq{
+	SELECT (SELECT count(*) FROM (
+			  (SELECT $keys FROM pg_contention_statements(true)
+			   EXCEPT ALL
+			   SELECT $keys FROM pg_contention_statements
+			    WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0)
+			  UNION ALL
+			  (SELECT $keys FROM pg_contention_statements
+			    WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0
+			   EXCEPT ALL
+			   SELECT $keys FROM pg_contention_statements(true))) AS d)
+		 || '|' || (SELECT count(*) > 0 FROM pg_contention_statements(true))
+		 || '|' || ((SELECT count(*) FROM pg_contention_statements(true))
+					< (SELECT count(*) FROM pg_contention_statements))}),
+	'0|true|true', 'statements(subtrans_only): the view\'s suboverflowed or waiting rows, and only them');
+
 # The sampler saw it: overflowed backends, and the profile has the
 # benchmark's statements.
 cmp_ok($overflowed90, '>', 0, "history shows overflowed backends ($overflowed90)");

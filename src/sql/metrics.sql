@@ -51,7 +51,7 @@ BEGIN
 		UNION ALL
 		SELECT 'suboverflowed_calls_total', '{}', coalesce(sum(s.suboverflowed_calls), 0)::float8,
 			   'Executions that ran on a suboverflowed snapshot, summed over the statements kept (an evicted statement takes its count with it).', 'counter'
-		  FROM @extschema@.pg_contention_statements() AS s;
+		  FROM @extschema@.pg_contention_statements(true) AS s;	-- all with any
 	END IF;
 
 	IF families IS NULL OR 'sampler' = ANY (families) THEN

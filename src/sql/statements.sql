@@ -2,10 +2,14 @@
 -- Per-statement counters: calls, rows and buffers, calls on suboverflowed
 -- snapshots and the pg_subtrans waits sampled for them, the subtransaction
 -- cache's high-water mark, calls on a hot standby, overflow events caused;
--- one row per user, database, query id and application (1.4).
+-- one row per user, database, query id and application (1.4).  With
+-- subtrans_only (1.4), only the statements that ran on suboverflowed
+-- snapshots or waited on pg_subtrans (what top's statement table shows),
+-- without copying every statement of the store.
 -- (After the sampler's functions: the view reads the wait profile.)
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements(
+	subtrans_only boolean DEFAULT false,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,
