@@ -241,6 +241,7 @@ fi
 # and of the report, in ms as psql's \timing reports them.
 findings_cost() {
 	local t k cols
+	declare -g top_cpu_ms
 	start_server pg_contention
 	psql_ -c "DO \$\$ BEGIN FOR t IN 1..50 LOOP
 		EXECUTE format('CREATE TABLE fill_%s (id int PRIMARY KEY, %s)', t,
@@ -319,6 +320,19 @@ findings_cost() {
 				'BEGIN { printf "%.1f", (b - a) * 1000 / hz / n }')
 			check_wall_ms[$mode]=$(sort -n "$work/check_wall" | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR+1)/2)] / 1000}')
 		done
+		# pg_contention top as someone watching it: one session, 40
+		# refreshes 0.5 s apart; the server's CPU per refresh (its backend's,
+		# start and exit spread over the refreshes), three runs, median.
+		: >"$work/top_cpu"
+		for ((k = 0; k < 3; k++)); do
+			c0=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+			run "$bindir/pg_contention" top -n 40 -i 0.5 -h "$work" -U postgres -d postgres >/dev/null || true
+			sleep 1		# until the postmaster has reaped the backend
+			c1=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+			awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" \
+				'BEGIN { printf "%.1f\n", (b - a) * 1000 / hz / 40 }' >>"$work/top_cpu"
+		done
+		top_cpu_ms=$(sort -n "$work/top_cpu" | awk '{v[NR]=$1; s = s (NR > 1 ? ", " : "") $1} END {printf "%s (of %s)", v[int((NR+1)/2)], s}')
 	}
 	timed_findings empty
 	log "findings cost: waiting for ${PGC_BENCH_HISTORY:-900} seconds of history"
@@ -369,6 +383,7 @@ if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
 	echo "| pg_contention_metrics, median of 30, ms: empty / full | ${metrics_ms[empty]} / ${metrics_ms[full]} |"
 	echo "| one postgres_exporter scrape (its four queries), median of 30, ms: empty / full | ${scrape_ms[empty]} / ${scrape_ms[full]} |"
 	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms (its backend, start to exit); wall time per check, median, ms: reading the worker's evaluation / --live / a bare psql -c 'SELECT 1' | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]} / ${check_cpu_ms[connect]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} / ${check_wall_ms[connect]} |"
+	echo "| pg_contention top, one session, 40 refreshes 0.5 s apart, stores full: the server's CPU per refresh, ms, median of 3 | $top_cpu_ms |"
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | $incident_pct; $incident_ms ($incident_max) |"
 	exit 0
 fi
@@ -517,6 +532,7 @@ out=$work/results.md
 	echo "| pg_contention_metrics, median of 30: empty / full, ms | | ${metrics_ms[empty]} / ${metrics_ms[full]} | | |"
 	echo "| one postgres_exporter scrape (its four queries), median of 30: empty / full, ms | | ${scrape_ms[empty]} / ${scrape_ms[full]} | | |"
 	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms; wall time per check, median, ms: reading the worker's evaluation / --live / a bare psql -c 'SELECT 1' | | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]} / ${check_cpu_ms[connect]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} / ${check_wall_ms[connect]} | | |"
+	echo "| pg_contention top, one session, 40 refreshes 0.5 s apart, stores full: the server's CPU per refresh, ms, median of 3 | | $top_cpu_ms | | |"
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | | $incident_pct; $incident_ms ($incident_max) | | |"
 	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"
 } >"$out"
