@@ -32,13 +32,13 @@
  *
  * Dozing: after a second of ticks with nothing to sample (no process
  * active, no lock in the main lock table that a new statement could wait
- * for), the worker ticks once a second, in the middle
- * of it, until a tick finds something or a client wakes it.  While it
- * dozes the doze flag is set; a backend that starts a client statement or
- * connects reads it (one atomic read on the statement path), and the first
- * to see it set clears it and sets the worker's latch: the worker ticks at
- * once and at its period from then on.  See sampler_tick() for why no
- * statement can start unseen.
+ * for), the worker ticks once a second, in the middle of it, until a tick
+ * finds something or a client wakes it.  While it dozes the doze flag is
+ * set; a backend that starts a client statement or connects reads it (one
+ * atomic read on the statement path), and the first to see it set clears
+ * it and sets the worker's latch: the worker ticks at once and at its
+ * period from then on.  See sampler_tick() for why no statement can start
+ * unseen.
  *
  * Memory: everything a tick allocates (statistics snapshots among it)
  * lives in a context reset after every tick.
