@@ -25,7 +25,9 @@ DROP FUNCTION @extschema@.pg_contention_history();
 -- application_name column, pg_contention_recent() an argument
 -- (by_application) and the column; pg_contention_recent and
 -- pg_contention_index_scans gain columns for the worst execution of each
--- statement and index too.  A function's result type or arguments cannot
+-- statement and index too, and an argument each (subtrans_only,
+-- dead_only) that returns only the rows top and the metrics need.  A
+-- function's result type or arguments cannot
 -- be replaced: they and the views over them are dropped here and created
 -- again by their files (with the views' grants).  The functions that read
 -- them are PL/pgSQL or SQL without a parsed body: nothing else depends on
@@ -37,7 +39,8 @@ DROP FUNCTION @extschema@.pg_contention_index_scans();
 DROP FUNCTION @extschema@.pg_contention_recent(integer, boolean);
 
 -- pg_contention_sampler_status gains last_tick_at, next_tick_due and stale
--- (a stopped sampler is visible): dropped here with its view, created again
+-- (a stopped sampler is visible), and dozing, dozes and doze_wakeups (the
+-- sampler dozes on an idle server): dropped here with its view, created again
 -- by sampler_status.sql (with the view's grant).  The functions that read
 -- it are PL/pgSQL: nothing else depends on it.
 DROP VIEW @extschema@.pg_contention_sampler_status;
