@@ -89,6 +89,11 @@ typedef struct Conn
 	int			near_level;		/* pg_contention.subxact_warn_level */
 	int			ext_version;	/* the extension's, major * 100 + minor */
 	bool		has_incidents;	/* pg_contention_incidents exists (1.4) */
+	/* Statements prepared on this PGconn (conn_query_prepared) */
+	PGconn	   *prepared_on;
+	unsigned long long prepared[64];	/* their texts' hashes */
+	int			nprepared;
+	bool		no_prepare;		/* the server lost one: a pooler */
 } Conn;
 
 /* Why a connection is not usable; each has one message and exit 3. */
@@ -105,6 +110,8 @@ typedef enum ConnProblem
 extern ConnProblem conn_open(Conn *c, char **message);
 extern void conn_close(Conn *c);
 extern PGresult *conn_query(Conn *c, const char *sql, char **message);
+extern bool conn_query_prepared(Conn *c, char *const *texts, int n, PGresult **res,
+								char **message);
 extern bool conn_query_many(Conn *c, const char *sql, int n, PGresult **res,
 							char **message);
 extern PGresult *conn_query_params(Conn *c, const char *sql, int nparams,

@@ -107,6 +107,189 @@ conn_query_many(Conn *c, const char *sql, int n, PGresult **res, char **message)
 	return true;
 }
 
+#ifdef LIBPQ_HAS_PIPELINING
+/* FNV-1a: a statement's name is its text's hash, so a name means one text. */
+static unsigned long long
+text_hash(const char *s)
+{
+	unsigned long long h = 14695981039346656037ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+	return h;
+}
+
+static bool
+is_prepared(Conn *c, unsigned long long h)
+{
+	for (int i = 0; i < c->nprepared; i++)
+		if (c->prepared[i] == h)
+			return true;
+	return false;
+}
+
+/*
+ * The n statements of one look in one round trip, each prepared once per
+ * connection and executed by name (so the server parses and plans it once,
+ * not at every refresh): libpq's pipeline mode, one Sync, so they run in
+ * one implicit transaction as a simple Query of them all would.  The
+ * protocol's named statements, not SQL PREPARE: a pooler that keeps them
+ * per client maps them; one that does not loses them, the server says
+ * so (26000), and this connection goes back to conn_query_many for good.
+ * Results as conn_query_many's.
+ */
+static bool
+query_pipelined(Conn *c, char *const *texts, int n, PGresult **res,
+				char **message, bool *lost)
+{
+	char		names[16][24];
+	bool		parse[16];
+	unsigned long long hashes[16];
+	int			cmd = 0,		/* the command the next result is of */
+				got = 0,
+				nulls = 0;
+	bool		synced = false;
+	char	   *error = NULL;
+	PGresult   *r;
+
+	*lost = false;
+	if (c->prepared_on != c->conn)
+	{
+		c->prepared_on = c->conn;
+		c->nprepared = 0;
+	}
+	if (!PQenterPipelineMode(c->conn))
+	{
+		*lost = true;
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		hashes[i] = text_hash(texts[i]);
+		snprintf(names[i], sizeof(names[i]), "pgc_%016llx", hashes[i]);
+		parse[i] = !is_prepared(c, hashes[i]) &&
+			c->nprepared + i < (int) (sizeof(c->prepared) / sizeof(c->prepared[0]));
+		if (parse[i])
+			PQsendPrepare(c->conn, names[i], texts[i], 0, NULL);
+		if (parse[i] || is_prepared(c, hashes[i]))
+			PQsendQueryPrepared(c->conn, names[i], 0, NULL, NULL, NULL, 0);
+		else
+			PQsendQueryParams(c->conn, texts[i], 0, NULL, NULL, NULL, NULL, 0);
+	}
+	PQpipelineSync(c->conn);
+
+	/*
+	 * The results in the order sent: a prepare's, then its execution's; a
+	 * NULL ends each command's; the Sync's ends them all.
+	 */
+	for (int i = 0; i < n;)
+	{
+		bool		is_parse = parse[i] && cmd == 0;
+
+		r = PQgetResult(c->conn);
+		if (r == NULL)
+		{
+			if (is_parse)
+				cmd = 1;
+			else
+			{
+				cmd = 0;
+				i++;
+			}
+			continue;
+		}
+		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC)
+		{
+			PQclear(r);
+			synced = true;
+			break;				/* not reached unless the server stopped early */
+		}
+		if (PQresultStatus(r) == PGRES_FATAL_ERROR && error == NULL)
+		{
+			const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+			/* 26000: not there, 42P05: there already: a pooler's work. */
+			*lost = state && (strcmp(state, "26000") == 0 || strcmp(state, "42P05") == 0);
+			error = first_line(PQresultErrorMessage(r));
+		}
+		else if (is_parse && PQresultStatus(r) == PGRES_COMMAND_OK)
+			c->prepared[c->nprepared++] = hashes[i];
+		else if (!is_parse && error == NULL &&
+				 (PQresultStatus(r) == PGRES_TUPLES_OK ||
+				  PQresultStatus(r) == PGRES_COMMAND_OK) && got < n)
+		{
+			res[got++] = r;
+			continue;
+		}
+		PQclear(r);
+	}
+	/*
+	 * Up to the Sync (after an error the rest come aborted, a NULL after
+	 * each); a broken connection gives NULLs only.
+	 */
+	while (!synced && PQstatus(c->conn) == CONNECTION_OK && nulls <= 2 * n + 2)
+	{
+		if ((r = PQgetResult(c->conn)) == NULL)
+		{
+			nulls++;
+			continue;
+		}
+		synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+		PQclear(r);
+	}
+	if (!PQexitPipelineMode(c->conn) && error == NULL)
+		error = first_line(PQerrorMessage(c->conn));
+	if (error == NULL && got < n)
+		error = first_line(PQerrorMessage(c->conn)[0] ? PQerrorMessage(c->conn) :
+						   "the server answered fewer statements than were sent");
+	if (error != NULL)
+	{
+		for (int i = 0; i < got; i++)
+			PQclear(res[i]);
+		*message = error;
+		return false;
+	}
+	return true;
+}
+#endif
+
+/*
+ * The statements of one look (top, report): prepared and pipelined where
+ * libpq can (14 and later), else joined into one simple Query.
+ */
+bool
+conn_query_prepared(Conn *c, char *const *texts, int n, PGresult **res, char **message)
+{
+	Buf			sql;
+	bool		ok;
+
+#ifdef LIBPQ_HAS_PIPELINING
+	if (!c->no_prepare && n <= 16)
+	{
+		bool		lost;
+
+		if (query_pipelined(c, texts, n, res, message, &lost))
+			return true;
+		if (!lost)
+			return false;
+		/* A pooler lost a statement: this connection prepares no more. */
+		free(*message);
+		*message = NULL;
+		c->no_prepare = true;
+		c->nprepared = 0;
+	}
+#endif
+	buf_init(&sql);
+	for (int i = 0; i < n; i++)
+	{
+		buf_append(&sql, texts[i]);
+		buf_append(&sql, "; ");
+	}
+	ok = conn_query_many(c, sql.data, n, res, message);
+	buf_free(&sql);
+	return ok;
+}
+
 /* The same with text parameters ($1, ...). */
 PGresult *
 conn_query_params(Conn *c, const char *sql, int nparams, const char *const *values,

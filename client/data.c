@@ -122,13 +122,12 @@ index_order(SortMode sort)
 }
 
 /*
- * The queries of one look, sent as one simple Query message: one round
- * trip for all of them (conn_query_many).  Room for every query a look
- * can make.
+ * The queries of one look, sent in one round trip, each prepared once per
+ * connection (conn_query_prepared).  Room for every query a look can make.
  */
 typedef struct Batch
 {
-	Buf			sql;
+	char	   *texts[12];
 	int			n;
 	int			next;
 	PGresult   *res[12];
@@ -140,10 +139,16 @@ batch_add(Batch *b, Buf *query)
 {
 	if (b->n == (int) (sizeof(b->res) / sizeof(b->res[0])))
 		fatal("internal error: too many queries in one look");
-	buf_append(&b->sql, query->data);
-	buf_append(&b->sql, "; ");
-	b->n++;
+	b->texts[b->n++] = xstrdup(query->data);
 	buf_reset(query);
+}
+
+static void
+batch_free(Batch *b)
+{
+	for (int i = 0; i < b->n; i++)
+		free(b->texts[i]);
+	b->n = 0;
 }
 
 /* The next result, in the order of batch_add; the caller frees it. */
@@ -246,7 +251,6 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	memset(s, 0, sizeof(*s));
 	memset(&b, 0, sizeof(b));
 	buf_init(&sql);
-	buf_init(&b.sql);
 
 	buf_printf(&sql,
 			   "SELECT pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()),"
@@ -303,7 +307,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		parse_findings(res, s);
 
 		buf_free(&sql);
-		buf_free(&b.sql);
+		batch_free(&b);
 		return true;
 	}
 
@@ -445,7 +449,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 				   x, limit);
 		batch_add(&b, &sql);
 	}
-	if (!conn_query_many(c, b.sql.data, b.n, b.res, message))
+	if (!conn_query_prepared(c, b.texts, b.n, b.res, message))
 		goto failed;
 
 	res = batch_next(&b);
@@ -581,12 +585,12 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		PQclear(res);
 	}
 	buf_free(&sql);
-	buf_free(&b.sql);
+	batch_free(&b);
 	return true;
 
 failed:
 	buf_free(&sql);
-	buf_free(&b.sql);
+	batch_free(&b);
 	snapshot_free(s);
 	return false;
 }
