@@ -331,7 +331,10 @@ conn_open(Conn *c, char **message)
 	const char *server_encoding;
 
 	*message = NULL;
+	/* A new server session has no prepared statement of ours. */
+	c->nprepared = 0;
 	c->conn = PQconnectdbParams(c->keywords, c->values, 1);
+	c->prepared_on = c->conn;
 	if (c->conn == NULL || PQstatus(c->conn) != CONNECTION_OK)
 	{
 		*message = first_line(c->conn ? PQerrorMessage(c->conn) : "out of memory");
