@@ -62,6 +62,27 @@ conn_query(Conn *c, const char *sql, char **message)
 }
 
 /*
+ * The end of a look's results: got of n came.  Fewer, or an error: the
+ * first error (or why fewer) into *message, the results kept are freed,
+ * and false.
+ */
+static bool
+results_done(Conn *c, char *error, int got, int n, PGresult **res, char **message)
+{
+	if (error == NULL && got < n)
+		error = first_line(PQerrorMessage(c->conn)[0] ? PQerrorMessage(c->conn) :
+						   "the server answered fewer statements than were sent");
+	if (error != NULL)
+	{
+		for (int i = 0; i < got; i++)
+			PQclear(res[i]);
+		*message = error;
+		return false;
+	}
+	return true;
+}
+
+/*
  * Several statements in one round trip (one simple Query message, which
  * the server answers statement by statement): their n results, in order,
  * into res.  On an error *message is the first one's (the server runs no
@@ -94,17 +115,7 @@ conn_query_many(Conn *c, const char *sql, int n, PGresult **res, char **message)
 							   "the server answered more statements than were sent");
 		PQclear(r);
 	}
-	if (error == NULL && got < n)
-		error = first_line(PQerrorMessage(c->conn)[0] ? PQerrorMessage(c->conn) :
-						   "the server answered fewer statements than were sent");
-	if (error != NULL)
-	{
-		for (int i = 0; i < got; i++)
-			PQclear(res[i]);
-		*message = error;
-		return false;
-	}
-	return true;
+	return results_done(c, error, got, n, res, message);
 }
 
 #ifdef LIBPQ_HAS_PIPELINING
@@ -239,17 +250,7 @@ query_pipelined(Conn *c, char *const *texts, int n, PGresult **res,
 	}
 	if (!PQexitPipelineMode(c->conn) && error == NULL)
 		error = first_line(PQerrorMessage(c->conn));
-	if (error == NULL && got < n)
-		error = first_line(PQerrorMessage(c->conn)[0] ? PQerrorMessage(c->conn) :
-						   "the server answered fewer statements than were sent");
-	if (error != NULL)
-	{
-		for (int i = 0; i < got; i++)
-			PQclear(res[i]);
-		*message = error;
-		return false;
-	}
-	return true;
+	return results_done(c, error, got, n, res, message);
 }
 #endif
 

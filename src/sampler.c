@@ -925,6 +925,7 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 				held_seen = 0,	/* processes seen this tick that hold samples */
 				lock_holder = -1;
 	int			doze_after = ticks_before_doze();
+	bool		may_doze;		/* this tick may decide to doze */
 	TimestampTz next_due;
 	double		us;
 
@@ -940,7 +941,8 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 	 * lock, a snapshot ProcArrayLock).  So either gather_tick() sees that
 	 * backend active, or the backend sees the flag and wakes the worker.
 	 */
-	if (doze_after > 0 && calm_ticks + 1 >= doze_after)
+	may_doze = doze_after > 0 && calm_ticks + 1 >= doze_after;
+	if (may_doze)
 	{
 		pg_atomic_write_u32(&sampler->doze, 1);
 		pg_memory_barrier();
@@ -956,7 +958,7 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 	}
 
 	n = gather_tick(&idle, &overflowed);
-	if (idle == n && doze_after > 0 && calm_ticks + 1 >= doze_after)
+	if (may_doze && idle == n)
 		lock_holder = main_lock_holder();
 
 	/* Only while the setting is on: otherwise nobody takes these locks. */
