@@ -374,16 +374,25 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 
 /*
  * After each ExecutorRun, before PG16 (hooks.c): add the run's rows to
- * the client statement's frame.
+ * the client statement's frame, most often the newest one.  (An executor
+ * has its estate from ExecutorStart to ExecutorEnd.)
  */
 void
 pgc_index_scans_ran(QueryDesc *queryDesc)
 {
-	for (int k = nrunning - 1; k >= 0; k--)
+	int			k = nrunning - 1;
+
+	if (likely(k >= 0 && running[k].queryDesc == queryDesc))
+	{
+		if (running[k].top_level)
+			running[k].rows += (int64) queryDesc->estate->es_processed;
+		return;
+	}
+	while (--k >= 0)
 	{
 		if (running[k].queryDesc == queryDesc)
 		{
-			if (running[k].top_level && queryDesc->estate != NULL)
+			if (running[k].top_level)
 				running[k].rows += (int64) queryDesc->estate->es_processed;
 			return;
 		}

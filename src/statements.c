@@ -489,12 +489,16 @@ add_index_deltas(PgcStatementEntry *entry, const PgcExecution *exec,
 			c->scans++;
 			c->entries_read += delta->returned;
 			c->live_fetched += delta->fetched;
-			c->dead_visits += dead;
-			c->max_dead_visits = Max(c->max_dead_visits, dead);
-			c->bitmap_lossy_pages += delta->lossy_pages;
 			entry->current.index_scans[slot]++;
 			entry->current.index_entries[slot] += delta->returned;
-			entry->current.index_dead[slot] += dead;
+			/* A clean execution (the common case) adds nothing more. */
+			if (unlikely((dead | delta->lossy_pages) != 0))
+			{
+				c->dead_visits += dead;
+				c->max_dead_visits = Max(c->max_dead_visits, dead);
+				c->bitmap_lossy_pages += delta->lossy_pages;
+				entry->current.index_dead[slot] += dead;
+			}
 			note_execution(&entry->current.index_exec[slot], exec, dead,
 						   delta->returned, now);
 		}
@@ -573,12 +577,11 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
  */
 static pg_noinline void
 count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
-			 uint64 app_hash, const char *source_text, int stmt_location,
-			 int stmt_len, const PgcExecution *exec)
+			 uint64 app_hash, TimestampTz now, const char *source_text,
+			 int stmt_location, int stmt_len, const PgcExecution *exec)
 {
 	PgcStatementEntry *entry;
 	PgcStatementKey key;
-	TimestampTz now = GetCurrentStatementStartTimestamp();
 
 	memset(&key, 0, sizeof(key));	/* hashed as bytes: no stray padding */
 	key.userid = userid;
@@ -637,6 +640,7 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 {
 	PgcStatementEntry *entry;
 	LocalCacheSlot *slot;
+	TimestampTz now = GetCurrentStatementStartTimestamp();
 	uint64		app_hash = current_application();
 
 	/* The hooks exist only where the shared state was attached at start. */
@@ -651,8 +655,6 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		slot->key.userid == userid && slot->key.dbid == MyDatabaseId &&
 		slot->key.app_hash == app_hash)
 	{
-		TimestampTz now = GetCurrentStatementStartTimestamp();
-
 		SpinLockAcquire(&entry->mutex);
 		if (pg_atomic_read_u64(&stmts->generation) == slot->generation)
 		{
@@ -663,8 +665,8 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		SpinLockRelease(&entry->mutex);
 	}
 
-	count_locked(slot, userid, query_id, app_hash, source_text, stmt_location,
-				 stmt_len, exec);
+	count_locked(slot, userid, query_id, app_hash, now, source_text,
+				 stmt_location, stmt_len, exec);
 }
 
 /* For pg_contention_info: entries in the hash, and evictions. */

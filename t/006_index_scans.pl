@@ -188,6 +188,41 @@ is($node->safe_psql('postgres',
 	"SELECT index_only_scans, other_entries_read FROM pg_contention_index_scans
 	  WHERE query LIKE 'SELECT count(*) FROM v4 WHERE i BETWEEN%'"),
 	'1|501', 'the index-only count counts its 501 entries');
+is($node->safe_psql('postgres',
+	"SELECT calls, rows FROM pg_contention_statements WHERE query LIKE 'DECLARE c CURSOR%'"),
+	'1|15', 'the cursor\'s rows are those of its three fetches');
+
+# A cursor fetched from inside another client statement (a function's FETCH
+# while the SELECT that calls it runs): its rows still go to the cursor's
+# statement, not to the SELECT.
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION v4_fetch(c refcursor, n int) RETURNS int LANGUAGE plpgsql AS $$
+	DECLARE
+		x int;
+		got int := 0;
+	BEGIN
+		FOR k IN 1 .. n LOOP
+			FETCH c INTO x;
+			got := got + 1;
+		END LOOP;
+		RETURN got;
+	END $$;
+	SELECT pg_contention_reset();
+});
+$node->safe_psql('postgres', q{
+	BEGIN;
+	DECLARE c2 CURSOR FOR SELECT i FROM v4 WHERE i < 100 ORDER BY i;
+	FETCH 5 FROM c2;
+	SELECT v4_fetch('c2', 7) FROM v4 WHERE i <= 2;
+	CLOSE c2;
+	COMMIT;
+});
+is($node->safe_psql('postgres',
+	"SELECT calls, rows FROM pg_contention_statements WHERE query LIKE 'DECLARE c2 CURSOR%'"),
+	'1|19', 'the cursor\'s rows: 5 fetched directly and 14 by the function called for 2 rows');
+is($node->safe_psql('postgres',
+	"SELECT calls, rows FROM pg_contention_statements WHERE query LIKE 'SELECT v4_fetch(%'"),
+	'1|2', 'the SELECT that called it returned its own 2 rows');
 
 # Nested executors on the same index: a function whose statement reads the
 # index, called for every row of an outer scan of that index.
