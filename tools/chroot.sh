@@ -77,15 +77,17 @@ remove_chroot() {
 
 # What the tests use beyond the server: the extensions they preload beside
 # pg_contention (t/010_neighbours.pl), libpq's headers for the client and
-# tmux to drive its top (t/015_client.pl).  Chromium, which renders the
+# tmux to drive its top (t/015_client.pl), PgBouncer to put it behind a
+# transaction pooler (t/035_pooler.pl).  Chromium, which renders the
 # client's HTML report, is installed on the host only.
 # psycopg 3 (t/021's importer) is packaged from bookworm on, not in bullseye.
 psycopg_package() { [ "$(release_for "$1")" = bullseye ] || echo python3-psycopg; }
-extra_packages() { echo "postgresql-$1-pg-wait-sampling postgresql-$1-cron libpq-dev tmux $(psycopg_package "$1")"; }
+extra_packages() { echo "postgresql-$1-pg-wait-sampling postgresql-$1-cron libpq-dev tmux pgbouncer $(psycopg_package "$1")"; }
 has_extra_packages() {
 	[ -f "$1/usr/lib/postgresql/$2/lib/pg_wait_sampling.so" ] &&
 		[ -f "$1/usr/lib/postgresql/$2/lib/pg_cron.so" ] &&
 		[ -f "$1/usr/include/postgresql/libpq-fe.h" ] && [ -x "$1/usr/bin/tmux" ] &&
+		[ -x "$1/usr/sbin/pgbouncer" ] &&
 		{ [ -z "$(psycopg_package "$2")" ] || [ -d "$1/usr/lib/python3/dist-packages/psycopg" ]; }
 }
 

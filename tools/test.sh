@@ -81,7 +81,7 @@ for v in $versions; do
 	if [ "$release" = "$host_codename" ]; then
 		if [ "$(id -u)" -eq 0 ]; then
 			apt_install "postgresql-$v" "postgresql-server-dev-$v" libipc-run-perl gcc make \
-				"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron" libpq-dev tmux python3-psycopg \
+				"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron" libpq-dev tmux python3-psycopg pgbouncer \
 				chromium fonts-dejavu-core prometheus-postgres-exporter prometheus
 		fi
 		timeout "$per_version_timeout" "$here/suite.sh" "$v" 2>&1 | tee "$out" >&2
