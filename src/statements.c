@@ -716,6 +716,38 @@ copy_entry(PgcStatementEntry *dest, PgcStatementEntry *entry, bool take_locks)
 	strlcpy(dest->query, entry->query, pgc_max_query_length);
 }
 
+/*
+ * A growing palloc'd array of entry copies, for the walks that keep only
+ * some entries (under the LWLock, as copy_entry says).
+ */
+typedef struct EntryCopies
+{
+	char	   *data;
+	long		n;
+	long		capacity;
+	Size		size;			/* of one copy: entry_size() */
+} EntryCopies;
+
+static void
+copies_init(EntryCopies *c, long capacity)
+{
+	c->size = entry_size();
+	c->n = 0;
+	c->capacity = Max(capacity, 1);
+	c->data = palloc_extended(mul_size(c->capacity, c->size), MCXT_ALLOC_HUGE);
+}
+
+static void
+copies_add(EntryCopies *c, PgcStatementEntry *entry)
+{
+	if (c->n == c->capacity)
+	{
+		c->capacity *= 2;
+		c->data = repalloc_huge(c->data, mul_size(c->capacity, c->size));
+	}
+	copy_entry((PgcStatementEntry *) (c->data + c->n++ * c->size), entry, true);
+}
+
 /* The order of pgc_sampler_subtrans_keys(): the keys' bytes. */
 static int
 compare_profile_key_bytes(const void *a, const void *b)
@@ -763,11 +795,9 @@ copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 {
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
-	Size		size = entry_size();
-	long		nkept = 0;
-	long		capacity = 64;
-	char	   *copy = palloc_extended(mul_size(capacity, size), MCXT_ALLOC_HUGE);
+	EntryCopies kept;
 
+	copies_init(&kept, 64);
 	LWLockAcquire(stmts->lock, LW_SHARED);
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
@@ -787,18 +817,12 @@ copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 			wanted = bsearch(&key, waiters, nwaiters, sizeof(PgcProfileKey),
 							 compare_profile_key_bytes) != NULL;
 		}
-		if (!wanted)
-			continue;
-		if (nkept == capacity)
-		{
-			capacity *= 2;
-			copy = repalloc_huge(copy, mul_size(capacity, size));
-		}
-		copy_entry((PgcStatementEntry *) (copy + nkept++ * size), entry, true);
+		if (wanted)
+			copies_add(&kept, entry);
 	}
 	LWLockRelease(stmts->lock);
-	*n = nkept;
-	return copy;
+	*n = kept.n;
+	return kept.data;
 }
 
 /* A statement's index: what pg_contention_index_scans' view sums over. */
@@ -852,12 +876,9 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 {
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
-	Size		size = entry_size();
 	long		ng = 0;
-	long		nkept = 0;
-	long		kept_capacity;
 	IndexGroupKey *keys;
-	char	   *copy;
+	EntryCopies kept;
 
 	LWLockAcquire(stmts->lock, LW_SHARED);
 	/* Entries are added only under the exclusive lock: the count holds. */
@@ -890,8 +911,7 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 		ng = unique;
 	}
 
-	kept_capacity = Min(Max(ng, 1), 64);
-	copy = palloc_extended(mul_size(kept_capacity, size), MCXT_ALLOC_HUGE);
+	copies_init(&kept, Min(ng, 64));
 	if (ng > 0)
 	{
 		hash_seq_init(&status, statements);
@@ -906,21 +926,15 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 					in_index_groups(keys, ng, entry->key.dbid, entry->key.query_id,
 									entry->indexes[k].indexoid);
 			SpinLockRelease(&entry->mutex);
-			if (!wanted)
-				continue;
-			if (nkept == kept_capacity)
-			{
-				kept_capacity *= 2;
-				copy = repalloc_huge(copy, mul_size(kept_capacity, size));
-			}
-			copy_entry((PgcStatementEntry *) (copy + nkept++ * size), entry, true);
+			if (wanted)
+				copies_add(&kept, entry);
 		}
 	}
 	LWLockRelease(stmts->lock);
-	*n = nkept;
+	*n = kept.n;
 	*groups = keys;
 	*ngroups = ng;
-	return copy;
+	return kept.data;
 }
 
 /*
@@ -1437,19 +1451,15 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 {
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
-	Size		size = entry_size();
 	long		total;
-	long		nkept = 0;
 	long		nothers = 0;
-	long		capacity;
-	char	   *copy;
+	EntryCopies kept;
 	OtherEntry *others;
 
 	LWLockAcquire(stmts->lock, LW_SHARED);
 	total = Max(hash_get_num_entries(statements), 1);
 	others = palloc_extended(total * sizeof(OtherEntry), MCXT_ALLOC_HUGE);
-	capacity = Min(total, 64);
-	copy = palloc_extended(mul_size(capacity, size), MCXT_ALLOC_HUGE);
+	copies_init(&kept, Min(total, 64));
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
@@ -1467,41 +1477,29 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 			others[nothers++].entry = entry;
 			continue;
 		}
-		if (nkept == capacity)
-		{
-			capacity = Min(2 * capacity, total);
-			copy = repalloc_huge(copy, mul_size(capacity, size));
-		}
-		copy_entry((PgcStatementEntry *) (copy + nkept++ * size), entry, true);
+		copies_add(&kept, entry);
 	}
 
-	if (nkept > 0 && nothers > 0)
+	if (kept.n > 0 && nothers > 0)
 	{
-		OtherEntry *notables = palloc(nkept * sizeof(OtherEntry));
-		long		nnotable = nkept;
+		long		nnotable = kept.n;
+		OtherEntry *notables = palloc(nnotable * sizeof(OtherEntry));
 
 		for (long i = 0; i < nnotable; i++)
-			notables[i].key = ((PgcStatementEntry *) (copy + i * size))->key;
+			notables[i].key = ((PgcStatementEntry *) (kept.data + i * kept.size))->key;
 		qsort(notables, nnotable, sizeof(OtherEntry), compare_other_entries);
 		for (long i = 0; i < nothers; i++)
 		{
 			if (bsearch(&others[i], notables, nnotable, sizeof(OtherEntry),
-						compare_other_entries) == NULL)
-				continue;
-			if (nkept == capacity)
-			{
-				capacity = Min(2 * capacity, total);
-				copy = repalloc_huge(copy, mul_size(capacity, size));
-			}
-			copy_entry((PgcStatementEntry *) (copy + nkept++ * size),
-					   others[i].entry, true);
+						compare_other_entries) != NULL)
+				copies_add(&kept, others[i].entry);
 		}
 		pfree(notables);
 	}
 	LWLockRelease(stmts->lock);
 	pfree(others);
-	*n = nkept;
-	return copy;
+	*n = kept.n;
+	return kept.data;
 }
 
 static bool
