@@ -289,10 +289,18 @@ findings_cost() {
 	# backend's, from the postmaster's reaped-children times in /proc, 10 ms
 	# ticks summed over the runs) and the wall time per check, median.  By
 	# default check reads the incidents worker's last evaluation; --live
-	# evaluates (and first plans) every rule.
+	# evaluates (and first plans) every rule.  Autovacuum is off meanwhile
+	# (and its workers gone): a worker that exits during the runs would
+	# count as reaped children too (the fill leaves 50 tables to analyze).
 	check_cost() {
 		local mode runs pm c0 c1 k t0 t1
 		declare -gA check_cpu_ms check_wall_ms
+		psql_ -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
+		for ((k = 0; k < 600; k++)); do
+			[ "$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")" = 0 ] &&
+				[ "$(psql_ -c "SHOW autovacuum")" = off ] && break
+			sleep 0.1
+		done
 		psql_ -c "SELECT 1" >/dev/null
 		for ((k = 0; k < 300; k++)); do
 			[ "$(psql_ -c "SELECT count(*) FROM pg_contention_findings_kept()")" -gt 0 ] && break
@@ -320,6 +328,7 @@ findings_cost() {
 				'BEGIN { printf "%.1f", (b - a) * 1000 / hz / n }')
 			check_wall_ms[$mode]=$(sort -n "$work/check_wall" | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR+1)/2)] / 1000}')
 		done
+		psql_ -c "ALTER SYSTEM RESET autovacuum" -c "SELECT pg_reload_conf()" >/dev/null
 		# pg_contention top as someone watching it: one session refreshing
 		# every 0.5 s; its backend's CPU time (/proc/PID/schedstat) over 20 s
 		# (40 refreshes) once it runs, three runs.  (Not the postmaster's
