@@ -10,7 +10,9 @@
 #    DISCARD ALL) answers "does not exist" (26000) at the second refresh.
 # Either way every refresh must show its data, and the client must stop
 # preparing on that connection after the first such answer: one error in
-# the server's log per client run, not one per refresh.  (A client built
+# the server's log per client run, not one per refresh.  A PgBouncer that
+# keeps prepared statements (1.21 and later, max_prepared_statements)
+# gives no such answer.  (A client built
 # with libpq 13 has no pipeline mode and never prepares: no error at all.)
 use strict;
 use warnings;
@@ -34,9 +36,16 @@ autovacuum = off
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
 
+# PgBouncer 1.21 and later can keep a client's prepared statements
+# (max_prepared_statements, on by default from 1.22): the scenarios above
+# turn that off, as older ones are; the last one turns it on.
+my ($bouncer_version) = `$pgbouncer --version` =~ /PgBouncer (\d+\.\d+)/;
+my $keeps_prepared = defined $bouncer_version && $bouncer_version >= 1.21;
+note "PgBouncer $bouncer_version";
+
 # The client prepares where its libpq has pipeline mode (14 and later);
 # the chroots' clients are built with their server's libpq.
-my $prepares = $node->pg_version >= 14;
+my $prepares = $node->safe_psql('postgres', 'SHOW server_version_num') >= 140000;
 my $user = getpwuid($>);
 my $dir = PostgreSQL::Test::Utils::tempdir;
 my $port = PostgreSQL::Test::Cluster::get_free_port();
@@ -46,6 +55,7 @@ my $port = PostgreSQL::Test::Cluster::get_free_port();
 sub start_pooler
 {
 	my (%extra) = @_;
+	$extra{max_prepared_statements} //= 0 if $keeps_prepared;
 	my $settings = join('', map { "$_ = $extra{$_}\n" } sort keys %extra);
 	open my $users, '>', "$dir/users.txt" or die $!;
 	print $users qq{"$user" ""\n};
@@ -166,6 +176,24 @@ is($rc, 0, 'check through the pooler exits 0: nobody pays for the overflowed cac
   or diag("$out\n$err");
 like($out, qr/^info subxact_overflow: statement INSERT INTO held/m, 'and names it, as info');
 $pooler->kill_kill;
+
+# ---- A pooler that keeps them (PgBouncer 1.21 and later): the client
+# keeps preparing, and the server says nothing.
+SKIP:
+{
+	skip 'this PgBouncer cannot keep prepared statements (1.21 and later can)', 3
+	  unless $keeps_prepared;
+	$pooler = start_pooler(
+		server_reset_query => 'DISCARD ALL',
+		server_reset_query_always => 1,
+		max_prepared_statements => 100);
+	$offset = -s $node->logfile;
+	($rc, $out, $err) = through_pooler('top', '-n', '4', '-i', '0.2');
+	is($rc, 0, 'top -n 4 through a pooler that keeps prepared statements exits 0');
+	is(refreshes_shown($out), 4, 'all 4 refreshes shown');
+	is(lost_statements($offset), '0 already exist, 0 do not', 'no statement lost');
+	$pooler->kill_kill;
+}
 
 $holder->quit;
 $node->stop;
