@@ -16,7 +16,8 @@
  * most pgc_max_statements entries, keyed by user, database, query id and
  * application: a hash of application_name, see current_application), its
  * header (ShmemInitStruct "pg_contention statements header": the
- * eviction count and the generation) and its LWLock.
+ * eviction count, the generation, and each entry's slot with its flags,
+ * see below) and its LWLock.
  *
  * Locking, as in pg_stat_statements: the LWLock in shared mode to find
  * an entry and update its counters under the entry's spinlock; exclusive
@@ -131,12 +132,15 @@ typedef struct StatementsShared
 	LWLock	   *lock;
 	int64		evictions;		/* entries evicted to make room, under lock */
 	pg_atomic_uint64 generation;	/* bumped before entries move */
+	int			nfree;			/* slots free, on free_slots[], under lock */
 } StatementsShared;
+
 
 typedef struct PgcStatementEntry
 {
 	PgcStatementKey key;
-	slock_t		mutex;			/* protects the fields below */
+	slock_t		mutex;			/* protects the fields below but slot */
+	int32		slot;			/* set with the entry, under the lock */
 	double		usage;			/* calls, decayed at each eviction */
 	int64		calls;
 	int64		suboverflowed_calls;
@@ -156,6 +160,22 @@ typedef struct PgcStatementEntry
 	char		application_name[NAMEDATALEN];	/* the key's app_hash is of it */
 	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen, normalised */
 } PgcStatementEntry;
+
+/*
+ * Every live entry has a slot, a number below pgc_max_statements, taken
+ * and given back under the exclusive lock with the entry.  Per slot: the
+ * entry, and flags its counters set the first time they become non-zero
+ * (under the entry's spinlock, so a remover, which takes that spinlock,
+ * clears them after): the walks that want only such entries (top's
+ * tables, the metrics) read the flags instead of every entry of a full
+ * store.  They follow the header in its shared memory.
+ */
+#define SLOT_SUBOVERFLOWED	0x01	/* suboverflowed_calls > 0 */
+#define SLOT_DEAD_VISITS	0x02	/* dead_visits > 0 on an index */
+
+static int *free_slots;
+static PgcStatementEntry **slot_entry;
+static pg_atomic_uint32 *slot_flags;
 
 #define USAGE_DECAY_FACTOR	0.99
 #define EVICT_PERCENT		5
@@ -228,11 +248,56 @@ entry_size(void)
 	return MAXALIGN(offsetof(PgcStatementEntry, query) + pgc_max_query_length);
 }
 
+/* The header and, after it, the slots' three arrays. */
+static Size
+header_size(void)
+{
+	Size		size = MAXALIGN(sizeof(StatementsShared));
+
+	size = add_size(size, MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
+	size = add_size(size, MAXALIGN(mul_size(pgc_max_statements, sizeof(PgcStatementEntry *))));
+	return add_size(size, mul_size(pgc_max_statements, sizeof(pg_atomic_uint32)));
+}
+
 Size
 pgc_statements_shmem_size(void)
 {
-	return add_size(MAXALIGN(sizeof(StatementsShared)),
+	return add_size(header_size(),
 					hash_estimate_size(pgc_max_statements, entry_size()));
+}
+
+/*
+ * A new entry's slot (caller holds the lock exclusively).  There is one
+ * for every entry the hash is sized for; false if the hash took more.
+ */
+static bool
+take_slot(PgcStatementEntry *entry)
+{
+	if (stmts->nfree == 0)
+		return false;
+	entry->slot = free_slots[--stmts->nfree];
+	slot_entry[entry->slot] = entry;
+	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
+	return true;
+}
+
+/*
+ * Give a removed entry's slot back (caller holds the lock exclusively and
+ * has taken and released the entry's spinlock since the generation moved).
+ */
+static void
+release_slot(PgcStatementEntry *entry)
+{
+	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
+	slot_entry[entry->slot] = NULL;
+	free_slots[stmts->nfree++] = entry->slot;
+}
+
+/* The first time one of a slot's counters becomes non-zero; under its spinlock. */
+static pg_noinline void
+flag_slot(PgcStatementEntry *entry, uint32 flag)
+{
+	pg_atomic_fetch_or_u32(&slot_flags[entry->slot], flag);
 }
 
 /* Called under AddinShmemInitLock. */
@@ -244,13 +309,26 @@ pgc_statements_shmem_init(LWLock *lock)
 	bool		first;
 
 	stmts = ShmemInitStruct("pg_contention statements header",
-							sizeof(StatementsShared), &found);
+							header_size(), &found);
 	first = !found;
+	free_slots = (int *) ((char *) stmts + MAXALIGN(sizeof(StatementsShared)));
+	slot_entry = (PgcStatementEntry **)
+		((char *) free_slots + MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
+	slot_flags = (pg_atomic_uint32 *)
+		((char *) slot_entry + MAXALIGN(mul_size(pgc_max_statements, sizeof(PgcStatementEntry *))));
 	if (first)
 	{
 		stmts->lock = lock;
 		stmts->evictions = 0;
 		pg_atomic_init_u64(&stmts->generation, 0);
+		/* Taken from the end: slot 0 first. */
+		stmts->nfree = pgc_max_statements;
+		for (int i = 0; i < pgc_max_statements; i++)
+		{
+			free_slots[i] = pgc_max_statements - 1 - i;
+			slot_entry[i] = NULL;
+			pg_atomic_init_u32(&slot_flags[i], 0);
+		}
 	}
 
 	memset(&info, 0, sizeof(info));
@@ -338,6 +416,7 @@ evict_least_used(void)
 		/* Wait out any backend updating it without the LWLock. */
 		SpinLockAcquire(&all[v].entry->mutex);
 		SpinLockRelease(&all[v].entry->mutex);
+		release_slot(all[v].entry);
 		hash_search(statements, &all[v].entry->key, HASH_REMOVE, NULL);
 	}
 	stmts->evictions += victims;
@@ -363,6 +442,11 @@ enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 	entry = hash_search(statements, key, HASH_ENTER_NULL, &found);
 	if (entry == NULL)
 		return NULL;
+	if (!found && !take_slot(entry))
+	{
+		hash_search(statements, key, HASH_REMOVE, NULL);
+		return NULL;
+	}
 	if (!found)
 	{
 		/*
@@ -494,6 +578,8 @@ add_index_deltas(PgcStatementEntry *entry, const PgcExecution *exec,
 			/* A clean execution (the common case) adds nothing more. */
 			if (unlikely((dead | delta->lossy_pages) != 0))
 			{
+				if (dead > 0 && c->dead_visits == 0)
+					flag_slot(entry, SLOT_DEAD_VISITS);
 				c->dead_visits += dead;
 				c->max_dead_visits = Max(c->max_dead_visits, dead);
 				c->bitmap_lossy_pages += delta->lossy_pages;
@@ -530,6 +616,8 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 		entry->usage += 1.0;
 		if (unlikely(flags & PGC_COUNT_SUBOVERFLOWED))
 		{
+			if (entry->suboverflowed_calls == 0)
+				flag_slot(entry, SLOT_SUBOVERFLOWED);
 			entry->suboverflowed_calls++;
 			period->suboverflowed_calls++;
 		}
@@ -694,6 +782,7 @@ pgc_statements_reset(void)
 		/* Wait out any backend updating it without the LWLock. */
 		SpinLockAcquire(&entry->mutex);
 		SpinLockRelease(&entry->mutex);
+		release_slot(entry);
 		hash_search(statements, &entry->key, HASH_REMOVE, NULL);
 	}
 	stmts->evictions = 0;
@@ -799,6 +888,33 @@ copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 
 	copies_init(&kept, 64);
 	LWLockAcquire(stmts->lock, LW_SHARED);
+
+	/*
+	 * Without waiters (the profile's keys lack the application, so they are
+	 * matched by a walk) the slots flagged suboverflowed are all there is
+	 * to copy: a full store is not walked.  Slots change only under the
+	 * exclusive lock; a flag set since it was read is a call counted after
+	 * this read began.
+	 */
+	if (nwaiters == 0)
+	{
+		for (int i = 0; i < pgc_max_statements; i++)
+		{
+			bool		wanted;
+
+			if (!(pg_atomic_read_u32(&slot_flags[i]) & SLOT_SUBOVERFLOWED) ||
+				(entry = slot_entry[i]) == NULL)
+				continue;
+			SpinLockAcquire(&entry->mutex);
+			wanted = entry->suboverflowed_calls > 0;
+			SpinLockRelease(&entry->mutex);
+			if (wanted)
+				copies_add(&kept, entry);
+		}
+		LWLockRelease(stmts->lock);
+		*n = kept.n;
+		return kept.data;
+	}
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
@@ -885,9 +1001,12 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 	keys = palloc_extended(mul_size(Max(hash_get_num_entries(statements), 1),
 									PGC_INDEX_SLOTS * sizeof(IndexGroupKey)),
 						   MCXT_ALLOC_HUGE);
-	hash_seq_init(&status, statements);
-	while ((entry = hash_seq_search(&status)) != NULL)
+	/* Only the slots flagged with dead visits can have any (see above). */
+	for (int i = 0; i < pgc_max_statements; i++)
 	{
+		if (!(pg_atomic_read_u32(&slot_flags[i]) & SLOT_DEAD_VISITS) ||
+			(entry = slot_entry[i]) == NULL)
+			continue;
 		SpinLockAcquire(&entry->mutex);
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 		{
@@ -2096,6 +2215,17 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 				break;
 			continue;
 		}
+		if (!take_slot(entry))
+		{
+			hash_search(statements, &key, HASH_REMOVE, NULL);
+			break;
+		}
+		if (entry->suboverflowed_calls > 0)
+			flag_slot(entry, SLOT_SUBOVERFLOWED);
+		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+			if (entry->indexes[k].indexoid != InvalidOid &&
+				entry->indexes[k].dead_visits > 0)
+				flag_slot(entry, SLOT_DEAD_VISITS);
 		(*kept)++;
 	}
 	/* The first pass ended early: say so (the second reset the flag). */

@@ -7,6 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(subtrans_only_differences);
 
 my $node = PostgreSQL::Test::Cluster->new('bounded');
 $node->init;
@@ -126,6 +129,77 @@ is($node->safe_psql('postgres',
 cmp_ok($node->safe_psql('postgres',
 	"SELECT sum(calls) FROM pg_contention_statements WHERE query LIKE 'SELECT \$1, \$2%'"),
 	'<=', 1200, 'no execution counted twice');
+
+# pg_contention_statements(subtrans_only) and pg_contention_index_scans
+# (dead_only) read the flags of each entry's slot instead of every entry:
+# the flags follow their entries through a restart (the saved store is
+# loaded), an eviction that reuses their slots for other statements, and
+# a reset.  Each time the functions must return exactly what the filters
+# of the full reads keep.
+sub flagged_rows
+{
+	my $differ = subtrans_only_differences();
+	my $dead_keys = q{userid, dbid, query_id, application_name, indexrelid, dead_visits};
+	return $node->safe_psql('postgres', qq{
+		SELECT (SELECT count(*) FROM pg_contention_statements(true)) || ' suboverflowed, '
+			|| $differ || ' differ; '
+			|| (SELECT count(*) FROM pg_contention_index_scans(true) WHERE dead_visits > 0) || ' dead, '
+			|| (SELECT count(*) FROM (
+				  (SELECT $dead_keys FROM pg_contention_index_scans(true)
+				   EXCEPT ALL
+				   SELECT $dead_keys FROM pg_contention_index_scans() AS s
+					WHERE (dbid, query_id, indexrelid) IN
+						  (SELECT dbid, query_id, indexrelid FROM pg_contention_index_scans()
+							WHERE dead_visits > 0))
+				  UNION ALL
+				  (SELECT $dead_keys FROM pg_contention_index_scans() AS s
+					WHERE (dbid, query_id, indexrelid) IN
+						  (SELECT dbid, query_id, indexrelid FROM pg_contention_index_scans()
+							WHERE dead_visits > 0)
+				   EXCEPT ALL
+				   SELECT $dead_keys FROM pg_contention_index_scans(true))) AS d)
+			|| ' differ'});
+}
+$node->safe_psql('postgres', q{
+	SELECT pg_contention_reset();
+	CREATE TABLE fl (k int, v int) WITH (autovacuum_enabled = off);
+	CREATE INDEX fl_k ON fl (k);
+});
+# A session holds an overflowed cache and the xmin horizon; meanwhile
+# another one reads (a suboverflowed snapshot) and looks up rows it just
+# deleted (dead index entries).
+my $holder = $node->background_psql('postgres');
+$holder->query_safe("BEGIN;
+" . join('', map { "SAVEPOINT s$_; INSERT INTO r VALUES ($_);
+" } 1 .. 70));
+$node->safe_psql('postgres', q{
+	INSERT INTO fl SELECT 1, g FROM generate_series(1, 200) AS g;
+	DELETE FROM fl;
+});
+$node->safe_psql('postgres', q{
+	SET enable_seqscan = off; SET enable_bitmapscan = off;
+	SELECT count(*) FROM r;
+	SELECT * FROM fl WHERE k = 1;
+});
+$holder->query_safe('COMMIT');
+$holder->quit;
+my $flagged = flagged_rows();
+like($flagged, qr/^[1-9]\d* suboverflowed, 0 differ; 1 dead, 0 differ$/,
+	"flagged: the statements run on suboverflowed snapshots, the lookup of dead entries ($flagged)");
+$node->restart;
+is(flagged_rows(), $flagged, 'after a restart: the loaded entries are flagged again');
+# 300 other statements through a hash of 100: both entries are evicted and
+# their slots taken by statements that never ran suboverflowed nor met a
+# dead entry.
+$node->safe_psql('postgres', distinct_statements('2'));
+is(flagged_rows(), '0 suboverflowed, 0 differ; 0 dead, 0 differ',
+	'after their eviction: nothing flagged in the slots reused');
+$node->safe_psql('postgres', q{
+	SET enable_seqscan = off; SET enable_bitmapscan = off;
+	SELECT * FROM fl WHERE k = 1;
+});
+is(flagged_rows(), '0 suboverflowed, 0 differ; 1 dead, 0 differ',
+	'the lookup again, in a new entry: flagged (its first scan since the commit still visits the dead entries)');
 
 # Reset clears everything, counters included.
 $node->safe_psql('postgres', 'SELECT pg_contention_reset()');

@@ -10,7 +10,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(savepoint_script);
+use PgContention::Test qw(savepoint_script subtrans_only_differences);
 
 my $node = PostgreSQL::Test::Cluster->new('bench');
 $node->init;
@@ -80,18 +80,9 @@ cmp_ok($subof, '>', 0, "UPDATE ran on suboverflowed snapshots ($subof of $calls)
 # pg_contention_statements(subtrans_only), which top and the metrics read
 # instead of the whole store: exactly the view's rows that ran suboverflowed
 # or waited on pg_subtrans, and not the others.
-my $keys = q{userid, dbid, query_id, application_name, calls, suboverflowed_calls};
+my $differ = subtrans_only_differences();
 is($node->safe_psql('postgres', qq{
-	SELECT (SELECT count(*) FROM (
-			  (SELECT $keys FROM pg_contention_statements(true)
-			   EXCEPT ALL
-			   SELECT $keys FROM pg_contention_statements
-			    WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0)
-			  UNION ALL
-			  (SELECT $keys FROM pg_contention_statements
-			    WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0
-			   EXCEPT ALL
-			   SELECT $keys FROM pg_contention_statements(true))) AS d)
+	SELECT $differ
 		 || '|' || (SELECT count(*) > 0 FROM pg_contention_statements(true))
 		 || '|' || ((SELECT count(*) FROM pg_contention_statements(true))
 					< (SELECT count(*) FROM pg_contention_statements))}),

@@ -61,8 +61,26 @@ use Exporter 'import';
 use IPC::Run;
 use Time::HiRes ();
 
-our @EXPORT_OK = qw(wait_for_log_line run_client client_on_terminal find_program screen_columns
+our @EXPORT_OK = qw(subtrans_only_differences wait_for_log_line run_client client_on_terminal find_program screen_columns
   savepoint_script finding history_settled wait_ticks evaluated_twice crc32c);
+
+# SQL: how many rows pg_contention_statements(subtrans_only) and the
+# view's filter (ran suboverflowed, or waited on pg_subtrans) disagree on,
+# counted both ways.
+sub subtrans_only_differences
+{
+	my $keys = q{userid, dbid, query_id, application_name, calls, suboverflowed_calls};
+	return qq{(SELECT count(*) FROM (
+			  (SELECT $keys FROM pg_contention_statements(true)
+			   EXCEPT ALL
+			   SELECT $keys FROM pg_contention_statements
+				WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0)
+			  UNION ALL
+			  (SELECT $keys FROM pg_contention_statements
+				WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0
+			   EXCEPT ALL
+			   SELECT $keys FROM pg_contention_statements(true))) AS d)};
+}
 
 sub run_client
 {
