@@ -172,6 +172,11 @@ typedef struct PgcStatementEntry
  */
 #define SLOT_SUBOVERFLOWED	0x01	/* suboverflowed_calls > 0 */
 #define SLOT_DEAD_VISITS	0x02	/* dead_visits > 0 on an index */
+#define SLOT_NEAR_OVERFLOW	0x04	/* near_overflow_calls > 0 */
+#define SLOT_OVERFLOW_EVENTS 0x08	/* overflow_events > 0 */
+#define SLOT_SAVEPOINT		0x10	/* a SAVEPOINT, RELEASE or ROLLBACK TO */
+/* What can make an entry notable (entry_is_notable) in any window. */
+#define SLOT_NOTABLE		0x1f
 
 static int *free_slots;
 static PgcStatementEntry **slot_entry;
@@ -184,6 +189,7 @@ static pg_atomic_uint32 *slot_flags;
 static StatementsShared *stmts = NULL;
 static HTAB *statements = NULL;
 
+static bool is_savepoint_text(const char *query);
 static void put_literals(const char *literals, bool visible, Oid dbid,
 						 Datum *values, bool *nulls, int col);
 
@@ -467,6 +473,8 @@ enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 
 		/* Only readers under the LWLock read the text: we hold it. */
 		strlcpy(entry->query, text, pgc_max_query_length);
+		if (is_savepoint_text(entry->query))
+			flag_slot(entry, SLOT_SAVEPOINT);
 	}
 	return entry;
 }
@@ -637,6 +645,8 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 			period->max_subxacts = Max(period->max_subxacts, exec->subxacts);
 			if (exec->subxacts > pgc_subxact_warn_level)
 			{
+				if (entry->near_overflow_calls == 0)
+					flag_slot(entry, SLOT_NEAR_OVERFLOW);
 				entry->near_overflow_calls++;
 				period->near_overflow_calls++;
 			}
@@ -644,6 +654,8 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 	}
 	if (flags & PGC_COUNT_OVERFLOW_EVENT)
 	{
+		if (entry->overflow_events == 0)
+			flag_slot(entry, SLOT_OVERFLOW_EVENTS);
 		entry->overflow_events++;
 		period->overflow_events++;
 	}
@@ -1552,58 +1564,62 @@ compare_other_entries(const void *a, const void *b)
  * Copy out of the hash only the entries pg_contention_recent(...,
  * notable_only) can use: those that entry_is_notable, and the other
  * applications' entries of the same statements (their figures are part of
- * the statement's sums).  A busy server's thousands of other entries are
- * looked at, not copied: the copy of a full store (5,000 entries of a few
- * kB) was most of the findings' cost.  Under the LWLock in shared mode, as
- * copy_entries; each entry's periods are read under its spinlock (plain
- * reads and compares: nothing there can fail), its key and text without
- * it (both are written only when the entry is created, under the
- * exclusive lock).  The text is read only where it can matter: an entry
- * whose statement scanned an index (its first index slot is taken, under
- * the spinlock) ran in the executor, so it is not a SAVEPOINT; the text
- * lies far into the entry, and reading it was a third of the look.  The
- * entries not copied are remembered by address, valid while the lock is
- * held: entries move only under the exclusive lock.
+ * the statement's sums).  Only an entry whose slot is flagged can be
+ * notable: those are looked at (their periods under the spinlock), not the
+ * thousands of a busy server's store; the copy of a full store (5,000
+ * entries of a few kB) was most of the findings' cost, and looking at each
+ * most of what was left.  When some are notable, one walk finds their
+ * statements' other entries, remembered by address (valid while the lock
+ * is held: entries move only under the exclusive lock).  Under the LWLock
+ * in shared mode, as copy_entries.
  */
 static char *
 copy_notable_entries(long *n, TimestampTz cutoff)
 {
 	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
-	long		total;
 	long		nothers = 0;
 	EntryCopies kept;
-	OtherEntry *others;
+	OtherEntry *others = NULL;
+	bool	   *kept_slot = palloc0(pgc_max_statements * sizeof(bool));
 
 	LWLockAcquire(stmts->lock, LW_SHARED);
-	total = Max(hash_get_num_entries(statements), 1);
-	others = palloc_extended(total * sizeof(OtherEntry), MCXT_ALLOC_HUGE);
-	copies_init(&kept, Min(total, 64));
-	hash_seq_init(&status, statements);
-	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		int			notable;
-		bool		scanned;
+	copies_init(&kept, 64);
 
+	/* Only a flagged slot's entry can be notable (see the flags). */
+	for (int i = 0; i < pgc_max_statements; i++)
+	{
+		uint32		flags = pg_atomic_read_u32(&slot_flags[i]);
+		int			notable;
+
+		if (!(flags & SLOT_NOTABLE) || (entry = slot_entry[i]) == NULL)
+			continue;
 		SpinLockAcquire(&entry->mutex);
 		notable = entry_counters_notable(entry, cutoff);
-		scanned = entry->indexes[0].indexoid != InvalidOid;
 		SpinLockRelease(&entry->mutex);
-		if (notable < 0 ||
-			(notable == 0 && (scanned || !is_savepoint_text(entry->query))))
+		if (notable > 0 || (notable == 0 && (flags & SLOT_SAVEPOINT)))
 		{
-			others[nothers].key = entry->key;
-			others[nothers++].entry = entry;
-			continue;
+			copies_add(&kept, entry);
+			kept_slot[i] = true;
 		}
-		copies_add(&kept, entry);
 	}
 
-	if (kept.n > 0 && nothers > 0)
+	/* Their statements' other entries: a walk, only when there are any. */
+	if (kept.n > 0)
 	{
 		long		nnotable = kept.n;
 		OtherEntry *notables = palloc(nnotable * sizeof(OtherEntry));
 
+		others = palloc_extended(Max(hash_get_num_entries(statements), 1) * sizeof(OtherEntry),
+								 MCXT_ALLOC_HUGE);
+		hash_seq_init(&status, statements);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			if (kept_slot[entry->slot])
+				continue;
+			others[nothers].key = entry->key;
+			others[nothers++].entry = entry;
+		}
 		for (long i = 0; i < nnotable; i++)
 			notables[i].key = ((PgcStatementEntry *) (kept.data + i * kept.size))->key;
 		qsort(notables, nnotable, sizeof(OtherEntry), compare_other_entries);
@@ -1614,9 +1630,10 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 				copies_add(&kept, others[i].entry);
 		}
 		pfree(notables);
+		pfree(others);
 	}
 	LWLockRelease(stmts->lock);
-	pfree(others);
+	pfree(kept_slot);
 	*n = kept.n;
 	return kept.data;
 }
@@ -2222,6 +2239,12 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 		}
 		if (entry->suboverflowed_calls > 0)
 			flag_slot(entry, SLOT_SUBOVERFLOWED);
+		if (entry->near_overflow_calls > 0)
+			flag_slot(entry, SLOT_NEAR_OVERFLOW);
+		if (entry->overflow_events > 0)
+			flag_slot(entry, SLOT_OVERFLOW_EVENTS);
+		if (is_savepoint_text(entry->query))
+			flag_slot(entry, SLOT_SAVEPOINT);
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 			if (entry->indexes[k].indexoid != InvalidOid &&
 				entry->indexes[k].dead_visits > 0)

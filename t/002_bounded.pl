@@ -134,13 +134,29 @@ cmp_ok($node->safe_psql('postgres',
 # (dead_only) read the flags of each entry's slot instead of every entry:
 # the flags follow their entries through a restart (the saved store is
 # loaded), an eviction that reuses their slots for other statements, and
-# a reset.  Each time the functions must return exactly what the filters
-# of the full reads keep.
+# a reset; pg_contention_recent(notable_only) reads them too.  Each time
+# the functions must return exactly what the filters of the full reads
+# keep.
 sub flagged_rows
 {
 	my $differ = subtrans_only_differences();
 	my $dead_keys = q{userid, dbid, query_id, application_name, indexrelid, dead_visits};
+	# pg_contention_recent(notable_only, by_application) too: the rows of the
+	# full read a finding can use, and only those: a statement's row when it
+	# ran suboverflowed, came near an overflow, caused one or is a
+	# SAVEPOINT; an index's row when its scans met dead entries.
 	return $node->safe_psql('postgres', qq{
+		WITH full_rows AS MATERIALIZED (
+			SELECT * FROM pg_contention_recent(300, false, true)),
+		notable_in_full AS (
+			SELECT dbid, userid, query_id, application_name, indexrelid FROM full_rows
+			 WHERE (indexrelid IS NULL
+					AND (suboverflowed_calls > 0 OR near_overflow_calls > 0
+						 OR overflow_events > 0 OR query ~* '^\\s*savepoint\\s'))
+				OR (indexrelid IS NOT NULL AND dead_visits > 0)),
+		notable_keys AS (
+			SELECT dbid, userid, query_id, application_name, indexrelid
+			  FROM pg_contention_recent(300, true, true))
 		SELECT (SELECT count(*) FROM pg_contention_statements(true)) || ' suboverflowed, '
 			|| $differ || ' differ; '
 			|| (SELECT count(*) FROM pg_contention_index_scans(true) WHERE dead_visits > 0) || ' dead, '
@@ -158,7 +174,12 @@ sub flagged_rows
 							WHERE dead_visits > 0)
 				   EXCEPT ALL
 				   SELECT $dead_keys FROM pg_contention_index_scans(true))) AS d)
-			|| ' differ'});
+			|| ' differ; '
+			|| (SELECT count(*) FROM notable_keys) || ' notable, '
+			|| (SELECT count(*) FROM (
+				  (TABLE notable_keys EXCEPT ALL TABLE notable_in_full)
+				  UNION ALL
+				  (TABLE notable_in_full EXCEPT ALL TABLE notable_keys)) AS d) || ' differ'});
 }
 $node->safe_psql('postgres', q{
 	SELECT pg_contention_reset();
@@ -181,10 +202,12 @@ $node->safe_psql('postgres', q{
 	SELECT count(*) FROM r;
 	SELECT * FROM fl WHERE k = 1;
 });
+# A driver's savepoint in a short transaction: notable by its text alone.
+$node->safe_psql('postgres', 'BEGIN; SAVEPOINT driver; RELEASE driver; COMMIT');
 $holder->query_safe('COMMIT');
 $holder->quit;
 my $flagged = flagged_rows();
-like($flagged, qr/^[1-9]\d* suboverflowed, 0 differ; 1 dead, 0 differ$/,
+like($flagged, qr/^[1-9]\d* suboverflowed, 0 differ; 1 dead, 0 differ; [1-9]\d* notable, 0 differ$/,
 	"flagged: the statements run on suboverflowed snapshots, the lookup of dead entries ($flagged)");
 $node->restart;
 is(flagged_rows(), $flagged, 'after a restart: the loaded entries are flagged again');
@@ -192,13 +215,13 @@ is(flagged_rows(), $flagged, 'after a restart: the loaded entries are flagged ag
 # their slots taken by statements that never ran suboverflowed nor met a
 # dead entry.
 $node->safe_psql('postgres', distinct_statements('2'));
-is(flagged_rows(), '0 suboverflowed, 0 differ; 0 dead, 0 differ',
+like(flagged_rows(), qr/^0 suboverflowed, 0 differ; 0 dead, 0 differ; \d+ notable, 0 differ$/,
 	'after their eviction: nothing flagged in the slots reused');
 $node->safe_psql('postgres', q{
 	SET enable_seqscan = off; SET enable_bitmapscan = off;
 	SELECT * FROM fl WHERE k = 1;
 });
-is(flagged_rows(), '0 suboverflowed, 0 differ; 1 dead, 0 differ',
+like(flagged_rows(), qr/^0 suboverflowed, 0 differ; 1 dead, 0 differ; [1-9]\d* notable, 0 differ$/,
 	'the lookup again, in a new entry: flagged (its first scan since the commit still visits the dead entries)');
 
 # Reset clears everything, counters included.
