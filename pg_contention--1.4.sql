@@ -326,9 +326,12 @@ GRANT SELECT ON @extschema@.pg_contention_waits TO PUBLIC;
 -- pg_contention.history_seconds, active backends by wait class and the
 -- contention figures of that second.  1.4 adds the XIDs assigned in the
 -- second and the Subtrans lookups they cannot account for (the readers':
--- see doc/findings.md, subtrans_slru_contention).
+-- see doc/findings.md, subtrans_slru_contention), and an argument: since,
+-- only the seconds from then on (NULL: all), which the function skips
+-- before building their rows.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_history(
+	since timestamp with time zone DEFAULT NULL,
 	OUT bucket_start timestamp with time zone,
 	OUT ticks bigint,
 	OUT avg_active_backends double precision,
@@ -357,7 +360,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_history(
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_history'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_history AS
 	SELECT * FROM @extschema@.pg_contention_history();
@@ -754,7 +757,7 @@ cost AS (
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
 		   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
-	  FROM params, @extschema@.pg_contention_history() AS h
+	  FROM params, @extschema@.pg_contention_history(params.cutoff) AS h
 	 WHERE h.bucket_start >= params.cutoff
 ),
 victims AS (
@@ -1639,7 +1642,7 @@ WITH params AS MATERIALIZED (
 -- Each store once.
 history AS MATERIALIZED (
 	SELECT h.*
-	  FROM @extschema@.pg_contention_history() AS h, params
+	  FROM params, @extschema@.pg_contention_history(params.cutoff) AS h
 	 WHERE h.bucket_start >= params.cutoff
 ),
 subtrans AS MATERIALIZED (

@@ -349,7 +349,11 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 			   " max_overflowed_backends, %s, horizon_xid_age"
 			   " FROM %s.pg_contention_history",
 			   c->ext_version >= 104 ? "subtrans_reader_lookups" : "subtrans_lookups", x);
-	if (scope->history_seconds > 0)
+	/* 1.4 skips the older seconds before building their rows. */
+	if (scope->history_seconds > 0 && c->ext_version >= 104)
+		buf_printf(&sql, "(pg_catalog.clock_timestamp() - interval '%d seconds')",
+				   scope->history_seconds + 1);
+	else if (scope->history_seconds > 0)
 		buf_printf(&sql, " WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '%d seconds'",
 				   scope->history_seconds + 1);
 	buf_append(&sql, " ORDER BY bucket_start");

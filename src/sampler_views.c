@@ -131,7 +131,11 @@ static const PgcResultShape history_shape = {
  */
 static PgcRowCache history_rows;
 
-/* pg_contention_history(): the completed one-second buckets, oldest first. */
+/*
+ * pg_contention_history(since): the completed one-second buckets, oldest
+ * first; with since (1.4), only those that start at it or later, without
+ * building the rows of the others (top reads a minute of the 15 kept).
+ */
 Datum
 pg_contention_history(PG_FUNCTION_ARGS)
 {
@@ -142,6 +146,9 @@ pg_contention_history(PG_FUNCTION_ARGS)
 	bool		named_found[PGC_NUM_NAMED_WAITS];
 	PgcSamplerStatus status;
 	uint64		version[2];
+	/* A 1.1 to 1.3 declaration has no argument. */
+	TimestampTz since = PG_NARGS() > 0 && !PG_ARGISNULL(0) ?
+		PG_GETARG_TIMESTAMPTZ(0) : DT_NOBEGIN;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &history_shape, &tupdesc);
@@ -155,7 +162,7 @@ pg_contention_history(PG_FUNCTION_ARGS)
 	 */
 	pgc_sampler_copy_status(&status, NULL);
 	version[0] = (uint64) status.buckets_written;
-	version[1] = 0;
+	version[1] = (uint64) since;	/* the rows kept are those since it */
 	if (pgc_row_cache_replay(&history_rows, version, tupdesc, tupstore))
 		return (Datum) 0;
 	copy = pgc_sampler_copy_history(&n, named_found);
@@ -167,6 +174,9 @@ pg_contention_history(PG_FUNCTION_ARGS)
 		Datum		values[HISTORY_COLS] = {0};
 		bool		nulls[HISTORY_COLS] = {0};
 		int			c = 0;
+
+		if (b->bucket_start < since)
+			continue;
 
 		values[c++] = TimestampTzGetDatum(b->bucket_start);
 		values[c++] = Int64GetDatum(b->ticks);

@@ -94,6 +94,16 @@ my $first = $node->safe_psql('postgres',
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 5 AND min(bucket_start) > '$first' FROM pg_contention_history"),
 	'the history keeps the newest 5 seconds');
+# pg_contention_history(since) (1.4): the seconds from since on only (the
+# newest one is still in the ring a moment later); NULL: all of them.
+my $newest = $node->safe_psql('postgres', 'SELECT max(bucket_start) FROM pg_contention_history');
+is($node->safe_psql('postgres',
+	"SELECT count(*) > 0 AND bool_and(bucket_start >= '$newest')
+	   FROM pg_contention_history('$newest')"),
+	't', 'history(since): only the seconds that start at since or later');
+is($node->safe_psql('postgres',
+	"SELECT count(*) >= 4 FROM pg_contention_history(NULL)"),
+	't', 'history(NULL): every second kept');
 is($node->safe_psql('postgres',
 	"SELECT bool_and(ticks > 0) AND bool_and(idle_samples > 0) FROM pg_contention_history"),
 	't', 'buckets have ticks and idle samples (background processes)');

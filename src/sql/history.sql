@@ -3,9 +3,12 @@
 -- pg_contention.history_seconds, active backends by wait class and the
 -- contention figures of that second.  1.4 adds the XIDs assigned in the
 -- second and the Subtrans lookups they cannot account for (the readers':
--- see doc/findings.md, subtrans_slru_contention).
+-- see doc/findings.md, subtrans_slru_contention), and an argument: since,
+-- only the seconds from then on (NULL: all), which the function skips
+-- before building their rows.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_history(
+	since timestamp with time zone DEFAULT NULL,
 	OUT bucket_start timestamp with time zone,
 	OUT ticks bigint,
 	OUT avg_active_backends double precision,
@@ -34,7 +37,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_history(
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_history'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_history AS
 	SELECT * FROM @extschema@.pg_contention_history();

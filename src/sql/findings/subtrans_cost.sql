@@ -52,7 +52,7 @@ cost AS (
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
 		   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
-	  FROM params, @extschema@.pg_contention_history() AS h
+	  FROM params, @extschema@.pg_contention_history(params.cutoff) AS h
 	 WHERE h.bucket_start >= params.cutoff
 ),
 victims AS (

@@ -30,7 +30,7 @@ WITH params AS MATERIALIZED (
 -- Each store once.
 history AS MATERIALIZED (
 	SELECT h.*
-	  FROM @extschema@.pg_contention_history() AS h, params
+	  FROM params, @extschema@.pg_contention_history(params.cutoff) AS h
 	 WHERE h.bucket_start >= params.cutoff
 ),
 subtrans AS MATERIALIZED (

@@ -6,7 +6,8 @@
 -- (pg_contention_rule_*) and their shared inputs.
 --
 -- pg_contention_history gains two columns (xids_assigned,
--- subtrans_reader_lookups): a function's result type cannot be replaced,
+-- subtrans_reader_lookups) and an argument (since): a function's result
+-- type and arguments cannot be replaced,
 -- so it and its view are dropped here and history.sql creates both again
 -- (with the view's grant).  Nothing else depends on them: the functions
 -- that read the history are PL/pgSQL.
