@@ -180,7 +180,19 @@ typedef struct PgcStatementEntry
 
 static int *free_slots;
 static PgcStatementEntry **slot_entry;
+static int64 *slot_query_id;	/* its entry's, to find a statement's */
 static pg_atomic_uint32 *slot_flags;
+
+/*
+ * A sorted set of query ids: the walks that want a few statements' other
+ * entries (other users, other applications) test each slot's query id
+ * against it, and look at an entry only when it is one of them.
+ */
+typedef struct QueryIdSet
+{
+	int64	   *ids;
+	long		n;
+} QueryIdSet;
 
 #define USAGE_DECAY_FACTOR	0.99
 #define EVICT_PERCENT		5
@@ -262,6 +274,7 @@ header_size(void)
 
 	size = add_size(size, MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
 	size = add_size(size, MAXALIGN(mul_size(pgc_max_statements, sizeof(PgcStatementEntry *))));
+	size = add_size(size, MAXALIGN(mul_size(pgc_max_statements, sizeof(int64))));
 	return add_size(size, mul_size(pgc_max_statements, sizeof(pg_atomic_uint32)));
 }
 
@@ -283,6 +296,7 @@ take_slot(PgcStatementEntry *entry)
 		return false;
 	entry->slot = free_slots[--stmts->nfree];
 	slot_entry[entry->slot] = entry;
+	slot_query_id[entry->slot] = entry->key.query_id;
 	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
 	return true;
 }
@@ -297,6 +311,36 @@ release_slot(PgcStatementEntry *entry)
 	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
 	slot_entry[entry->slot] = NULL;
 	free_slots[stmts->nfree++] = entry->slot;
+}
+
+static int
+compare_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Sort and deduplicate the ids gathered in set->ids[0 .. set->n). */
+static void
+query_id_set_finish(QueryIdSet *set)
+{
+	long		unique = 0;
+
+	qsort(set->ids, set->n, sizeof(int64), compare_int64);
+	for (long i = 0; i < set->n; i++)
+		if (unique == 0 || set->ids[i] != set->ids[unique - 1])
+			set->ids[unique++] = set->ids[i];
+	set->n = unique;
+}
+
+/* Is slot i live and its statement's query id in the set?  (Under the lock.) */
+static inline bool
+slot_in_set(int i, const QueryIdSet *set)
+{
+	return slot_entry[i] != NULL && set->n > 0 &&
+		bsearch(&slot_query_id[i], set->ids, set->n, sizeof(int64), compare_int64) != NULL;
 }
 
 /* The first time one of a slot's counters becomes non-zero; under its spinlock. */
@@ -320,8 +364,10 @@ pgc_statements_shmem_init(LWLock *lock)
 	free_slots = (int *) ((char *) stmts + MAXALIGN(sizeof(StatementsShared)));
 	slot_entry = (PgcStatementEntry **)
 		((char *) free_slots + MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
-	slot_flags = (pg_atomic_uint32 *)
+	slot_query_id = (int64 *)
 		((char *) slot_entry + MAXALIGN(mul_size(pgc_max_statements, sizeof(PgcStatementEntry *))));
+	slot_flags = (pg_atomic_uint32 *)
+		((char *) slot_query_id + MAXALIGN(mul_size(pgc_max_statements, sizeof(int64))));
 	if (first)
 	{
 		stmts->lock = lock;
@@ -888,54 +934,47 @@ copy_entries(long *n)
  * pg_subtrans waits (pgc_sampler_subtrans_keys(), sorted).  Under the
  * LWLock in shared mode (entries move only under the exclusive lock), each
  * entry's counter read under its spinlock, the copy as copy_entries.  The
- * rest of a full store is looked at, not copied: copying its texts was
- * what top's statement table cost.
+ * rest of a full store is neither copied (copying its texts was what top's
+ * statement table cost) nor looked at: the slots' flags and query ids say
+ * which entries to read.
  */
 static char *
 copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 {
-	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
 	EntryCopies kept;
+	QueryIdSet	waiting;
+
+	/* The waiters' query ids: a slot of another is not looked at. */
+	waiting.ids = palloc(Max(nwaiters, 1) * sizeof(int64));
+	for (int w = 0; w < nwaiters; w++)
+		waiting.ids[w] = waiters[w].query_id;
+	waiting.n = nwaiters;
+	query_id_set_finish(&waiting);
 
 	copies_init(&kept, 64);
 	LWLockAcquire(stmts->lock, LW_SHARED);
 
 	/*
-	 * Without waiters (the profile's keys lack the application, so they are
-	 * matched by a walk) the slots flagged suboverflowed are all there is
-	 * to copy: a full store is not walked.  Slots change only under the
+	 * The slots flagged suboverflowed, and those of the waiters' statements
+	 * (the profile's keys lack the application: every application's entry
+	 * of a waiting statement is shown).  Slots change only under the
 	 * exclusive lock; a flag set since it was read is a call counted after
 	 * this read began.
 	 */
-	if (nwaiters == 0)
+	for (int i = 0; i < pgc_max_statements; i++)
 	{
-		for (int i = 0; i < pgc_max_statements; i++)
-		{
-			bool		wanted;
+		bool		wanted = false;
 
-			if (!(pg_atomic_read_u32(&slot_flags[i]) & SLOT_SUBOVERFLOWED) ||
-				(entry = slot_entry[i]) == NULL)
-				continue;
+		if ((entry = slot_entry[i]) == NULL)
+			continue;
+		if (pg_atomic_read_u32(&slot_flags[i]) & SLOT_SUBOVERFLOWED)
+		{
 			SpinLockAcquire(&entry->mutex);
 			wanted = entry->suboverflowed_calls > 0;
 			SpinLockRelease(&entry->mutex);
-			if (wanted)
-				copies_add(&kept, entry);
 		}
-		LWLockRelease(stmts->lock);
-		*n = kept.n;
-		return kept.data;
-	}
-	hash_seq_init(&status, statements);
-	while ((entry = hash_seq_search(&status)) != NULL)
-	{
-		bool		wanted;
-
-		SpinLockAcquire(&entry->mutex);
-		wanted = entry->suboverflowed_calls > 0;
-		SpinLockRelease(&entry->mutex);
-		if (!wanted && nwaiters > 0)
+		if (!wanted && slot_in_set(i, &waiting))
 		{
 			PgcProfileKey key = {0};
 
@@ -949,6 +988,7 @@ copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 			copies_add(&kept, entry);
 	}
 	LWLockRelease(stmts->lock);
+	pfree(waiting.ids);
 	*n = kept.n;
 	return kept.data;
 }
@@ -992,17 +1032,17 @@ in_index_groups(const IndexGroupKey *groups, long ngroups, Oid dbid,
  * shows: the entries of every statement's index that visited dead entries
  * in any entry (of any user or application), so that the sums over such a
  * statement's index are those of the whole store, not of its bad rows
- * only.  *groups: those (database, query id, index), sorted.  Two walks
- * under the LWLock in shared mode (entries move only under the exclusive
- * lock), each entry's index slots read under its spinlock; the copy as
- * copy_entries.  A full store of statements that visit no dead entry is
- * looked at, not copied: copying its texts was most of what top's index
- * table cost.
+ * only.  *groups: those (database, query id, index), sorted.  Two passes
+ * over the slots under the LWLock in shared mode (entries move only under
+ * the exclusive lock): the slots flagged with dead visits give the groups,
+ * then the slots of the groups' query ids their entries; each entry's index
+ * slots read under its spinlock, the copy as copy_entries.  A full store
+ * of statements that visit no dead entry is neither copied (its texts were
+ * most of what top's index table cost) nor looked at.
  */
 static char *
 copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 {
-	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
 	long		ng = 0;
 	IndexGroupKey *keys;
@@ -1045,11 +1085,20 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 	copies_init(&kept, Min(ng, 64));
 	if (ng > 0)
 	{
-		hash_seq_init(&status, statements);
-		while ((entry = hash_seq_search(&status)) != NULL)
+		QueryIdSet	ids;
+
+		ids.ids = palloc(ng * sizeof(int64));
+		for (long g = 0; g < ng; g++)
+			ids.ids[g] = keys[g].query_id;
+		ids.n = ng;
+		query_id_set_finish(&ids);
+		for (int i = 0; i < pgc_max_statements; i++)
 		{
 			bool		wanted = false;
 
+			if (!slot_in_set(i, &ids))
+				continue;
+			entry = slot_entry[i];
 			/* A slot's index is set once, under the spinlock. */
 			SpinLockAcquire(&entry->mutex);
 			for (int k = 0; k < PGC_INDEX_SLOTS && !wanted; k++)
@@ -1060,6 +1109,7 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 			if (wanted)
 				copies_add(&kept, entry);
 		}
+		pfree(ids.ids);
 	}
 	LWLockRelease(stmts->lock);
 	*n = kept.n;
@@ -1568,15 +1618,14 @@ compare_other_entries(const void *a, const void *b)
  * notable: those are looked at (their periods under the spinlock), not the
  * thousands of a busy server's store; the copy of a full store (5,000
  * entries of a few kB) was most of the findings' cost, and looking at each
- * most of what was left.  When some are notable, one walk finds their
- * statements' other entries, remembered by address (valid while the lock
- * is held: entries move only under the exclusive lock).  Under the LWLock
- * in shared mode, as copy_entries.
+ * most of what was left.  When some are notable, their statements' other
+ * entries are found by their slots' query ids, remembered by address
+ * (valid while the lock is held: entries move only under the exclusive
+ * lock).  Under the LWLock in shared mode, as copy_entries.
  */
 static char *
 copy_notable_entries(long *n, TimestampTz cutoff)
 {
-	HASH_SEQ_STATUS status;
 	PgcStatementEntry *entry;
 	long		nothers = 0;
 	EntryCopies kept;
@@ -1610,16 +1659,23 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 		long		nnotable = kept.n;
 		OtherEntry *notables = palloc(nnotable * sizeof(OtherEntry));
 
+		QueryIdSet	ids;
+
+		ids.ids = palloc(nnotable * sizeof(int64));
+		for (long i = 0; i < nnotable; i++)
+			ids.ids[i] = ((PgcStatementEntry *) (kept.data + i * kept.size))->key.query_id;
+		ids.n = nnotable;
+		query_id_set_finish(&ids);
 		others = palloc_extended(Max(hash_get_num_entries(statements), 1) * sizeof(OtherEntry),
 								 MCXT_ALLOC_HUGE);
-		hash_seq_init(&status, statements);
-		while ((entry = hash_seq_search(&status)) != NULL)
+		for (int i = 0; i < pgc_max_statements; i++)
 		{
-			if (kept_slot[entry->slot])
+			if (kept_slot[i] || !slot_in_set(i, &ids))
 				continue;
-			others[nothers].key = entry->key;
-			others[nothers++].entry = entry;
+			others[nothers].key = slot_entry[i]->key;
+			others[nothers++].entry = slot_entry[i];
 		}
+		pfree(ids.ids);
 		for (long i = 0; i < nnotable; i++)
 			notables[i].key = ((PgcStatementEntry *) (kept.data + i * kept.size))->key;
 		qsort(notables, nnotable, sizeof(OtherEntry), compare_other_entries);
