@@ -145,8 +145,9 @@ is_prepared(Conn *c, unsigned long long h)
  * not at every refresh): libpq's pipeline mode, one Sync, so they run in
  * one implicit transaction as a simple Query of them all would.  The
  * protocol's named statements, not SQL PREPARE: a pooler that keeps them
- * per client maps them; one that does not loses them, the server says
- * so (26000), and this connection goes back to conn_query_many for good.
+ * per client maps them; one that does not loses them or meets another
+ * client's, the server says so (26000, 42P05: t/035_pooler.pl), and this
+ * connection goes back to conn_query_many for good.
  * Results as conn_query_many's.
  */
 static bool

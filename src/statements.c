@@ -164,17 +164,19 @@ typedef struct PgcStatementEntry
 /*
  * Every live entry has a slot, a number below pgc_max_statements, taken
  * and given back under the exclusive lock with the entry.  Per slot: the
- * entry, and flags its counters set the first time they become non-zero
- * (under the entry's spinlock, so a remover, which takes that spinlock,
- * clears them after): the walks that want only such entries (top's
- * tables, the metrics) read the flags instead of every entry of a full
- * store.  They follow the header in its shared memory.
+ * entry, its query id, and flags its counters set the first time they
+ * become non-zero (under the entry's spinlock, so a remover, which takes
+ * that spinlock, clears them after; SLOT_SAVEPOINT at creation, under the
+ * exclusive lock): the readers that want only such entries (top's tables,
+ * the metrics, the findings) read the flags and query ids instead of every
+ * entry of a full store.  These arrays, with the free slots' stack, follow
+ * the header in its shared memory (slot_arrays_at).
  */
 #define SLOT_SUBOVERFLOWED	0x01	/* suboverflowed_calls > 0 */
 #define SLOT_DEAD_VISITS	0x02	/* dead_visits > 0 on an index */
 #define SLOT_NEAR_OVERFLOW	0x04	/* near_overflow_calls > 0 */
 #define SLOT_OVERFLOW_EVENTS 0x08	/* overflow_events > 0 */
-#define SLOT_SAVEPOINT		0x10	/* a SAVEPOINT, RELEASE or ROLLBACK TO */
+#define SLOT_SAVEPOINT		0x10	/* a SAVEPOINT (is_savepoint_text) */
 /* What can make an entry notable (entry_is_notable) in any window. */
 #define SLOT_NOTABLE		0x1f
 
@@ -266,22 +268,34 @@ entry_size(void)
 	return MAXALIGN(offsetof(PgcStatementEntry, query) + pgc_max_query_length);
 }
 
-/* The header and, after it, the slots' three arrays. */
+/*
+ * The slots' arrays after the header at base: sets the four pointers if
+ * base is not NULL, and returns the size of the header with them.  One
+ * layout for the size asked at start and the addresses every process uses.
+ */
 static Size
-header_size(void)
+slot_arrays_at(char *base)
 {
-	Size		size = MAXALIGN(sizeof(StatementsShared));
+	Size		offset = MAXALIGN(sizeof(StatementsShared));
 
-	size = add_size(size, MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
-	size = add_size(size, MAXALIGN(mul_size(pgc_max_statements, sizeof(PgcStatementEntry *))));
-	size = add_size(size, MAXALIGN(mul_size(pgc_max_statements, sizeof(int64))));
-	return add_size(size, mul_size(pgc_max_statements, sizeof(pg_atomic_uint32)));
+	if (base)
+		free_slots = (int *) (base + offset);
+	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
+	if (base)
+		slot_entry = (PgcStatementEntry **) (base + offset);
+	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(PgcStatementEntry *))));
+	if (base)
+		slot_query_id = (int64 *) (base + offset);
+	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(int64))));
+	if (base)
+		slot_flags = (pg_atomic_uint32 *) (base + offset);
+	return add_size(offset, mul_size(pgc_max_statements, sizeof(pg_atomic_uint32)));
 }
 
 Size
 pgc_statements_shmem_size(void)
 {
-	return add_size(header_size(),
+	return add_size(slot_arrays_at(NULL),
 					hash_estimate_size(pgc_max_statements, entry_size()));
 }
 
@@ -359,15 +373,9 @@ pgc_statements_shmem_init(LWLock *lock)
 	bool		first;
 
 	stmts = ShmemInitStruct("pg_contention statements header",
-							header_size(), &found);
+							slot_arrays_at(NULL), &found);
 	first = !found;
-	free_slots = (int *) ((char *) stmts + MAXALIGN(sizeof(StatementsShared)));
-	slot_entry = (PgcStatementEntry **)
-		((char *) free_slots + MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
-	slot_query_id = (int64 *)
-		((char *) slot_entry + MAXALIGN(mul_size(pgc_max_statements, sizeof(PgcStatementEntry *))));
-	slot_flags = (pg_atomic_uint32 *)
-		((char *) slot_query_id + MAXALIGN(mul_size(pgc_max_statements, sizeof(int64))));
+	(void) slot_arrays_at((char *) stmts);
 	if (first)
 	{
 		stmts->lock = lock;
