@@ -378,18 +378,18 @@ conn_open(Conn *c, char **message)
 	/*
 	 * The extension's schema and version, and whether it keeps incidents
 	 * (the view comes with 1.4: against an older version the client does
-	 * without them).
+	 * without them).  One catalog read and no join: a new session (each
+	 * check) plans this cold.  The server's version came with the
+	 * connection.
 	 */
 	res = conn_query(c,
-					 "SELECT pg_catalog.quote_ident(n.nspname), e.extversion,"
-					 " pg_catalog.pg_is_in_recovery(),"
+					 "SELECT e.extnamespace::pg_catalog.regnamespace::pg_catalog.text,"
+					 " e.extversion, pg_catalog.pg_is_in_recovery(),"
 					 " pg_catalog.date_part('epoch', pg_catalog.pg_postmaster_start_time()),"
-					 " pg_catalog.current_setting('server_version'),"
 					 " coalesce(pg_catalog.current_setting('pg_contention.subxact_warn_level', true), '48'),"
-					 " pg_catalog.to_regclass(pg_catalog.quote_ident(n.nspname)"
+					 " pg_catalog.to_regclass(e.extnamespace::pg_catalog.regnamespace"
 					 " || '.pg_contention_incidents') IS NOT NULL"
 					 " FROM pg_catalog.pg_extension e"
-					 " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
 					 " WHERE e.extname = 'pg_contention'", message);
 	if (res == NULL)
 		return CONN_QUERY_FAILED;
@@ -411,11 +411,12 @@ conn_open(Conn *c, char **message)
 	version = PQgetvalue(res, 0, 1);
 	c->in_recovery = PQgetvalue(res, 0, 2)[0] == 't';
 	c->server_started = strtod(PQgetvalue(res, 0, 3), NULL);
-	c->server_version = xstrdup(PQgetvalue(res, 0, 4));
+	c->server_version = xstrdup(PQparameterStatus(c->conn, "server_version") ?
+								PQparameterStatus(c->conn, "server_version") : "");
 	/* "15.20 (Debian 15.20-0+deb12u1)": the number is enough. */
 	c->server_version[strcspn(c->server_version, " ")] = '\0';
-	c->near_level = atoi(PQgetvalue(res, 0, 5));
-	c->has_incidents = PQgetvalue(res, 0, 6)[0] == 't';
+	c->near_level = atoi(PQgetvalue(res, 0, 4));
+	c->has_incidents = PQgetvalue(res, 0, 5)[0] == 't';
 	if (sscanf(version, "%d.%d", &major, &minor) != 2 ||
 		major < PGC_NEEDS_MAJOR || (major == PGC_NEEDS_MAJOR && minor < PGC_NEEDS_MINOR))
 	{

@@ -190,13 +190,18 @@ latest_findings_query(Buf *sql, const char *x)
 			   " FROM %s.pg_contention_findings WHERE NOT EXISTS (SELECT FROM k)", x, x);
 }
 
-/* The first query's row: the server's clock, the sampler, the window. */
+/*
+ * The first query's row: the server's clock, the sampler, the window.  The
+ * window's seconds are formatted here, not by pg_contention_duration():
+ * that is PL/pgSQL, and loading PL/pgSQL into a new session (each check is
+ * one) costs the server more than all of check's queries.
+ */
 static void
 parse_clock(PGresult *res, Snapshot *s)
 {
 	s->taken = number_at(res, 0, 0);
 	s->sampler_running = PQgetvalue(res, 0, 1)[0] == 't';
-	s->findings_window = xstrdup(PQgetvalue(res, 0, 2));
+	s->findings_window = xstrdup(fmt_duration(number_at(res, 0, 2)));
 	PQclear(res);
 }
 
@@ -254,9 +259,9 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 
 	buf_printf(&sql,
 			   "SELECT pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()),"
-			   " coalesce((SELECT running FROM %s.pg_contention_sampler_status), false),"
-			   " %s.pg_contention_duration(pg_catalog.current_setting("
-			   "'pg_contention.findings_window')::pg_catalog.interval)", x, x);
+			   " coalesce((SELECT running FROM %s.pg_contention_sampler_status()), false),"
+			   " pg_catalog.date_part('epoch', pg_catalog.current_setting("
+			   "'pg_contention.findings_window')::pg_catalog.interval)", x);
 	if (scope->findings_only)
 	{
 		/* check: the clock, then the findings as below. */

@@ -203,6 +203,24 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_findings_kep
 ($rc, $doc) = json_check('postgres');
 is($doc->{evaluated_by}, 'check', 'check with incidents off evaluates');
 
+# The findings window as check prints it: the client formats the setting's
+# seconds itself (loading PL/pgSQL into each check's new session would
+# cost more than its queries), the same text as pg_contention_duration().
+foreach my $window ('45s', '90s', '10min', '37min', '3h', '1d')
+{
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET pg_contention.findings_window = '$window'");
+	$node->reload;
+	$node->poll_query_until('postgres',
+		"SELECT current_setting('pg_contention.findings_window')::interval = '$window'")
+	  or die "the reload did not come ($window)";
+	($rc, $doc) = json_check('postgres');
+	is($doc->{findings_window},
+		$node->safe_psql('postgres',
+			"SELECT pg_contention_duration('$window'::interval)"),
+		"check --json: a findings window of $window as the server writes it");
+}
+
 # Usage.
 ($rc, $out, my $err) = client('postgres', 'top', '--live');
 is($rc, 3, 'top --live: a usage error');
