@@ -325,6 +325,8 @@ ConnProblem
 conn_open(Conn *c, char **message)
 {
 	PGresult   *res;
+	PGresult   *setup[4];
+	bool		ok;
 	Buf			sql;
 	const char *version;
 	int			major = 0,
@@ -346,53 +348,52 @@ conn_open(Conn *c, char **message)
 		return CONN_FAILED;
 	}
 
-	/*
-	 * Every text in UTF-8, whatever the database's encoding: the client
-	 * escapes what it shows, and JSON is UTF-8.  From a SQL_ASCII database,
-	 * which cannot convert, the bytes as they are: the server would refuse
-	 * a result with a byte that is not UTF-8 (an error for the whole
-	 * query), and the client escapes such bytes itself.
-	 */
-	server_encoding = PQparameterStatus(c->conn, "server_encoding");
-	if (PQsetClientEncoding(c->conn, server_encoding &&
-							strcmp(server_encoding, "SQL_ASCII") == 0 ?
-							"SQL_ASCII" : "UTF8") != 0)
-	{
-		*message = first_line(PQerrorMessage(c->conn));
-		return CONN_QUERY_FAILED;
-	}
-
 	host = PQhost(c->conn);
 	free(c->target);
 	buf_init(&sql);
 	buf_printf(&sql, "%s:%s/%s", host ? host : "", PQport(c->conn), PQdb(c->conn));
 	c->target = xstrdup(sql.data);
-	buf_free(&sql);
-
-	/* Keep the client's own statements short and out of the way. */
-	res = conn_query(c, "SET statement_timeout = '30s'; SET jit = off", message);
-	if (res == NULL)
-		return CONN_QUERY_FAILED;
-	PQclear(res);
+	buf_reset(&sql);
 
 	/*
+	 * One round trip for the session's settings and the extension's row.
+	 *
+	 * Every text in UTF-8, whatever the database's encoding: the client
+	 * escapes what it shows, and JSON is UTF-8.  From a SQL_ASCII database,
+	 * which cannot convert, the bytes as they are: the server would refuse
+	 * a result with a byte that is not UTF-8 (an error for the whole
+	 * query), and the client escapes such bytes itself.  libpq learns the
+	 * new encoding from the server's ParameterStatus, as after
+	 * PQsetClientEncoding, and the statements after the SET are sent in it.
+	 *
+	 * The client's own statements are kept short and out of the way.
+	 *
 	 * The extension's schema and version, and whether it keeps incidents
 	 * (the view comes with 1.4: against an older version the client does
 	 * without them).  One catalog read and no join: a new session (each
 	 * check) plans this cold.  The server's version came with the
 	 * connection.
 	 */
-	res = conn_query(c,
-					 "SELECT e.extnamespace::pg_catalog.regnamespace::pg_catalog.text,"
-					 " e.extversion, pg_catalog.pg_is_in_recovery(),"
-					 " pg_catalog.date_part('epoch', pg_catalog.pg_postmaster_start_time()),"
-					 " coalesce(pg_catalog.current_setting('pg_contention.subxact_warn_level', true), '48'),"
-					 " pg_catalog.to_regclass(e.extnamespace::pg_catalog.regnamespace"
-					 " || '.pg_contention_incidents') IS NOT NULL"
-					 " FROM pg_catalog.pg_extension e"
-					 " WHERE e.extname = 'pg_contention'", message);
-	if (res == NULL)
+	server_encoding = PQparameterStatus(c->conn, "server_encoding");
+	buf_printf(&sql,
+			   "SET client_encoding = '%s'; SET statement_timeout = '30s'; SET jit = off;"
+			   " SELECT e.extnamespace::pg_catalog.regnamespace::pg_catalog.text,"
+			   " e.extversion, pg_catalog.pg_is_in_recovery(),"
+			   " pg_catalog.date_part('epoch', pg_catalog.pg_postmaster_start_time()),"
+			   " coalesce(pg_catalog.current_setting('pg_contention.subxact_warn_level', true), '48'),"
+			   " pg_catalog.to_regclass(e.extnamespace::pg_catalog.regnamespace"
+			   " || '.pg_contention_incidents') IS NOT NULL"
+			   " FROM pg_catalog.pg_extension e"
+			   " WHERE e.extname = 'pg_contention'",
+			   server_encoding && strcmp(server_encoding, "SQL_ASCII") == 0 ?
+			   "SQL_ASCII" : "UTF8");
+	ok = conn_query_many(c, sql.data, 4, setup, message);
+	buf_free(&sql);
+	if (!ok)
 		return CONN_QUERY_FAILED;
+	for (int i = 0; i < 3; i++)
+		PQclear(setup[i]);
+	res = setup[3];
 	if (PQntuples(res) == 0)
 	{
 		Buf			m;

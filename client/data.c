@@ -264,27 +264,30 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 			   "'pg_contention.findings_window')::pg_catalog.interval)", x);
 	if (scope->findings_only)
 	{
-		/* check: the clock, then the findings as below. */
-		if ((res = run(c, &sql, message)) == NULL)
-			goto failed;
-		parse_clock(res, s);
-
 		/*
-		 * The incidents worker's last evaluation, when it is this
-		 * session's own answer (no row otherwise; one row of NULLs: it
-		 * found nothing): a new session would plan every rule first.
+		 * check: the clock, and in the same round trip the incidents
+		 * worker's last evaluation, when it is this session's own answer
+		 * (no row otherwise; one row of NULLs: it found nothing): a new
+		 * session would plan every rule first.  Else the findings as below.
 		 */
-		s->evaluated_at = s->taken;
-		res = NULL;
-		if (scope->kept_findings && c->ext_version >= 104)
-		{
+		bool		kept = scope->kept_findings && c->ext_version >= 104;
+		PGresult   *answers[2];
+
+		if (kept)
 			buf_printf(&sql,
-					   "SELECT severity, problem, subject, evidence, advice, details::text,"
+					   "; SELECT severity, problem, subject, evidence, advice, details::text,"
 					   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS'),"
 					   " pg_catalog.date_part('epoch', evaluated_at)"
 					   " FROM %s.pg_contention_findings_kept()", x);
-			if ((res = run(c, &sql, message)) == NULL)
-				goto failed;
+		if (!conn_query_many(c, sql.data, kept ? 2 : 1, answers, message))
+			goto failed;
+		buf_reset(&sql);
+		parse_clock(answers[0], s);
+		s->evaluated_at = s->taken;
+		res = NULL;
+		if (kept)
+		{
+			res = answers[1];
 			if (PQntuples(res) == 0)
 			{
 				PQclear(res);

@@ -251,9 +251,9 @@ my $first_cjk = join('', map { sprintf('\\\\x%02x', ord) } split //, substr($cjk
 like($node->safe_psql('latin1', "SELECT string_agg(query, ' ') FROM pg_contention_statements"),
 	qr/$first_cjk/, 'read in LATIN1: characters it lacks as \xNN');
 
-# check --json in the SQL_ASCII database: the bytes reach the client as
-# they are (the client asks for no conversion from SQL_ASCII, which the
-# server could not do and would refuse with an error); the JSON stays valid.
+# check --json in the SQL_ASCII database: the statement's bytes that are
+# not UTF-8 come escaped by the server (the text \xff); the JSON stays
+# valid.
 {
 	local $ENV{PGDATABASE} = 'sqlascii';
 	my ($rc, $out) = client('check', '--live', '--json');
@@ -263,6 +263,25 @@ like($node->safe_psql('latin1', "SELECT string_agg(query, ' ') FROM pg_contentio
 	($rc, $out) = client('check', '--live');
 	no_server_escapes($out, 'check in a SQL_ASCII database', 0);
 	unlike($out, qr/\xff/, 'check in a SQL_ASCII database: no byte that is not UTF-8');
+}
+
+# The texts above come escaped by the server; a catalog's name does not.
+# An extension in a schema whose name is not UTF-8, in a SQL_ASCII
+# database: the client's first statement already reads the name, so its
+# encoding must be set before it, in the same round trip.
+$node->command_ok([ 'createdb', '-h', $node->host, '-p', $node->port, '-E', 'SQL_ASCII',
+		'-T', 'template0', '--locale=C', 'sqlascii_schema' ], 'a second SQL_ASCII database');
+$node->safe_psql('sqlascii_schema',
+	"CREATE SCHEMA \"caf\xe9\"; CREATE EXTENSION pg_contention SCHEMA \"caf\xe9\"");
+{
+	local $ENV{PGDATABASE} = 'sqlascii_schema';
+	my ($rc, $out, $err) = client('check', '--live');
+	ok($rc <= 2, 'check, extension in a schema named in bytes that are not UTF-8: answers')
+	  or diag($out, $err);
+	is($err, '', 'check, that schema: nothing on stderr');
+	($rc, $out, $err) = client('report');
+	is($rc, 0, 'report, that schema: exits 0') or diag($err);
+	unlike($out, qr/\xe9/, 'report, that schema: no byte that is not UTF-8');
 }
 
 $_->quit for values %sessions;
