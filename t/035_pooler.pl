@@ -175,6 +175,12 @@ is(lost_statements($offset), $prepares ? '0 already exist, 1 do not' : '0 alread
 is($rc, 0, 'check through the pooler exits 0: nobody pays for the overflowed cache yet')
   or diag("$out\n$err");
 like($out, qr/^info subxact_overflow: statement INSERT INTO held/m, 'and names it, as info');
+# The server's version comes from the connection's parameters, which the
+# pooler passes on from the server.
+($rc, $out, $err) = through_pooler('check', '--json');
+my ($server_version) = split / /, $node->safe_psql('postgres', 'SHOW server_version');
+like($out, qr/"server_version": "\Q$server_version\E"/,
+	"check --json through the pooler: the server's version ($server_version)");
 $pooler->kill_kill;
 
 # ---- A pooler that keeps them (PgBouncer 1.21 and later): the client
