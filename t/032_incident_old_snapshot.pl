@@ -22,11 +22,13 @@
 # under load), a quiet server in none; the probe's p99 does not rise (1 to
 # 2 us either way).  So only the occupancy threshold is lowered, to 0.05%,
 # and the findings' window shortened to 20 s.  The quiet phase runs at
-# 0.5%: 0.05% of a 20 s window is 96 of the 192,000 reads, what three ticks
-# see of one lock word held throughout, and a quiet 2-core machine under
-# CI load once showed that much (a backend preempted while holding the
-# spinlock: each tick reads a word 32 times in a burst).  Ten times that
-# is what no quiet run comes near, and still far below the default 5%.  old_snapshot_threshold is
+# 0.5%, and the rule judges only over 400 probes or more in the window
+# (about 10 s of sampling while anything runs): a quiet server's sampler
+# dozes (one tick a second), so its window holds a few thousand reads, not
+# 192,000, and the one tick that sees a lock word held by a backend
+# preempted with it (32 reads of that word in a burst) was 1% or more of
+# them: in the first seconds after the restart, such a tick opened an
+# incident on a quiet server (a CI run of 2026-12-03).  old_snapshot_threshold is
 # 1h, not 1min: within a minute early pruning would clean the pages (the
 # long transaction's snapshot "too old") and the load would stop taking
 # the spinlocks.  Autovacuum is off (a vacuum takes the spinlocks too).

@@ -1,6 +1,11 @@
 --
 -- Rule old_snapshot_threshold_spinlock (PostgreSQL 13-16): the setting is
--- on, judged by the sampler's probes of its spinlock.
+-- on, judged by the sampler's probes of its spinlock.  Judged only over at
+-- least 400 probes in the window (each comes with 2.5 looks at the lock
+-- words: about 10 s of sampling while anything runs, at the default
+-- period): a backend preempted while it holds a spinlock is seen holding
+-- it for a tick or three, which over a few hundred looks (a server that
+-- dozes, or one just started) would weigh like contention.  Fewer: info.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(
 	window_length interval DEFAULT NULL,
@@ -29,7 +34,8 @@ oldsnap AS MATERIALIZED (
 ),
 oldsnap_findings AS (
 	SELECT 'old_snapshot_threshold_spinlock'::text AS problem,
-		   CASE WHEN o.probe_p99_us >= params.probe_critical OR o.lock_held_pct >= params.held_critical THEN 'critical'
+		   CASE WHEN coalesce(o.probes, 0) < 400 THEN 'info'
+				WHEN o.probe_p99_us >= params.probe_critical OR o.lock_held_pct >= params.held_critical THEN 'critical'
 				WHEN o.probe_p99_us >= params.probe_warning OR o.lock_held_pct >= params.held_warning THEN 'warning'
 				ELSE 'info' END AS severity,
 		   'old_snapshot_threshold = ' || pg_catalog.current_setting('old_snapshot_threshold') AS subject,
@@ -39,7 +45,9 @@ oldsnap_findings AS (
 						|| ' us at the 99th percentile (max '
 						|| coalesce(pg_catalog.round(o.probe_max_us::numeric, 1)::text, '?') || ' us) over '
 						|| o.probes || ' probes, and was held in '
-						|| pg_catalog.to_char(coalesce(o.lock_held_pct, 0), 'FM990.0') || '% of reads' END
+						|| pg_catalog.to_char(coalesce(o.lock_held_pct, 0), 'FM990.0') || '% of reads'
+						|| CASE WHEN o.probes < 400 THEN ' (too few probes to judge: it takes 400, about 10 s of sampling while anything runs)'
+								ELSE '' END END
 		   || coalesce('; ' || pg_catalog.to_char(o.lock_ops_per_sec_estimate, 'FM999,999,990') || ' snapshot and page operations/s', '')
 		   || coalesce('; ' || pg_catalog.to_char(o.avg_active_backends, 'FM990.0') || ' active backends, '
 					   || pg_catalog.to_char(100 * o.cpu_share_of_active, 'FM990') || '% of them on CPU', '')
