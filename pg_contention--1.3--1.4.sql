@@ -2400,7 +2400,8 @@ AS $$
 BEGIN
 RETURN QUERY
 WITH params AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
+	SELECT p.*, 400 AS min_probes
+	  FROM @extschema@.pg_contention_findings_params(window_length) AS p
 ),
 oldsnap AS MATERIALIZED (
 	SELECT o.* FROM params, @extschema@.pg_contention_old_snapshot(
@@ -2408,7 +2409,7 @@ oldsnap AS MATERIALIZED (
 ),
 oldsnap_findings AS (
 	SELECT 'old_snapshot_threshold_spinlock'::text AS problem,
-		   CASE WHEN coalesce(o.probes, 0) < 400 THEN 'info'
+		   CASE WHEN coalesce(o.probes, 0) < params.min_probes THEN 'info'
 				WHEN o.probe_p99_us >= params.probe_critical OR o.lock_held_pct >= params.held_critical THEN 'critical'
 				WHEN o.probe_p99_us >= params.probe_warning OR o.lock_held_pct >= params.held_warning THEN 'warning'
 				ELSE 'info' END AS severity,
@@ -2420,7 +2421,9 @@ oldsnap_findings AS (
 						|| coalesce(pg_catalog.round(o.probe_max_us::numeric, 1)::text, '?') || ' us) over '
 						|| o.probes || ' probes, and was held in '
 						|| pg_catalog.to_char(coalesce(o.lock_held_pct, 0), 'FM990.0') || '% of reads'
-						|| CASE WHEN o.probes < 400 THEN ' (too few probes to judge: it takes 400, about 10 s of sampling while anything runs)'
+						|| CASE WHEN o.probes < params.min_probes
+								THEN ' (too few probes to judge: it takes ' || params.min_probes
+									 || ', about 10 s of sampling while anything runs)'
 								ELSE '' END END
 		   || coalesce('; ' || pg_catalog.to_char(o.lock_ops_per_sec_estimate, 'FM999,999,990') || ' snapshot and page operations/s', '')
 		   || coalesce('; ' || pg_catalog.to_char(o.avg_active_backends, 'FM990.0') || ' active backends, '
