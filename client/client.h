@@ -110,8 +110,8 @@ typedef enum ConnProblem
 extern ConnProblem conn_open(Conn *c, char **message);
 extern void conn_close(Conn *c);
 extern PGresult *conn_query(Conn *c, const char *sql, char **message);
-extern bool conn_query_prepared(Conn *c, char *const *texts, int n, PGresult **res,
-								char **message);
+extern bool conn_query_prepared(Conn *c, char *const *texts, const char *const *params,
+								int n, PGresult **res, char **message);
 extern bool conn_query_many(Conn *c, const char *sql, int n, PGresult **res,
 							char **message);
 extern PGresult *conn_query_params(Conn *c, const char *sql, int nparams,
@@ -296,6 +296,7 @@ typedef struct Snapshot
 	int			nvictims;
 	VictimRow  *victims;
 	bool		sampler_running;
+	int			history_buckets;	/* the seconds the server keeps now */
 	char	   *findings_window;	/* "5 min" */
 	bool		findings_kept;	/* the findings are the incidents worker's */
 	double		evaluated_at;	/* when the findings were evaluated */
@@ -314,6 +315,8 @@ typedef struct SnapshotScope
 								 * when it is this session's answer (1.4) */
 	int			incidents;		/* closed incidents to read (the open ones
 								 * too); 0: none */
+	const Snapshot *held;		/* top: the last look on this connection,
+								 * whose seconds are not read again */
 } SnapshotScope;
 
 extern const char *victim_kind_label(const char *kind);	/* report.c */

@@ -147,12 +147,13 @@ is_prepared(Conn *c, unsigned long long h)
  * protocol's named statements, not SQL PREPARE: a pooler that keeps them
  * per client maps them; one that does not loses them or meets another
  * client's, the server says so (26000, 42P05: t/035_pooler.pl), and this
- * connection goes back to conn_query_many for good.
+ * connection goes back to conn_query_many for good.  A statement may
+ * take one text parameter, $1 (params[i], NULL: none).
  * Results as conn_query_many's.
  */
 static bool
-query_pipelined(Conn *c, char *const *texts, int n, PGresult **res,
-				char **message, bool *lost)
+query_pipelined(Conn *c, char *const *texts, const char *const *params, int n,
+				PGresult **res, char **message, bool *lost)
 {
 	char		names[16][24];
 	bool		parse[16];
@@ -177,16 +178,19 @@ query_pipelined(Conn *c, char *const *texts, int n, PGresult **res,
 	}
 	for (int i = 0; i < n; i++)
 	{
+		const char *const *param = params && params[i] ? &params[i] : NULL;
+		int			nparams = param ? 1 : 0;
+
 		hashes[i] = text_hash(texts[i]);
 		snprintf(names[i], sizeof(names[i]), "pgc_%016llx", hashes[i]);
 		parse[i] = !is_prepared(c, hashes[i]) &&
 			c->nprepared + i < (int) (sizeof(c->prepared) / sizeof(c->prepared[0]));
 		if (parse[i])
-			PQsendPrepare(c->conn, names[i], texts[i], 0, NULL);
+			PQsendPrepare(c->conn, names[i], texts[i], nparams, NULL);
 		if (parse[i] || is_prepared(c, hashes[i]))
-			PQsendQueryPrepared(c->conn, names[i], 0, NULL, NULL, NULL, 0);
+			PQsendQueryPrepared(c->conn, names[i], nparams, param, NULL, NULL, 0);
 		else
-			PQsendQueryParams(c->conn, texts[i], 0, NULL, NULL, NULL, NULL, 0);
+			PQsendQueryParams(c->conn, texts[i], nparams, NULL, param, NULL, NULL, 0);
 	}
 	PQpipelineSync(c->conn);
 
@@ -257,10 +261,15 @@ query_pipelined(Conn *c, char *const *texts, int n, PGresult **res,
 
 /*
  * The statements of one look (top, report): prepared and pipelined where
- * libpq can (14 and later), else joined into one simple Query.
+ * libpq can (14 and later), else joined into one simple Query.  A
+ * statement's parameter (params[i], NULL: none; params may be NULL) goes
+ * with its execution; in the simple Query it replaces the text's $1, so it
+ * must be a literal the client made itself (a number), never a value the
+ * server or a user gave.
  */
 bool
-conn_query_prepared(Conn *c, char *const *texts, int n, PGresult **res, char **message)
+conn_query_prepared(Conn *c, char *const *texts, const char *const *params, int n,
+					PGresult **res, char **message)
 {
 	Buf			sql;
 	bool		ok;
@@ -270,7 +279,7 @@ conn_query_prepared(Conn *c, char *const *texts, int n, PGresult **res, char **m
 	{
 		bool		lost;
 
-		if (query_pipelined(c, texts, n, res, message, &lost))
+		if (query_pipelined(c, texts, params, n, res, message, &lost))
 			return true;
 		if (!lost)
 			return false;
@@ -284,7 +293,16 @@ conn_query_prepared(Conn *c, char *const *texts, int n, PGresult **res, char **m
 	buf_init(&sql);
 	for (int i = 0; i < n; i++)
 	{
-		buf_append(&sql, texts[i]);
+		const char *at = params && params[i] ? strstr(texts[i], "$1") : NULL;
+
+		if (at)
+		{
+			buf_printf(&sql, "%.*s", (int) (at - texts[i]), texts[i]);
+			buf_append(&sql, params[i]);
+			buf_append(&sql, at + 2);
+		}
+		else
+			buf_append(&sql, texts[i]);
 		buf_append(&sql, "; ");
 	}
 	ok = conn_query_many(c, sql.data, n, res, message);

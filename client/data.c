@@ -125,12 +125,14 @@ index_order(SortMode sort)
  * The queries of one look, sent in one round trip, each prepared once per
  * connection (conn_query_prepared).  Room for every query a look can make.
  */
+#define MAX_BATCH 12
+
 typedef struct Batch
 {
-	char	   *texts[12];
+	char	   *texts[MAX_BATCH];
 	int			n;
 	int			next;
-	PGresult   *res[12];
+	PGresult   *res[MAX_BATCH];
 } Batch;
 
 /* Move the query in *query to the batch. */
@@ -190,6 +192,45 @@ latest_findings_query(Buf *sql, const char *x)
 			   " FROM %s.pg_contention_findings WHERE NOT EXISTS (SELECT FROM k)", x, x);
 }
 
+/* The newest second a look holds (its epoch), 0 when none. */
+static double
+newest_held(const Snapshot *held)
+{
+	double		newest = 0;
+
+	for (int i = 0; held && i < held->nseconds; i++)
+		if (held->seconds[i].epoch > newest)
+			newest = held->seconds[i].epoch;
+	return newest;
+}
+
+/*
+ * top: put the seconds of the last look (held) that are still in the span
+ * (from first on) before the new ones, which the server sent from the
+ * newest held second on (completed seconds never change).  A reset of the
+ * statistics empties the server's history: its count of seconds falls, and
+ * the held ones are not shown again, as a full read would not show them.
+ */
+static void
+merge_seconds(Snapshot *s, const Snapshot *held, double first)
+{
+	Second	   *merged;
+	int			n = 0;
+
+	if (held == NULL || held->nseconds == 0 ||
+		s->history_buckets < held->history_buckets)
+		return;
+	merged = xmalloc(sizeof(Second) * (size_t) (held->nseconds + s->nseconds + 1));
+	for (int i = 0; i < held->nseconds; i++)
+		if (held->seconds[i].epoch >= first)
+			merged[n++] = held->seconds[i];
+	memcpy(&merged[n], s->seconds, sizeof(Second) * (size_t) s->nseconds);
+	n += s->nseconds;
+	free(s->seconds);
+	s->seconds = merged;
+	s->nseconds = n;
+}
+
 /*
  * The first query's row: the server's clock, the sampler, the window.  The
  * window's seconds are formatted here, not by pg_contention_duration():
@@ -202,6 +243,7 @@ parse_clock(PGresult *res, Snapshot *s)
 	s->taken = number_at(res, 0, 0);
 	s->sampler_running = PQgetvalue(res, 0, 1)[0] == 't';
 	s->findings_window = xstrdup(fmt_duration(number_at(res, 0, 2)));
+	s->history_buckets = atoi(PQgetvalue(res, 0, 3));
 	PQclear(res);
 }
 
@@ -252,16 +294,19 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	int			limit = scope->row_limit;
 	bool		victims = c->ext_version >= 104;
 	bool		incidents;
+	const char *params[MAX_BATCH] = {0};
+	int			history_query = -1; /* its place in the batch */
+	char		held_after[32];
 
 	memset(s, 0, sizeof(*s));
 	memset(&b, 0, sizeof(b));
 	buf_init(&sql);
 
 	buf_printf(&sql,
-			   "SELECT pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()),"
-			   " coalesce((SELECT running FROM %s.pg_contention_sampler_status()), false),"
+			   "SELECT pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()), running,"
 			   " pg_catalog.date_part('epoch', pg_catalog.current_setting("
-			   "'pg_contention.findings_window')::pg_catalog.interval)", x);
+			   "'pg_contention.findings_window')::pg_catalog.interval), history_buckets"
+			   " FROM %s.pg_contention_sampler_status()", x);
 	if (scope->findings_only)
 	{
 		/*
@@ -357,10 +402,19 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 			   " max_overflowed_backends, %s, horizon_xid_age"
 			   " FROM %s.pg_contention_history",
 			   c->ext_version >= 104 ? "subtrans_reader_lookups" : "subtrans_lookups", x);
-	/* 1.4 skips the older seconds before building their rows. */
+	/*
+	 * 1.4 copies and builds the rows of the seconds asked for only: those
+	 * of the span that complete after the newest second held ($1, 0 when
+	 * none), which are merged with the held ones (merge_seconds).
+	 */
 	if (scope->history_seconds > 0 && c->ext_version >= 104)
-		buf_printf(&sql, "(pg_catalog.clock_timestamp() - interval '%d seconds')",
+	{
+		buf_printf(&sql, "(GREATEST(pg_catalog.clock_timestamp() - interval '%d seconds',"
+				   " pg_catalog.to_timestamp($1::pg_catalog.float8)))",
 				   scope->history_seconds + 1);
+		history_query = b.n;
+		snprintf(held_after, sizeof(held_after), "%.1f", newest_held(scope->held) + 0.5);
+	}
 	else if (scope->history_seconds > 0)
 		buf_printf(&sql, " WHERE bucket_start >= pg_catalog.clock_timestamp() - interval '%d seconds'",
 				   scope->history_seconds + 1);
@@ -461,7 +515,9 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 				   x, limit);
 		batch_add(&b, &sql);
 	}
-	if (!conn_query_prepared(c, b.texts, b.n, b.res, message))
+	if (history_query >= 0)
+		params[history_query] = held_after;
+	if (!conn_query_prepared(c, b.texts, params, b.n, b.res, message))
 		goto failed;
 
 	res = batch_next(&b);
@@ -523,6 +579,8 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		b->horizon_age = number_at(res, i, 16);
 	}
 	PQclear(res);
+	if (history_query >= 0)
+		merge_seconds(s, scope->held, s->taken - (scope->history_seconds + 1));
 	res = batch_next(&b);
 	s->statements = rows_alloc(res, sizeof(StatementRow), &s->nstatements);
 	for (int i = 0; i < s->nstatements; i++)

@@ -851,6 +851,7 @@ refresh(TopState *t)
 	Snapshot	next;
 	char	   *message = NULL;
 	bool		read_incidents;
+	bool		same_connection = true;
 
 	if (t->c->conn == NULL)
 	{
@@ -870,9 +871,12 @@ refresh(TopState *t)
 		t->known_start = t->c->server_started;
 		t->lost_since = 0;
 		t->attempts = 0;
+		same_connection = false;
 	}
 
 	scope.history_seconds = HISTORY_SPAN + 1;
+	/* The seconds read before, on this connection, are not read again. */
+	scope.held = t->have_last && same_connection ? &t->last : NULL;
 	scope.row_limit = MAX_ROWS;
 	/* The incidents every INCIDENTS_EVERY seconds; in between, the last read. */
 	read_incidents = !t->have_last || t->incidents_read_at == 0 ||

@@ -232,7 +232,7 @@ sum_window(int window_seconds, OldSnapWindow *window)
 {
 	bool		named_found[PGC_NUM_NAMED_WAITS];
 	int			n;
-	PgcHistoryBucket *history = pgc_sampler_copy_history(&n, named_found);
+	PgcHistoryBucket *history = pgc_sampler_copy_history(DT_NOBEGIN, &n, named_found);
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz last = now - (now % USECS_PER_SEC) - USECS_PER_SEC;
 	TimestampTz latest = 0;

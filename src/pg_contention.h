@@ -518,7 +518,8 @@ pgc_sampler_wake_if_dozing(void)
 extern void pgc_sampler_copy_status(PgcSamplerStatus *status,
 									bool *named_found);
 extern PgcProfileEntry *pgc_sampler_copy_profile(int *n, int64 *total);
-extern PgcHistoryBucket *pgc_sampler_copy_history(int *n, bool *named_found);
+extern PgcHistoryBucket *pgc_sampler_copy_history(TimestampTz since, int *n,
+												   bool *named_found);
 extern PgcProfileKey *pgc_sampler_subtrans_keys(int *n);
 
 /* ---- oldsnapshot.c: old_snapshot_threshold pressure ---- */

@@ -217,28 +217,40 @@ pgc_sampler_subtrans_keys(int *n)
 }
 
 /*
- * The completed one-second buckets, oldest first (palloc'd), and which
- * named wait events this server has.  Only the filled part of the ring is
- * copied.
+ * The completed one-second buckets that start at since or later (all of
+ * them with DT_NOBEGIN), oldest first (palloc'd), and which named wait
+ * events this server has.  Only those are copied: top asks for the few
+ * seconds completed since its last refresh, not the whole ring.
  */
 PgcHistoryBucket *
-pgc_sampler_copy_history(int *n, bool *named_found)
+pgc_sampler_copy_history(TimestampTz since, int *n, bool *named_found)
 {
 	PgcHistoryBucket *copy;
 	int64		written;
-	int			count;
+	int			count,
+				wanted = 0;
 
-	copy = palloc_extended(mul_size(Max(pgc_history_seconds, 1), sizeof(PgcHistoryBucket)),
-						   MCXT_ALLOC_HUGE);
 	LWLockAcquire(sampler->lock, LW_SHARED);
 	written = sampler->status.buckets_written;
 	count = (int) Min(written, (int64) pgc_history_seconds);
 	for (int i = 0; i < count; i++)
-		copy[i] = history[(written - count + i) % pgc_history_seconds];
+		if (history[(written - count + i) % pgc_history_seconds].bucket_start >= since)
+			wanted++;
+	/* palloc raises no interrupt; an error would release the lock. */
+	copy = palloc_extended(mul_size(Max(wanted, 1), sizeof(PgcHistoryBucket)),
+						   MCXT_ALLOC_HUGE);
+	wanted = 0;
+	for (int i = 0; i < count; i++)
+	{
+		PgcHistoryBucket *b = &history[(written - count + i) % pgc_history_seconds];
+
+		if (b->bucket_start >= since)
+			copy[wanted++] = *b;
+	}
 	if (named_found)
 		memcpy(named_found, sampler->named_found, sizeof(sampler->named_found));
 	LWLockRelease(sampler->lock);
-	*n = count;
+	*n = wanted;
 	return copy;
 }
 

@@ -134,7 +134,8 @@ static PgcRowCache history_rows;
 /*
  * pg_contention_history(since): the completed one-second buckets, oldest
  * first; with since (1.4), only those that start at it or later, without
- * building the rows of the others (top reads a minute of the 15 kept).
+ * copying the others or building their rows (top reads the seconds
+ * completed since its last refresh, of the 15 minutes kept).
  */
 Datum
 pg_contention_history(PG_FUNCTION_ARGS)
@@ -165,7 +166,7 @@ pg_contention_history(PG_FUNCTION_ARGS)
 	version[1] = (uint64) since;	/* the rows kept are those since it */
 	if (pgc_row_cache_replay(&history_rows, version, tupdesc, tupstore))
 		return (Datum) 0;
-	copy = pgc_sampler_copy_history(&n, named_found);
+	copy = pgc_sampler_copy_history(since, &n, named_found);
 	pgc_row_cache_begin(&history_rows, version, tupdesc);
 
 	for (int i = 0; i < n; i++)
@@ -174,9 +175,6 @@ pg_contention_history(PG_FUNCTION_ARGS)
 		Datum		values[HISTORY_COLS] = {0};
 		bool		nulls[HISTORY_COLS] = {0};
 		int			c = 0;
-
-		if (b->bucket_start < since)
-			continue;
 
 		values[c++] = TimestampTzGetDatum(b->bucket_start);
 		values[c++] = Int64GetDatum(b->ticks);

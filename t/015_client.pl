@@ -336,7 +336,7 @@ like($out, qr/^ +$overflowed_pid postgres +\S+ +loader +idle in transaction +64 
 SKIP:
 {
 	my $tmux = find_program('tmux');
-	skip 'tmux is not installed', 9 unless $tmux;
+	skip 'tmux is not installed', 12 unless $tmux;
 	my $socket = "$tmp/tmux.sock";
 	my @tmux = ($tmux, '-u', '-S', $socket);
 	local $ENV{TERM} = 'xterm-256color';
@@ -376,9 +376,26 @@ SKIP:
 	like($until->(qr/PAUSED/), qr/PAUSED/, 'p pauses');
 	system(@tmux, 'send-keys', '-t', 'pgc', 'p');
 
-	# A restart: top says the connection is lost, then that it is back.
+	# top reads each second of the history once, on its connection: later
+	# refreshes ask for the newer seconds only and keep the others.  With
+	# the overflowed sessions gone, the seconds they were there in stay on
+	# screen beside five and more new seconds without them (fails if top
+	# shows only what it read last).
+	# (The screen is bytes: a block is a group, not a character class.)
+	my $raised = qr/(?:▂|▃|▄|▅|▆|▇|█)/;
 	$bench->kill_kill;
 	$overflowed->quit;
+	$s = $until->(qr/^ overflowed .*$raised(?:▁){5,} +0 +[1-9]\d* *$/m);
+	like($s, qr/^ overflowed .*$raised(?:▁){5,} +0 +[1-9]\d* *$/m,
+		'top keeps the seconds it read, and adds the new ones');
+	# A reset empties the server's history: the first look after it (the
+	# statements' table empty again) shows none of the seconds before it.
+	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+	$s = $until->(qr/^Statements by pg_subtrans waits, since reset \(0\)/m);
+	like($s, qr/^Statements by pg_subtrans waits, since reset \(0\)/m, 'a look after the reset');
+	unlike($s, qr/^ overflowed .*$raised/m, 'after a reset, top shows no second from before it');
+
+	# A restart: top says the connection is lost, then that it is back.
 	$billing->quit;
 	$node->stop('fast');
 	like($until->(qr/CONNECTION LOST/), qr/^CONNECTION LOST at \d\d:\d\d:\d\d .*reconnecting every 1 s/m,
