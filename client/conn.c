@@ -263,9 +263,11 @@ query_pipelined(Conn *c, char *const *texts, const char *const *params, int n,
  * The statements of one look (top, report): prepared and pipelined where
  * libpq can (14 and later), else joined into one simple Query.  A
  * statement's parameter (params[i], NULL: none; params may be NULL) goes
- * with its execution; in the simple Query it replaces the text's $1, so it
- * must be a literal the client made itself (a number), never a value the
- * server or a user gave.
+ * with its execution; in the simple Query it replaces the text's first $1,
+ * so it must be a literal the client made itself (a number), never a value
+ * the server or a user gave.  The one name in the texts, the extension's
+ * schema, holds no "$": CREATE EXTENSION refuses one (and a schema renamed
+ * later breaks the extension's own functions first).
  */
 bool
 conn_query_prepared(Conn *c, char *const *texts, const char *const *params, int n,

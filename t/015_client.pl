@@ -385,14 +385,14 @@ SKIP:
 	my $raised = qr/(?:▂|▃|▄|▅|▆|▇|█)/;
 	$bench->kill_kill;
 	$overflowed->quit;
-	$s = $until->(qr/^ overflowed .*$raised(?:▁){5,} +0 +[1-9]\d* *$/m);
-	like($s, qr/^ overflowed .*$raised(?:▁){5,} +0 +[1-9]\d* *$/m,
-		'top keeps the seconds it read, and adds the new ones');
+	my $kept = qr/^ overflowed .*$raised(?:▁){5,} +0 +[1-9]\d* *$/m;
+	like($until->($kept), $kept, 'top keeps the seconds it read, and adds the new ones');
 	# A reset empties the server's history: the first look after it (the
 	# statements' table empty again) shows none of the seconds before it.
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
-	$s = $until->(qr/^Statements by pg_subtrans waits, since reset \(0\)/m);
-	like($s, qr/^Statements by pg_subtrans waits, since reset \(0\)/m, 'a look after the reset');
+	my $after_reset = qr/^Statements by pg_subtrans waits, since reset \(0\)/m;
+	$s = $until->($after_reset);
+	like($s, $after_reset, 'a look after the reset');
 	unlike($s, qr/^ overflowed .*$raised/m, 'after a reset, top shows no second from before it');
 
 	# A restart: top says the connection is lost, then that it is back.
