@@ -480,34 +480,37 @@ instruction_rows() {
 }
 # ---- the targets, judged on this run's figures ----
 # BENCHMARKS.md's "Targets" says where each comes from (issues 8 and 26).
-# target_rows statements: the per-statement rows only (part 1 alone).
-verdict() { [ "$1" = 1 ] && echo met || echo "NOT MET"; }
+judge() {	# value op limit -> met / NOT MET (op: "<" or "<=")
+	awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN {
+		print ((op == "<=") ? a <= b : a < b) ? "met" : "NOT MET" }'
+}
 leading() { echo "${1%% *}"; }	# "2.6 (of 2.5, 2.6, 2.7)" -> 2.6
-target_rows() {
-	local stmt base pgc pgss ok key a b what
+# target_table statements: the per-statement targets only (part 1 alone).
+target_table() {
+	local stmt base pgc pgss key a b
+	echo "| target, judged on this run | this run | |"
+	echo "|---|---|---|"
 	for stmt in select update savepoints; do
 		base=${per_statement[$stmt.none]}
-		pgc=${per_statement[$stmt.pg_contention]}
+		pgc=${per_statement[$stmt.pg_contention]:-}
+		[ -n "$pgc" ] || continue	# pg_contention not among the configurations
 		pgss=${per_statement[$stmt.pg_stat_statements]:-}
-		ok=$(awk -v b="$base" -v c="$pgc" 'BEGIN { print ((c - b) / b * 100 <= 0.5) ? 1 : 0 }')
-		echo "| $stmt: at most +0.5% instructions per statement | $(pct "$pgc" "$base")$([ -n "$pgss" ] && echo " (pg_stat_statements $(pct "$pgss" "$base"))") | $(verdict "$ok") |"
+		a=$(awk -v b="$base" -v c="$pgc" 'BEGIN { print (c - b) / b * 100 }')
+		echo "| $stmt: at most +0.5% instructions per statement | $(pct "$pgc" "$base")$([ -n "$pgss" ] && echo " (pg_stat_statements $(pct "$pgss" "$base"))") | $(judge "$a" "<=" 0.5) |"
 	done
 	[ "${1:-}" = statements ] && return 0
 	for key in 10 100 500; do
 		a=$(leading "$(median_of "${sampler_pct[pg_contention.$key]}")")
 		b=$(leading "$(median_of "${sampler_pct[pg_wait_sampling.$key]}")")
-		ok=$(awk -v a="$a" -v b="$b" 'BEGIN { print (a <= b) ? 1 : 0 }')
-		echo "| the sampler, $key backends (4 active), 10 ms: no more than pg_wait_sampling's collector (medians of $rounds rounds) | $a% against $b% | $(verdict "$ok") |"
+		echo "| the sampler, $key backends (4 active), 10 ms: no more than pg_wait_sampling's collector (medians of $rounds rounds) | $a% against $b% | $(judge "$a" "<=" "$b") |"
 	done
 	a=$(leading "$(median_of "${sampler_pct[pg_contention.idle10]}")")
-	ok=$(awk -v a="$a" -v b="$wake_pct" 'BEGIN { print (a < b / 2) ? 1 : 0 }')
-	echo "| the sampler, nothing active: under half of a process that wakes every 10 ms | $a% against $wake_pct% | $(verdict "$ok") |"
+	echo "| the sampler, nothing active: under half of a process that wakes every 10 ms | $a% against $wake_pct% | $(judge "$a" "<" "$(awk -v w="$wake_pct" 'BEGIN { print w / 2 }')") |"
 	a=$(leading "$top_cpu_ms")
-	echo "| pg_contention top: under 5 ms of server CPU per refresh, stores full | $a ms | $(verdict "$(awk -v a="$a" 'BEGIN { print (a < 5) ? 1 : 0 }')") |"
-	a=${check_cpu_ms[kept]}
-	echo "| pg_contention check: under 5 ms of server CPU, stores full (a bare session: ${check_cpu_ms[connect]} ms) | $a ms | $(verdict "$(awk -v a="$a" 'BEGIN { print (a < 5) ? 1 : 0 }')") |"
-	echo "| the incidents worker: under 0.1% of a core at its default interval, stores full | $incident_pct% | $(verdict "$(awk -v a="$incident_pct" 'BEGIN { print (a < 0.1) ? 1 : 0 }')") |"
-	echo "| default shared memory under 16 MB | $shm_mb MB | $(verdict "$(awk -v a="$shm_mb" 'BEGIN { print (a < 16) ? 1 : 0 }')") |"
+	echo "| pg_contention top: under 5 ms of server CPU per refresh, stores full | $a ms | $(judge "$a" "<" 5) |"
+	echo "| pg_contention check: under 5 ms of server CPU, stores full (a bare session: ${check_cpu_ms[connect]} ms) | ${check_cpu_ms[kept]} ms | $(judge "${check_cpu_ms[kept]}" "<" 5) |"
+	echo "| the incidents worker: under 0.1% of a core at its default interval, stores full | $incident_pct% | $(judge "$incident_pct" "<" 0.1) |"
+	echo "| default shared memory under 16 MB | $shm_mb MB | $(judge "$shm_mb" "<" 16) |"
 }
 
 if [ -n "${PGC_BENCH_QUICK:-}" ]; then
@@ -515,9 +518,7 @@ if [ -n "${PGC_BENCH_QUICK:-}" ]; then
 	echo "|---|---|---|---|---|"
 	instruction_rows
 	echo
-	echo "| target, judged on this run | this run | |"
-	echo "|---|---|---|"
-	target_rows statements
+	target_table statements
 	exit 0
 fi
 
@@ -591,9 +592,7 @@ out=$work/results.md
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | | $incident_pct; $incident_ms ($incident_max) | | |"
 	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"
 	echo
-	echo "| target, judged on this run | this run | |"
-	echo "|---|---|---|"
-	target_rows
+	target_table
 } >"$out"
 cat "$out"
 [ -n "${PGC_BENCH_OUT:-}" ] && cp "$out" "$PGC_BENCH_OUT"
