@@ -105,16 +105,31 @@ show_failure() {
 	done
 }
 
+# The TAP scripts spend most of their time waiting for their servers, so
+# they run PGC_PROVE_JOBS (default 2) at a time where the server's test
+# library reserves each node's port with a lock file ("portlock": the 15,
+# 17 and 18 packages tested here); without it (bullseye's 13) two scripts
+# could pick the same free port, so they run one by one.
+prove_jobs() {
+	local cluster
+	cluster=$(dirname "$(dirname "$("$pg_config" --pgxs)")")/test/perl/PostgreSQL/Test/Cluster.pm
+	if grep -q portlock "$cluster" 2>/dev/null; then
+		echo "-j${PGC_PROVE_JOBS:-2}"
+	fi
+}
+
+jobs=$(prove_jobs)
+log "TAP scripts: ${jobs:+${jobs#-j} at a time}${jobs:-one at a time (this version's Cluster.pm reserves no ports)}"
 ok=1
 run make "${make_vars[@]}" bindir="$stage$bindir" regresscheck >"$work/regress.out" 2>&1
 count_regress "$work/regress.out" || ok=0
 run make "${make_vars[@]}" bindir="$stage$bindir" isolationcheck >"$work/isolation.out" 2>&1
 count_regress "$work/isolation.out" || ok=0
-run make "${make_vars[@]}" bindir="$stage$bindir" PROVE_FLAGS=-v tapcheck >"$work/tap.out" 2>&1
+run make "${make_vars[@]}" bindir="$stage$bindir" PROVE_FLAGS="-v --timer $jobs" tapcheck >"$work/tap.out" 2>&1
 count_tap "$work/tap.out" || ok=0
 
 cat "$work/regress.out" "$work/isolation.out" | grep -E '^(test |     |ok |not ok |# |parallel group)' | grep -v '^# (using|initializing|running)' >&2 || true
-grep -E '^(t/|ok |not ok |Result:|Files=)' "$work/tap.out" >&2 || true
+grep -E '^(\[[0-9:]+\] )?t/|^(ok |not ok |Result:|Files=)' "$work/tap.out" >&2 || true
 [ "$ok" -eq 1 ] || show_failure
 echo "suite: $passed $failed $skipped"
 [ "$ok" -eq 1 ] && [ "$failed" -eq 0 ]
