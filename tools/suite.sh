@@ -119,7 +119,11 @@ prove_jobs() {
 }
 
 jobs=$(prove_jobs)
-log "TAP scripts: ${jobs:+${jobs#-j} at a time}${jobs:-one at a time (this version's Cluster.pm reserves no ports)}"
+if [ -n "$jobs" ]; then
+	log "TAP scripts: ${jobs#-j} at a time"
+else
+	log "TAP scripts: one at a time (the server's Cluster.pm reserves no ports)"
+fi
 ok=1
 run make "${make_vars[@]}" bindir="$stage$bindir" regresscheck >"$work/regress.out" 2>&1
 count_regress "$work/regress.out" || ok=0
