@@ -112,13 +112,15 @@ show_failure() {
 # could pick the same free port, so they run one by one.
 prove_jobs() {
 	local cluster
+	[[ "${PGC_PROVE_JOBS:-2}" =~ ^[1-9][0-9]*$ ]] ||
+		die "PGC_PROVE_JOBS must be a number of scripts at a time (1 or more), not '${PGC_PROVE_JOBS}'"
 	cluster=$(dirname "$(dirname "$("$pg_config" --pgxs)")")/test/perl/PostgreSQL/Test/Cluster.pm
 	if grep -q portlock "$cluster" 2>/dev/null; then
 		echo "-j${PGC_PROVE_JOBS:-2}"
 	fi
 }
 
-jobs=$(prove_jobs)
+jobs=$(prove_jobs) || { echo "suite: 0 1 0"; exit 1; }
 if [ -n "$jobs" ]; then
 	log "TAP scripts: ${jobs#-j} at a time"
 else
