@@ -16,12 +16,14 @@
  * most pgc_max_statements entries, keyed by user, database, query id and
  * application: a hash of application_name, see current_application), its
  * header (ShmemInitStruct "pg_contention statements header": the
- * eviction count, the generation, and each entry's slot with its flags,
- * see below) and its LWLock.
+ * eviction count, the generation, each entry's slot with its flags, see
+ * below, and the pool of index records: a statement's figures for each
+ * index it scans, 2 per statement the store holds) and its LWLock.
  *
  * Locking, as in pg_stat_statements: the LWLock in shared mode to find
- * an entry and update its counters under the entry's spinlock; exclusive
- * only to create entries, evict, or reset.  Readers copy entries out
+ * an entry and update its counters (its index records' too) under the
+ * entry's spinlock; exclusive only to create entries, to give an entry a
+ * record for an index it meets the first time, evict, or reset.  Readers copy entries out
  * under it in shared mode: the views all at once, the findings only the
  * entries that can give a row (each looked at under its spinlock), the
  * save for the file a bounded batch at a time, writing with the lock
@@ -133,14 +135,22 @@ typedef struct StatementsShared
 	int64		evictions;		/* entries evicted to make room, under lock */
 	pg_atomic_uint64 generation;	/* bumped before entries move */
 	int			nfree;			/* slots free, on free_slots[], under lock */
+	int			nfree_records;	/* index records free, on free_records[],
+								 * under the lock exclusively */
 } StatementsShared;
 
-
+/*
+ * An entry as the views and the file know it, every figure in place:
+ * readers get entries in this form (copy_entry), and a saved statement is
+ * its bytes from usage to query.  In shared memory the per-index figures
+ * are kept apart (SharedStatement), so that a statement pays for the
+ * indexes it scans, not for PGC_INDEX_SLOTS of them.
+ */
 typedef struct PgcStatementEntry
 {
 	PgcStatementKey key;
-	slock_t		mutex;			/* protects the fields below but slot */
-	int32		slot;			/* set with the entry, under the lock */
+	slock_t		mutex;			/* unused in a copy */
+	int32		slot;
 	double		usage;			/* calls, decayed at each eviction */
 	int64		calls;
 	int64		suboverflowed_calls;
@@ -153,13 +163,102 @@ typedef struct PgcStatementEntry
 	int64		near_overflow_calls;	/* ended with more than the warn level */
 	TimestampTz first_seen;
 	TimestampTz last_seen;
-	int64		indexes_untracked;	/* index deltas with no free slot */
+	int64		indexes_untracked;	/* index deltas with no slot or record */
 	PgcIndexCounters indexes[PGC_INDEX_SLOTS];
 	PgcPeriod	current;		/* this period of findings_window */
 	PgcPeriod	previous;		/* the one before */
 	char		application_name[NAMEDATALEN];	/* the key's app_hash is of it */
 	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen, normalised */
 } PgcStatementEntry;
+
+/*
+ * A period in shared memory: PgcPeriod's fields up to its per-index
+ * arrays (the same layout, copied as bytes), then its constants; the
+ * per-index figures are in the entry's index records.
+ */
+typedef struct SharedPeriod
+{
+	TimestampTz start;			/* first count; 0: empty */
+	TimestampTz end;			/* last count */
+	int64		calls;
+	int64		suboverflowed_calls;
+	int64		near_overflow_calls;
+	int64		overflow_events;
+	int32		max_subxacts;
+	int64		top_level_calls;
+	int64		shared_blks;
+	int64		literals_dead;
+	char		literals[PGC_LITERALS_LEN];
+} SharedPeriod;
+
+#define PERIOD_HEAD_SIZE	offsetof(PgcPeriod, index_scans)
+
+/* One index's figures in one period: PgcPeriod's arrays, for one slot. */
+typedef struct IndexPeriod
+{
+	int64		scans;
+	int64		entries;
+	int64		dead;
+	PgcPeriodScan exec;
+} IndexPeriod;
+
+/*
+ * One statement's figures for one index.  Records come from a pool of
+ * INDEX_RECORDS_PER_STATEMENT for each statement the store can hold
+ * (most statements scan one or two indexes, a few up to PGC_INDEX_SLOTS),
+ * are taken under the exclusive lock the first time a statement meets an
+ * index, and are given back with the entry.  The entry's spinlock guards
+ * them, as it guards the entry's counters.
+ */
+typedef struct IndexRecord
+{
+	PgcIndexCounters counters;
+	IndexPeriod current;
+	IndexPeriod previous;
+} IndexRecord;
+
+#define INDEX_RECORDS_PER_STATEMENT 2
+#define NO_RECORD	(-1)		/* none was free: the index goes untracked */
+
+/*
+ * An entry in shared memory: PgcStatementEntry's fields up to its index
+ * counters (the same layout, copied as bytes), then each index slot's
+ * index and record, the periods without their per-index arrays, the
+ * application and the text.
+ */
+typedef struct SharedStatement
+{
+	PgcStatementKey key;
+	slock_t		mutex;			/* protects the fields below but slot */
+	int32		slot;			/* set with the entry, under the lock */
+	double		usage;
+	int64		calls;
+	int64		suboverflowed_calls;
+	int64		standby_calls;
+	int64		overflow_events;
+	int64		rows;
+	int64		shared_blks_hit;
+	int64		shared_blks_read;
+	int32		max_subxacts;
+	int64		near_overflow_calls;
+	TimestampTz first_seen;
+	TimestampTz last_seen;
+	int64		indexes_untracked;
+	Oid			index_oid[PGC_INDEX_SLOTS]; /* InvalidOid: slot free */
+	int32		index_record[PGC_INDEX_SLOTS];	/* with an index: its record,
+												 * or NO_RECORD */
+	SharedPeriod current;
+	SharedPeriod previous;
+	char		application_name[NAMEDATALEN];
+	char		query[FLEXIBLE_ARRAY_MEMBER];
+} SharedStatement;
+
+#define ENTRY_HEAD_SIZE		offsetof(PgcStatementEntry, indexes)
+
+StaticAssertDecl(offsetof(SharedStatement, index_oid) == ENTRY_HEAD_SIZE,
+				 "SharedStatement must start as PgcStatementEntry does");
+StaticAssertDecl(offsetof(SharedPeriod, literals_dead) == PERIOD_HEAD_SIZE,
+				 "SharedPeriod must start as PgcPeriod does");
 
 /*
  * Every live entry has a slot, a number below pgc_max_statements, taken
@@ -181,9 +280,13 @@ typedef struct PgcStatementEntry
 #define SLOT_NOTABLE		0x1f
 
 static int *free_slots;
-static PgcStatementEntry **slot_entry;
+static SharedStatement **slot_entry;
 static int64 *slot_query_id;	/* its entry's, to find a statement's */
 static pg_atomic_uint32 *slot_flags;
+
+/* The index records' pool, and the stack of the free ones (under the lock). */
+static IndexRecord *index_records;
+static int32 *free_records;
 
 /*
  * A sorted set of query ids: the walks that want a few statements' other
@@ -213,7 +316,7 @@ static void put_literals(const char *literals, bool visible, Oid dbid,
 typedef struct LocalCacheSlot
 {
 	PgcStatementKey key;
-	PgcStatementEntry *entry;	/* NULL: empty */
+	SharedStatement *entry;		/* NULL: empty */
 	uint64		generation;
 } LocalCacheSlot;
 
@@ -262,16 +365,31 @@ current_application(void)
 	return current_app_hash;
 }
 
+/* The size of an entry's copy (what readers and the file see). */
 static Size
 entry_size(void)
 {
 	return MAXALIGN(offsetof(PgcStatementEntry, query) + pgc_max_query_length);
 }
 
+/* The size of an entry in the hash. */
+static Size
+shared_entry_size(void)
+{
+	return MAXALIGN(offsetof(SharedStatement, query) + pgc_max_query_length);
+}
+
+static int
+index_records_count(void)
+{
+	return pgc_max_statements * INDEX_RECORDS_PER_STATEMENT;
+}
+
 /*
- * The slots' arrays after the header at base: sets the four pointers if
- * base is not NULL, and returns the size of the header with them.  One
- * layout for the size asked at start and the addresses every process uses.
+ * The slots' arrays and the index records' pool after the header at base:
+ * sets the six pointers if base is not NULL, and returns the size of the
+ * header with them.  One layout for the size asked at start and the
+ * addresses every process uses.
  */
 static Size
 slot_arrays_at(char *base)
@@ -282,21 +400,27 @@ slot_arrays_at(char *base)
 		free_slots = (int *) (base + offset);
 	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
 	if (base)
-		slot_entry = (PgcStatementEntry **) (base + offset);
-	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(PgcStatementEntry *))));
+		slot_entry = (SharedStatement **) (base + offset);
+	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(SharedStatement *))));
 	if (base)
 		slot_query_id = (int64 *) (base + offset);
 	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(int64))));
 	if (base)
 		slot_flags = (pg_atomic_uint32 *) (base + offset);
-	return add_size(offset, mul_size(pgc_max_statements, sizeof(pg_atomic_uint32)));
+	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(pg_atomic_uint32))));
+	if (base)
+		free_records = (int32 *) (base + offset);
+	offset = add_size(offset, MAXALIGN(mul_size(index_records_count(), sizeof(int32))));
+	if (base)
+		index_records = (IndexRecord *) (base + offset);
+	return add_size(offset, mul_size(index_records_count(), sizeof(IndexRecord)));
 }
 
 Size
 pgc_statements_shmem_size(void)
 {
 	return add_size(slot_arrays_at(NULL),
-					hash_estimate_size(pgc_max_statements, entry_size()));
+					hash_estimate_size(pgc_max_statements, shared_entry_size()));
 }
 
 /*
@@ -304,7 +428,7 @@ pgc_statements_shmem_size(void)
  * for every entry the hash is sized for; false if the hash took more.
  */
 static bool
-take_slot(PgcStatementEntry *entry)
+take_slot(SharedStatement *entry)
 {
 	if (stmts->nfree == 0)
 		return false;
@@ -316,15 +440,36 @@ take_slot(PgcStatementEntry *entry)
 }
 
 /*
- * Give a removed entry's slot back (caller holds the lock exclusively and
- * has taken and released the entry's spinlock since the generation moved).
+ * Give a removed entry's slot and index records back (caller holds the
+ * lock exclusively and has taken and released the entry's spinlock since
+ * the generation moved: no one can be counting into them).
  */
 static void
-release_slot(PgcStatementEntry *entry)
+release_slot(SharedStatement *entry)
 {
+	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+		if (entry->index_oid[k] != InvalidOid && entry->index_record[k] != NO_RECORD)
+			free_records[stmts->nfree_records++] = entry->index_record[k];
 	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
 	slot_entry[entry->slot] = NULL;
 	free_slots[stmts->nfree++] = entry->slot;
+}
+
+/*
+ * A free index record, zeroed, or NO_RECORD if none is left; the caller
+ * holds the lock exclusively and the spinlock of the entry it is for (or
+ * is the postmaster, loading the store).
+ */
+static int32
+take_index_record(void)
+{
+	int32		r;
+
+	if (stmts->nfree_records == 0)
+		return NO_RECORD;
+	r = free_records[--stmts->nfree_records];
+	memset(&index_records[r], 0, sizeof(IndexRecord));
+	return r;
 }
 
 static int
@@ -359,7 +504,7 @@ slot_in_set(int i, const QueryIdSet *set)
 
 /* The first time one of a slot's counters becomes non-zero; under its spinlock. */
 static pg_noinline void
-flag_slot(PgcStatementEntry *entry, uint32 flag)
+flag_slot(SharedStatement *entry, uint32 flag)
 {
 	pg_atomic_fetch_or_u32(&slot_flags[entry->slot], flag);
 }
@@ -389,11 +534,14 @@ pgc_statements_shmem_init(LWLock *lock)
 			slot_entry[i] = NULL;
 			pg_atomic_init_u32(&slot_flags[i], 0);
 		}
+		stmts->nfree_records = index_records_count();
+		for (int i = 0; i < index_records_count(); i++)
+			free_records[i] = index_records_count() - 1 - i;
 	}
 
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(PgcStatementKey);
-	info.entrysize = entry_size();
+	info.entrysize = shared_entry_size();
 	statements = ShmemInitHash("pg_contention statements",
 							   pgc_max_statements, pgc_max_statements,
 							   &info, HASH_ELEM | HASH_BLOBS);
@@ -410,7 +558,7 @@ pgc_statements_shmem_init(LWLock *lock)
 		memset(&key, 0, sizeof(key));
 		for (int i = 0; i < pgc_max_statements; i++)
 		{
-			PgcStatementEntry *entry;
+			SharedStatement *entry;
 
 			key.query_id = i;
 			entry = hash_search(statements, &key, HASH_ENTER_NULL, NULL);
@@ -429,7 +577,7 @@ pgc_statements_shmem_init(LWLock *lock)
 typedef struct UsageOf
 {
 	double		usage;
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 } UsageOf;
 
 static int
@@ -441,18 +589,30 @@ compare_usage(const void *a, const void *b)
 	return (ua > ub) - (ua < ub);
 }
 
+/* Does an entry hold index records?  (Under the lock: set only under it.) */
+static bool
+holds_records(const SharedStatement *entry)
+{
+	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+		if (entry->index_oid[k] != InvalidOid && entry->index_record[k] != NO_RECORD)
+			return true;
+	return false;
+}
+
 /*
- * Make room: decay every entry's usage, then remove the least used.
- * Caller holds statements_lock exclusively; usage is read and decayed
- * under each entry's spinlock, since the fast path updates it without the
- * LWLock.
+ * Make room: decay every entry's usage, then remove the least used of
+ * them, or, for index records (keep not NULL), of those that hold any,
+ * all but keep, the entry the caller is about to count into.  Caller
+ * holds statements_lock exclusively, and no spinlock; usage is read and
+ * decayed under each entry's spinlock, since the fast path updates it
+ * without the LWLock.
  */
 static void
-evict_least_used(void)
+evict_least_used(SharedStatement *keep)
 {
 	HASH_SEQ_STATUS status;
 	UsageOf    *all;
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 	long		n = hash_get_num_entries(statements);
 	long		i = 0;
 	long		victims;
@@ -465,6 +625,8 @@ evict_least_used(void)
 		entry->usage *= USAGE_DECAY_FACTOR;
 		all[i].usage = entry->usage;
 		SpinLockRelease(&entry->mutex);
+		if (keep != NULL && (entry == keep || !holds_records(entry)))
+			continue;
 		all[i].entry = entry;
 		i++;
 	}
@@ -488,17 +650,17 @@ evict_least_used(void)
  * exclusively.  Returns NULL only if the hash cannot take an entry even
  * after eviction (it then counts nothing rather than fail the statement).
  */
-static PgcStatementEntry *
+static SharedStatement *
 enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 {
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 	bool		found;
 
 	entry = hash_search(statements, key, HASH_FIND, NULL);
 	if (entry != NULL)
 		return entry;
 	if (hash_get_num_entries(statements) >= pgc_max_statements)
-		evict_least_used();
+		evict_least_used(NULL);
 	entry = hash_search(statements, key, HASH_ENTER_NULL, &found);
 	if (entry == NULL)
 		return NULL;
@@ -514,11 +676,11 @@ enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 		 * a stale cache could still be holding for a moment: take it, do
 		 * not reset it (every element's spinlock was initialised at start).
 		 */
-		Size		after_mutex = offsetof(PgcStatementEntry, usage);
+		Size		after_mutex = offsetof(SharedStatement, usage);
 
 		SpinLockAcquire(&entry->mutex);
 		memset((char *) entry + after_mutex, 0,
-			   offsetof(PgcStatementEntry, query) - after_mutex);
+			   offsetof(SharedStatement, query) - after_mutex);
 		entry->first_seen = now;
 		/* The name of this backend's application, the key's app_hash. */
 		if (key->app_hash == current_app_hash)
@@ -590,37 +752,73 @@ note_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
 	}
 }
 
-/* Add one execution's index deltas to an entry; caller holds its mutex. */
-static void
-add_index_deltas(PgcStatementEntry *entry, const PgcExecution *exec,
-				 TimestampTz now)
+/*
+ * Find each measured delta's index slot in the entry, into slots[] (-1:
+ * not counted, the entry's slots are all other indexes').  An index the
+ * entry has not met takes a free slot and a record from the pool, which
+ * only a holder of the exclusive lock may do (may_take): without it,
+ * return false before anything is counted, and the caller counts again
+ * under the exclusive lock.  Caller holds the entry's spinlock.
+ */
+static inline bool
+find_index_slots(SharedStatement *entry, const PgcExecution *exec,
+				 int *slots, bool may_take)
 {
 	for (int d = 0; d < exec->ndeltas; d++)
 	{
-		const PgcIndexDelta *delta = &exec->deltas[d];
-		PgcIndexCounters *c = NULL;
+		Oid			indexoid = exec->deltas[d].indexoid;
 		int			slot = -1;
 
-		if (delta->indexoid == InvalidOid)
+		slots[d] = -1;
+		if (indexoid == InvalidOid)
 			continue;			/* not measured */
-
 		for (int i = 0; i < PGC_INDEX_SLOTS; i++)
 		{
-			if (entry->indexes[i].indexoid == delta->indexoid)
+			if (entry->index_oid[i] == indexoid)
 			{
 				slot = i;
 				break;
 			}
-			if (slot < 0 && entry->indexes[i].indexoid == InvalidOid)
+			if (slot < 0 && entry->index_oid[i] == InvalidOid)
 				slot = i;
 		}
-		if (slot >= 0)
-			c = &entry->indexes[slot];
-		if (c == NULL)
+		if (slot >= 0 && entry->index_oid[slot] == InvalidOid)
+		{
+			if (!may_take)
+				return false;
+			entry->index_oid[slot] = indexoid;
+			entry->index_record[slot] = take_index_record();
+			if (entry->index_record[slot] != NO_RECORD)
+				index_records[entry->index_record[slot]].counters.indexoid = indexoid;
+		}
+		slots[d] = slot;
+	}
+	return true;
+}
+
+/*
+ * Add one execution's index deltas to an entry, each at its slot
+ * (find_index_slots); caller holds its mutex.
+ */
+static void
+add_index_deltas(SharedStatement *entry, const PgcExecution *exec,
+				 const int *slots, TimestampTz now)
+{
+	for (int d = 0; d < exec->ndeltas; d++)
+	{
+		const PgcIndexDelta *delta = &exec->deltas[d];
+		IndexRecord *r;
+		PgcIndexCounters *c;
+
+		if (delta->indexoid == InvalidOid)
+			continue;			/* not measured */
+		if (slots[d] < 0 || entry->index_record[slots[d]] == NO_RECORD)
 		{
 			entry->indexes_untracked++;
 			continue;
 		}
+		r = &index_records[entry->index_record[slots[d]]];
+		c = &r->counters;
 		c->indexoid = delta->indexoid;
 		if (delta->kind == PGC_SCAN_INDEX_ONLY)
 			c->index_only_scans++;
@@ -635,8 +833,8 @@ add_index_deltas(PgcStatementEntry *entry, const PgcExecution *exec,
 			c->scans++;
 			c->entries_read += delta->returned;
 			c->live_fetched += delta->fetched;
-			entry->current.index_scans[slot]++;
-			entry->current.index_entries[slot] += delta->returned;
+			r->current.scans++;
+			r->current.entries += delta->returned;
 			/* A clean execution (the common case) adds nothing more. */
 			if (unlikely((dead | delta->lossy_pages) != 0))
 			{
@@ -645,30 +843,55 @@ add_index_deltas(PgcStatementEntry *entry, const PgcExecution *exec,
 				c->dead_visits += dead;
 				c->max_dead_visits = Max(c->max_dead_visits, dead);
 				c->bitmap_lossy_pages += delta->lossy_pages;
-				entry->current.index_dead[slot] += dead;
+				r->current.dead += dead;
 			}
-			note_execution(&entry->current.index_exec[slot], exec, dead,
-						   delta->returned, now);
+			note_execution(&r->current.exec, exec, dead, delta->returned, now);
 		}
 		else
 			c->other_entries_read += delta->returned;
 	}
 }
 
-/* Add one statement's counts; caller holds the entry's spinlock. */
-static inline void
-update_entry(PgcStatementEntry *entry, TimestampTz now,
-			 const PgcExecution *exec)
+/*
+ * The entry's current period has lasted the window: it becomes the
+ * previous one, its index records' too.  Caller holds the entry's mutex.
+ */
+static pg_noinline void
+start_period(SharedStatement *entry, TimestampTz now)
+{
+	entry->previous = entry->current;
+	memset(&entry->current, 0, sizeof(SharedPeriod));
+	entry->current.start = now;
+	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+	{
+		if (entry->index_oid[k] != InvalidOid && entry->index_record[k] != NO_RECORD)
+		{
+			IndexRecord *r = &index_records[entry->index_record[k]];
+
+			r->previous = r->current;
+			memset(&r->current, 0, sizeof(IndexPeriod));
+		}
+	}
+}
+
+/*
+ * Add one statement's counts; caller holds the entry's spinlock.  Returns
+ * false, having counted nothing, if the execution scanned an index the
+ * entry has no record for and may_take is false (see find_index_slots).
+ */
+static inline bool
+update_entry(SharedStatement *entry, TimestampTz now,
+			 const PgcExecution *exec, bool may_take)
 {
 	int			flags = exec->flags;
-	PgcPeriod  *period = &entry->current;
+	SharedPeriod *period = &entry->current;
+	int			slots[PGC_INDEX_SLOTS];
+
+	if (exec->ndeltas > 0 && !find_index_slots(entry, exec, slots, may_take))
+		return false;
 
 	if (unlikely(now - period->start >= pgc_findings_window * USECS_PER_SEC))
-	{
-		entry->previous = *period;
-		memset(period, 0, sizeof(PgcPeriod));
-		period->start = now;
-	}
+		start_period(entry, now);
 	period->end = now;
 
 	if (flags & PGC_COUNT_CALL)
@@ -714,7 +937,7 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 		period->overflow_events++;
 	}
 	if (exec->ndeltas > 0)
-		add_index_deltas(entry, exec, now);
+		add_index_deltas(entry, exec, slots, now);
 	/* Its constants, read before the spinlock (hooks.c): a bounded copy. */
 	if (unlikely(exec->literals != NULL) && exec->max_dead > period->literals_dead)
 	{
@@ -722,20 +945,50 @@ update_entry(PgcStatementEntry *entry, TimestampTz now,
 		strlcpy(period->literals, exec->literals, PGC_LITERALS_LEN);
 	}
 	entry->last_seen = now;
+	return true;
+}
+
+/*
+ * How many index records counting exec into entry would take (the
+ * indexes it meets the first time).  Caller holds the lock exclusively,
+ * under which alone an entry's indexes are set: no spinlock needed.
+ */
+static int
+records_needed(const SharedStatement *entry, const PgcExecution *exec)
+{
+	int			needed = 0;
+
+	for (int d = 0; d < exec->ndeltas; d++)
+	{
+		bool		known = false;
+
+		if (exec->deltas[d].indexoid == InvalidOid)
+			continue;
+		for (int i = 0; i < PGC_INDEX_SLOTS && !known; i++)
+			known = entry->index_oid[i] == exec->deltas[d].indexoid;
+		needed += !known;
+	}
+	return needed;
 }
 
 /*
  * The locked path of pgc_statement_count: find or create the entry under
  * the LWLock, remember it in the backend's cache slot, and count.  Kept
- * out of line so that the common path stays short.
+ * out of line so that the common path stays short.  The lock is taken in
+ * shared mode unless exclusive: an entry is created, or given an index
+ * record, only under the exclusive lock, which is then taken instead
+ * (once for the entry's first execution, and once for each index it meets
+ * the first time).
  */
 static pg_noinline void
 count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 			 uint64 app_hash, TimestampTz now, const char *source_text,
-			 int stmt_location, int stmt_len, const PgcExecution *exec)
+			 int stmt_location, int stmt_len, const PgcExecution *exec,
+			 bool exclusive)
 {
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 	PgcStatementKey key;
+	bool		counted;
 
 	memset(&key, 0, sizeof(key));	/* hashed as bytes: no stray padding */
 	key.userid = userid;
@@ -743,7 +996,7 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 	key.query_id = query_id;
 	key.app_hash = app_hash;
 
-	LWLockAcquire(stmts->lock, LW_SHARED);
+	LWLockAcquire(stmts->lock, exclusive ? LW_EXCLUSIVE : LW_SHARED);
 	entry = hash_search(statements, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
@@ -759,6 +1012,7 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 		pgc_normalize_query(source_text, stmt_location, stmt_len, text,
 							pgc_max_query_length);
 		LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
+		exclusive = true;
 		entry = enter_statement(&key, text, now);
 		pfree(text);
 		if (entry == NULL)
@@ -767,16 +1021,30 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 			return;
 		}
 	}
+
+	/*
+	 * Records for the indexes this execution meets the first time: when
+	 * the pool has too few, the least used statements make room (evicted
+	 * and counted like the hash's).
+	 */
+	if (exclusive && stmts->nfree_records < records_needed(entry, exec))
+		evict_least_used(entry);
+
 	/* No removal can happen while we hold the LWLock: the generation holds. */
 	slot->key = key;
 	slot->entry = entry;
 	slot->generation = pg_atomic_read_u64(&stmts->generation);
 
 	SpinLockAcquire(&entry->mutex);
-	update_entry(entry, now, exec);
+	counted = update_entry(entry, now, exec, exclusive);
 	SpinLockRelease(&entry->mutex);
 
 	LWLockRelease(stmts->lock);
+
+	/* A new index: it takes a record under the exclusive lock. */
+	if (!counted)
+		count_locked(slot, userid, query_id, app_hash, now, source_text,
+					 stmt_location, stmt_len, exec, true);
 }
 
 /*
@@ -792,7 +1060,7 @@ void
 pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 					int stmt_location, int stmt_len, const PgcExecution *exec)
 {
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 	LocalCacheSlot *slot;
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 	uint64		app_hash = current_application();
@@ -809,18 +1077,24 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		slot->key.userid == userid && slot->key.dbid == MyDatabaseId &&
 		slot->key.app_hash == app_hash)
 	{
+		bool		live;
+
 		SpinLockAcquire(&entry->mutex);
-		if (pg_atomic_read_u64(&stmts->generation) == slot->generation)
+		live = pg_atomic_read_u64(&stmts->generation) == slot->generation;
+		if (live && update_entry(entry, now, exec, false))
 		{
-			update_entry(entry, now, exec);
 			SpinLockRelease(&entry->mutex);
 			return;
 		}
 		SpinLockRelease(&entry->mutex);
+		/* Live but not counted: it met a new index (find_index_slots). */
+		count_locked(slot, userid, query_id, app_hash, now, source_text,
+					 stmt_location, stmt_len, exec, live);
+		return;
 	}
 
 	count_locked(slot, userid, query_id, app_hash, now, source_text,
-				 stmt_location, stmt_len, exec);
+				 stmt_location, stmt_len, exec, false);
 }
 
 /* For pg_contention_info: entries in the hash, and evictions. */
@@ -838,7 +1112,7 @@ void
 pgc_statements_reset(void)
 {
 	HASH_SEQ_STATUS status;
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 
 	LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
 	pg_atomic_fetch_add_u64(&stmts->generation, 1);
@@ -855,17 +1129,58 @@ pgc_statements_reset(void)
 	LWLockRelease(stmts->lock);
 }
 
+/* A shared period into a copy's, its per-index arrays zeroed. */
+static void
+copy_period(PgcPeriod *dest, const SharedPeriod *from)
+{
+	memcpy(dest, from, PERIOD_HEAD_SIZE);
+	memset((char *) dest + PERIOD_HEAD_SIZE, 0,
+		   offsetof(PgcPeriod, literals_dead) - PERIOD_HEAD_SIZE);
+	dest->literals_dead = from->literals_dead;
+	memcpy(dest->literals, from->literals, PGC_LITERALS_LEN);
+}
+
+/* One index's figures in a period into slot k of a copy's period. */
+static void
+copy_index_period(PgcPeriod *dest, int k, const IndexPeriod *from)
+{
+	dest->index_scans[k] = from->scans;
+	dest->index_entries[k] = from->entries;
+	dest->index_dead[k] = from->dead;
+	dest->index_exec[k] = from->exec;
+}
+
 /*
- * Copy one entry: its counters under its spinlock (unless take_locks is
- * false: the postmaster at exit, alone), its text after releasing it (see
- * the header comment).  The caller holds the LWLock, at least shared.
+ * Copy one entry into its readers' form: its counters and its index
+ * records under its spinlock (unless take_locks is false: the postmaster
+ * at exit, alone), its text after releasing it (see the header comment).
+ * The caller holds the LWLock, at least shared.  An index left without a
+ * record is not in the copy (its executions are in indexes_untracked).
  */
 static void
-copy_entry(PgcStatementEntry *dest, PgcStatementEntry *entry, bool take_locks)
+copy_entry(PgcStatementEntry *dest, SharedStatement *entry, bool take_locks)
 {
 	if (take_locks)
 		SpinLockAcquire(&entry->mutex);
-	memcpy(dest, entry, offsetof(PgcStatementEntry, query));
+	memcpy(dest, entry, ENTRY_HEAD_SIZE);
+	copy_period(&dest->current, &entry->current);
+	copy_period(&dest->previous, &entry->previous);
+	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+	{
+		const IndexRecord *r;
+
+		if (entry->index_oid[k] == InvalidOid || entry->index_record[k] == NO_RECORD)
+		{
+			memset(&dest->indexes[k], 0, sizeof(PgcIndexCounters));
+			continue;
+		}
+		r = &index_records[entry->index_record[k]];
+		dest->indexes[k] = r->counters;
+		dest->indexes[k].indexoid = entry->index_oid[k];
+		copy_index_period(&dest->current, k, &r->current);
+		copy_index_period(&dest->previous, k, &r->previous);
+	}
+	memcpy(dest->application_name, entry->application_name, NAMEDATALEN);
 	if (take_locks)
 		SpinLockRelease(&entry->mutex);
 	strlcpy(dest->query, entry->query, pgc_max_query_length);
@@ -893,7 +1208,7 @@ copies_init(EntryCopies *c, long capacity)
 }
 
 static void
-copies_add(EntryCopies *c, PgcStatementEntry *entry)
+copies_add(EntryCopies *c, SharedStatement *entry)
 {
 	if (c->n == c->capacity)
 	{
@@ -919,7 +1234,7 @@ static char *
 copy_entries(long *n)
 {
 	HASH_SEQ_STATUS status;
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 	Size		size = entry_size();
 	char	   *copy;
 	long		i = 0;
@@ -949,7 +1264,7 @@ copy_entries(long *n)
 static char *
 copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 {
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 	EntryCopies kept;
 	QueryIdSet	waiting;
 
@@ -1051,7 +1366,7 @@ in_index_groups(const IndexGroupKey *groups, long ngroups, Oid dbid,
 static char *
 copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 {
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 	long		ng = 0;
 	IndexGroupKey *keys;
 	EntryCopies kept;
@@ -1070,12 +1385,13 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 		SpinLockAcquire(&entry->mutex);
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 		{
-			if (entry->indexes[k].indexoid == InvalidOid ||
-				entry->indexes[k].dead_visits <= 0)
+			if (entry->index_oid[k] == InvalidOid ||
+				entry->index_record[k] == NO_RECORD ||
+				index_records[entry->index_record[k]].counters.dead_visits <= 0)
 				continue;
 			keys[ng].dbid = entry->key.dbid;
 			keys[ng].query_id = entry->key.query_id;
-			keys[ng++].indexoid = entry->indexes[k].indexoid;
+			keys[ng++].indexoid = entry->index_oid[k];
 		}
 		SpinLockRelease(&entry->mutex);
 	}
@@ -1107,13 +1423,12 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 			if (!slot_in_set(i, &ids))
 				continue;
 			entry = slot_entry[i];
-			/* A slot's index is set once, under the spinlock. */
-			SpinLockAcquire(&entry->mutex);
+			/* A slot's index is set once, under the exclusive lock. */
 			for (int k = 0; k < PGC_INDEX_SLOTS && !wanted; k++)
-				wanted = entry->indexes[k].indexoid != InvalidOid &&
+				wanted = entry->index_oid[k] != InvalidOid &&
+					entry->index_record[k] != NO_RECORD &&
 					in_index_groups(keys, ng, entry->key.dbid, entry->key.query_id,
-									entry->indexes[k].indexoid);
-			SpinLockRelease(&entry->mutex);
+									entry->index_oid[k]);
 			if (wanted)
 				copies_add(&kept, entry);
 		}
@@ -1541,33 +1856,63 @@ put_period_scan(const PgcPeriodScan *ps, Datum *values, bool *nulls, int col)
 }
 
 /*
- * What an entry's periods say about whether it can give a row of
- * pg_contention_recent(..., notable_only): 1 when, in a period that
- * reaches into the window, it ran on a suboverflowed snapshot, near an
- * overflow, overflowed, or met dead index entries; 0 when it ran in the
- * window without any of these; -1 when it did not run in the window.
+ * What a period says about whether its entry can give a row of
+ * pg_contention_recent(..., notable_only): 1 when it reaches into the
+ * window and its statement ran on a suboverflowed snapshot, near an
+ * overflow, overflowed, or met dead index entries there (any_dead); 0
+ * when it reaches into the window without any of these; -1 when it does
+ * not.  An entry's say is the larger of its two periods'.
  */
+static int
+period_notable(const SharedPeriod *p, bool any_dead, TimestampTz cutoff)
+{
+	if (p->start == 0 || p->end < cutoff)
+		return -1;
+	return (p->suboverflowed_calls > 0 || p->near_overflow_calls > 0 ||
+			p->overflow_events > 0 || any_dead) ? 1 : 0;
+}
+
+/* The same for an entry's copy (its periods' heads are a SharedPeriod's). */
 static int
 entry_counters_notable(const PgcStatementEntry *e, TimestampTz cutoff)
 {
-	const PgcPeriod *periods[2] = {&e->previous, &e->current};
-	bool		in_window = false;
+	int			say = -1;
 
 	for (int j = 0; j < 2; j++)
 	{
-		const PgcPeriod *p = periods[j];
+		const PgcPeriod *p = j == 0 ? &e->previous : &e->current;
+		SharedPeriod head;
+		bool		any_dead = false;
 
-		if (p->start == 0 || p->end < cutoff)
-			continue;
-		in_window = true;
-		if (p->suboverflowed_calls > 0 || p->near_overflow_calls > 0 ||
-			p->overflow_events > 0)
-			return 1;
+		memcpy(&head, p, PERIOD_HEAD_SIZE);
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
-			if (p->index_dead[k] > 0)
-				return 1;
+			any_dead |= p->index_dead[k] > 0;
+		say = Max(say, period_notable(&head, any_dead, cutoff));
 	}
-	return in_window ? 0 : -1;
+	return say;
+}
+
+/*
+ * The same for an entry in the hash (its index figures in its records);
+ * caller holds its spinlock.
+ */
+static int
+shared_counters_notable(const SharedStatement *e, TimestampTz cutoff)
+{
+	bool		any_dead[2] = {false, false};
+
+	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+	{
+		const IndexRecord *r;
+
+		if (e->index_oid[k] == InvalidOid || e->index_record[k] == NO_RECORD)
+			continue;
+		r = &index_records[e->index_record[k]];
+		any_dead[0] |= r->previous.dead > 0;
+		any_dead[1] |= r->current.dead > 0;
+	}
+	return Max(period_notable(&e->previous, any_dead[0], cutoff),
+			   period_notable(&e->current, any_dead[1], cutoff));
 }
 
 /*
@@ -1608,7 +1953,7 @@ compare_statements(const void *a, const void *b)
 typedef struct OtherEntry
 {
 	PgcStatementKey key;
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 } OtherEntry;
 
 static int
@@ -1634,7 +1979,7 @@ compare_other_entries(const void *a, const void *b)
 static char *
 copy_notable_entries(long *n, TimestampTz cutoff)
 {
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 	long		nothers = 0;
 	EntryCopies kept;
 	OtherEntry *others = NULL;
@@ -1652,7 +1997,7 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 		if (!(flags & SLOT_NOTABLE) || (entry = slot_entry[i]) == NULL)
 			continue;
 		SpinLockAcquire(&entry->mutex);
-		notable = entry_counters_notable(entry, cutoff);
+		notable = shared_counters_notable(entry, cutoff);
 		SpinLockRelease(&entry->mutex);
 		if (notable > 0 || (notable == 0 && (flags & SLOT_SAVEPOINT)))
 		{
@@ -2037,7 +2382,7 @@ pgc_statements_save(PgcWriter *writer, bool take_locks, uint64 *count)
 	long		next = 0;
 	int64		evictions;
 	HASH_SEQ_STATUS status;
-	PgcStatementEntry *entry;
+	SharedStatement *entry;
 
 	*count = 0;
 	/* Entries are created only under the exclusive lock: at most this many. */
@@ -2221,6 +2566,52 @@ fix_entry(PgcReader *reader, PgcStatementEntry *e)
 }
 
 /*
+ * A loaded statement (checked by fix_entry) into its new entry in the
+ * hash, whose key, spinlock (initialised at creation: kept) and slot are
+ * set; each index takes a record from the pool while there are any (a
+ * store saved by a version that kept PGC_INDEX_SLOTS per statement may
+ * have more indexes than the pool: the statements first in the file keep
+ * theirs, and the rest go untracked).  Postmaster only: no lock.
+ */
+static void
+load_entry(SharedStatement *entry, const PgcStatementEntry *e)
+{
+	Size		from = offsetof(SharedStatement, usage);
+
+	memset((char *) entry + from, 0, offsetof(SharedStatement, query) - from);
+	memcpy((char *) entry + from, (const char *) e + from, ENTRY_HEAD_SIZE - from);
+	memcpy(&entry->current, &e->current, PERIOD_HEAD_SIZE);
+	entry->current.literals_dead = e->current.literals_dead;
+	memcpy(entry->current.literals, e->current.literals, PGC_LITERALS_LEN);
+	memcpy(&entry->previous, &e->previous, PERIOD_HEAD_SIZE);
+	entry->previous.literals_dead = e->previous.literals_dead;
+	memcpy(entry->previous.literals, e->previous.literals, PGC_LITERALS_LEN);
+	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
+	{
+		int32		r;
+
+		if (e->indexes[k].indexoid == InvalidOid)
+			continue;
+		r = take_index_record();
+		entry->index_oid[k] = e->indexes[k].indexoid;
+		entry->index_record[k] = r;
+		if (r == NO_RECORD)
+			continue;
+		index_records[r].counters = e->indexes[k];
+		index_records[r].current.scans = e->current.index_scans[k];
+		index_records[r].current.entries = e->current.index_entries[k];
+		index_records[r].current.dead = e->current.index_dead[k];
+		index_records[r].current.exec = e->current.index_exec[k];
+		index_records[r].previous.scans = e->previous.index_scans[k];
+		index_records[r].previous.entries = e->previous.index_entries[k];
+		index_records[r].previous.dead = e->previous.index_dead[k];
+		index_records[r].previous.exec = e->previous.index_exec[k];
+	}
+	memcpy(entry->application_name, e->application_name, NAMEDATALEN);
+	strlcpy(entry->query, e->query, pgc_max_query_length);
+}
+
+/*
  * Enter the saved statements into the empty hash: the most used ones, as
  * many as pg_contention.max_statements allows (a first pass keeps the
  * position and usage of the most used in a heap of that size, the only
@@ -2237,6 +2628,7 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 	uint64		most = (uint64) pgc_max_statements;
 	int64		evictions;
 	double		usage;
+	PgcStatementEntry *loaded;
 
 	*kept = 0;
 	if (!pgc_read_bytes(reader, &evictions, sizeof(evictions)))
@@ -2269,10 +2661,11 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 	}
 	/* Second pass, in the file's order: one read through the buffer. */
 	qsort(heap, n, sizeof(SavedStatement), compare_saved_pos);
+	loaded = palloc0(entry_size());
 	for (uint64 i = 0; i < n; i++)
 	{
 		PgcStatementKey key;
-		PgcStatementEntry *entry;
+		SharedStatement *entry;
 		bool		found;
 
 		reader->failed = false;
@@ -2286,10 +2679,10 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 				reader->fixed++;	/* a duplicate key */
 			continue;
 		}
-		/* The element's spinlock was initialised at creation: keep it. */
-		if (!pgc_read_bytes(reader, (char *) entry + COUNTERS_OFFSET, COUNTERS_SIZE) ||
-			!pgc_read_text(reader, entry->query, pgc_max_query_length) ||
-			!fix_entry(reader, entry))
+		loaded->key = key;
+		if (!pgc_read_bytes(reader, (char *) loaded + COUNTERS_OFFSET, COUNTERS_SIZE) ||
+			!pgc_read_text(reader, loaded->query, pgc_max_query_length) ||
+			!fix_entry(reader, loaded))
 		{
 			hash_search(statements, &key, HASH_REMOVE, NULL);
 			if (reader->failed)
@@ -2301,6 +2694,7 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 			hash_search(statements, &key, HASH_REMOVE, NULL);
 			break;
 		}
+		load_entry(entry, loaded);
 		if (entry->suboverflowed_calls > 0)
 			flag_slot(entry, SLOT_SUBOVERFLOWED);
 		if (entry->near_overflow_calls > 0)
@@ -2310,13 +2704,14 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 		if (is_savepoint_text(entry->query))
 			flag_slot(entry, SLOT_SAVEPOINT);
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
-			if (entry->indexes[k].indexoid != InvalidOid &&
-				entry->indexes[k].dead_visits > 0)
+			if (entry->index_oid[k] != InvalidOid && entry->index_record[k] != NO_RECORD &&
+				loaded->indexes[k].dead_visits > 0)
 				flag_slot(entry, SLOT_DEAD_VISITS);
 		(*kept)++;
 	}
 	/* The first pass ended early: say so (the second reset the flag). */
 	reader->failed = (read < count);
 	stmts->evictions = evictions + (int64) (read - *kept);
+	pfree(loaded);
 	pfree(heap);
 }

@@ -224,6 +224,61 @@ $node->safe_psql('postgres', q{
 like(flagged_rows(), qr/^0 suboverflowed, 0 differ; 1 dead, 0 differ; [1-9]\d* notable, 0 differ$/,
 	'the lookup again, in a new entry: flagged (its first scan since the commit still visits the dead entries)');
 
+# A statement's figures per index come from a pool of two index records
+# per statement the store can hold: 200 here.  Forty statements of six
+# index lookups each need 240, in a store far from full: the least used
+# statements holding records are evicted to free theirs, and counted.  A
+# statement that stays keeps all six indexes, each exact: the one run
+# most often, and every other (none is left with only some of its
+# indexes, none untracked).
+$node->safe_psql('postgres', q{
+	SELECT pg_contention_reset();
+	CREATE TABLE six (a int, b int, c int, d int, e int, f int);
+	INSERT INTO six SELECT g, g, g, g, g, g FROM generate_series(1, 100) AS g;
+	CREATE INDEX six_a ON six (a); CREATE INDEX six_b ON six (b);
+	CREATE INDEX six_c ON six (c); CREATE INDEX six_d ON six (d);
+	CREATE INDEX six_e ON six (e); CREATE INDEX six_f ON six (f);
+	ANALYZE six;
+});
+# One shape per number of columns (its own query id), six index scans
+# (two columns: none is an index-only scan).
+sub six_lookups
+{
+	my ($columns, $first) = @_;
+	my $list = join(', ', ('a, b') x $columns);
+	return join(' UNION ALL ', map { "SELECT " . ($_ eq 'a' ? $first : $list)
+		  . " FROM six WHERE $_ = 1" } qw(a b c d e f)) . ";\n";
+}
+$node->safe_psql('postgres', "SET enable_seqscan = off; SET enable_bitmapscan = off;\n"
+	  . join('', map { six_lookups(1, 'a AS six_hot, b') } 1 .. 30)
+	  . join('', map { six_lookups($_, join(', ', ('a, b') x $_)) } 2 .. 41));
+# (The texts are cut at 63 bytes here: the statements are found by their
+# indexes.)
+my $six_rows = q{FROM pg_contention_index_scans() WHERE indexrelid::regclass::text LIKE 'six\__'};
+my ($kept, $records_evictions) = split /\|/, $node->safe_psql('postgres',
+	"SELECT count(DISTINCT query_id), (SELECT statement_evictions FROM pg_contention_info) $six_rows");
+cmp_ok($records_evictions, '>', 0, "statements evicted to free index records ($records_evictions)");
+is($kept + $records_evictions, 41, "only those were evicted: $kept kept");
+is($node->safe_psql('postgres', q{
+	SELECT count(*), min(scans), max(scans), sum(indexes_untracked)
+	  FROM pg_contention_index_scans() WHERE query LIKE '%six_hot%'}),
+	'6|30|30|0', 'the statement run most often kept its six indexes, every scan counted');
+is($node->safe_psql('postgres', qq{
+	SELECT count(*) FILTER (WHERE n <> 6 OR least_scans <> most_scans),
+		   sum(n) <= 200, sum(untracked)
+	  FROM (SELECT query_id, count(*) AS n, min(scans) AS least_scans,
+				   max(scans) AS most_scans, sum(indexes_untracked) AS untracked
+			  $six_rows GROUP BY query_id) AS s}),
+	'0|t|0', 'every statement kept has its six indexes, within the pool');
+# The same store after a restart: saved, loaded, every figure the same.
+my $index_rows = q{SELECT string_agg(concat_ws(':', query_id, indexrelid, scans,
+	entries_read, live_fetched, dead_visits, indexes_untracked), ',' ORDER BY query_id, indexrelid)
+	FROM pg_contention_index_scans()};
+my $before_restart = $node->safe_psql('postgres', $index_rows);
+$node->restart;
+is($node->safe_psql('postgres', $index_rows), $before_restart,
+	'after a restart: the same index figures');
+
 # Reset clears everything, counters included.
 $node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 is($node->safe_psql('postgres',
