@@ -440,6 +440,20 @@ take_slot(SharedStatement *entry)
 }
 
 /*
+ * The record of an entry's index slot k, or NULL when the slot has no
+ * index or its index found no record.  Under the entry's spinlock, or
+ * the lock exclusively, for the record's figures; the slot's index and
+ * record number change only under the lock exclusively.
+ */
+static inline IndexRecord *
+slot_record(const SharedStatement *entry, int k)
+{
+	if (entry->index_oid[k] == InvalidOid || entry->index_record[k] == NO_RECORD)
+		return NULL;
+	return &index_records[entry->index_record[k]];
+}
+
+/*
  * Give a removed entry's slot and index records back (caller holds the
  * lock exclusively and has taken and released the entry's spinlock since
  * the generation moved: no one can be counting into them).
@@ -448,7 +462,7 @@ static void
 release_slot(SharedStatement *entry)
 {
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
-		if (entry->index_oid[k] != InvalidOid && entry->index_record[k] != NO_RECORD)
+		if (slot_record(entry, k) != NULL)
 			free_records[stmts->nfree_records++] = entry->index_record[k];
 	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
 	slot_entry[entry->slot] = NULL;
@@ -594,7 +608,7 @@ static bool
 holds_records(const SharedStatement *entry)
 {
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
-		if (entry->index_oid[k] != InvalidOid && entry->index_record[k] != NO_RECORD)
+		if (slot_record(entry, k) != NULL)
 			return true;
 	return false;
 }
@@ -812,12 +826,11 @@ add_index_deltas(SharedStatement *entry, const PgcExecution *exec,
 
 		if (delta->indexoid == InvalidOid)
 			continue;			/* not measured */
-		if (slots[d] < 0 || entry->index_record[slots[d]] == NO_RECORD)
+		if (slots[d] < 0 || (r = slot_record(entry, slots[d])) == NULL)
 		{
 			entry->indexes_untracked++;
 			continue;
 		}
-		r = &index_records[entry->index_record[slots[d]]];
 		c = &r->counters;
 		c->indexoid = delta->indexoid;
 		if (delta->kind == PGC_SCAN_INDEX_ONLY)
@@ -864,10 +877,10 @@ start_period(SharedStatement *entry, TimestampTz now)
 	entry->current.start = now;
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 	{
-		if (entry->index_oid[k] != InvalidOid && entry->index_record[k] != NO_RECORD)
-		{
-			IndexRecord *r = &index_records[entry->index_record[k]];
+		IndexRecord *r = slot_record(entry, k);
 
+		if (r != NULL)
+		{
 			r->previous = r->current;
 			memset(&r->current, 0, sizeof(IndexPeriod));
 		}
@@ -1064,6 +1077,7 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 	LocalCacheSlot *slot;
 	TimestampTz now = GetCurrentStatementStartTimestamp();
 	uint64		app_hash = current_application();
+	bool		live = false;
 
 	/* The hooks exist only where the shared state was attached at start. */
 	Assert(stmts != NULL);
@@ -1077,8 +1091,6 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		slot->key.userid == userid && slot->key.dbid == MyDatabaseId &&
 		slot->key.app_hash == app_hash)
 	{
-		bool		live;
-
 		SpinLockAcquire(&entry->mutex);
 		live = pg_atomic_read_u64(&stmts->generation) == slot->generation;
 		if (live && update_entry(entry, now, exec, false))
@@ -1087,14 +1099,11 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 			return;
 		}
 		SpinLockRelease(&entry->mutex);
-		/* Live but not counted: it met a new index (find_index_slots). */
-		count_locked(slot, userid, query_id, app_hash, now, source_text,
-					 stmt_location, stmt_len, exec, live);
-		return;
 	}
 
+	/* Live but not counted: it met a new index, the exclusive lock's work. */
 	count_locked(slot, userid, query_id, app_hash, now, source_text,
-				 stmt_location, stmt_len, exec, false);
+				 stmt_location, stmt_len, exec, live);
 }
 
 /* For pg_contention_info: entries in the hash, and evictions. */
@@ -1167,14 +1176,13 @@ copy_entry(PgcStatementEntry *dest, SharedStatement *entry, bool take_locks)
 	copy_period(&dest->previous, &entry->previous);
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 	{
-		const IndexRecord *r;
+		const IndexRecord *r = slot_record(entry, k);
 
-		if (entry->index_oid[k] == InvalidOid || entry->index_record[k] == NO_RECORD)
+		if (r == NULL)
 		{
 			memset(&dest->indexes[k], 0, sizeof(PgcIndexCounters));
 			continue;
 		}
-		r = &index_records[entry->index_record[k]];
 		dest->indexes[k] = r->counters;
 		dest->indexes[k].indexoid = entry->index_oid[k];
 		copy_index_period(&dest->current, k, &r->current);
@@ -1385,9 +1393,9 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 		SpinLockAcquire(&entry->mutex);
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 		{
-			if (entry->index_oid[k] == InvalidOid ||
-				entry->index_record[k] == NO_RECORD ||
-				index_records[entry->index_record[k]].counters.dead_visits <= 0)
+			const IndexRecord *r = slot_record(entry, k);
+
+			if (r == NULL || r->counters.dead_visits <= 0)
 				continue;
 			keys[ng].dbid = entry->key.dbid;
 			keys[ng].query_id = entry->key.query_id;
@@ -1425,8 +1433,7 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 			entry = slot_entry[i];
 			/* A slot's index is set once, under the exclusive lock. */
 			for (int k = 0; k < PGC_INDEX_SLOTS && !wanted; k++)
-				wanted = entry->index_oid[k] != InvalidOid &&
-					entry->index_record[k] != NO_RECORD &&
+				wanted = slot_record(entry, k) != NULL &&
 					in_index_groups(keys, ng, entry->key.dbid, entry->key.query_id,
 									entry->index_oid[k]);
 			if (wanted)
@@ -1903,11 +1910,10 @@ shared_counters_notable(const SharedStatement *e, TimestampTz cutoff)
 
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 	{
-		const IndexRecord *r;
+		const IndexRecord *r = slot_record(e, k);
 
-		if (e->index_oid[k] == InvalidOid || e->index_record[k] == NO_RECORD)
+		if (r == NULL)
 			continue;
-		r = &index_records[e->index_record[k]];
 		any_dead[0] |= r->previous.dead > 0;
 		any_dead[1] |= r->current.dead > 0;
 	}
@@ -2565,6 +2571,25 @@ fix_entry(PgcReader *reader, PgcStatementEntry *e)
 	return true;
 }
 
+/* A copy's period into a shared one: copy_period, the other way. */
+static void
+load_period(SharedPeriod *dest, const PgcPeriod *from)
+{
+	memcpy(dest, from, PERIOD_HEAD_SIZE);
+	dest->literals_dead = from->literals_dead;
+	memcpy(dest->literals, from->literals, PGC_LITERALS_LEN);
+}
+
+/* Slot k of a copy's period into an index record's: copy_index_period, the other way. */
+static void
+load_index_period(IndexPeriod *dest, const PgcPeriod *from, int k)
+{
+	dest->scans = from->index_scans[k];
+	dest->entries = from->index_entries[k];
+	dest->dead = from->index_dead[k];
+	dest->exec = from->index_exec[k];
+}
+
 /*
  * A loaded statement (checked by fix_entry) into its new entry in the
  * hash, whose key, spinlock (initialised at creation: kept) and slot are
@@ -2580,12 +2605,8 @@ load_entry(SharedStatement *entry, const PgcStatementEntry *e)
 
 	memset((char *) entry + from, 0, offsetof(SharedStatement, query) - from);
 	memcpy((char *) entry + from, (const char *) e + from, ENTRY_HEAD_SIZE - from);
-	memcpy(&entry->current, &e->current, PERIOD_HEAD_SIZE);
-	entry->current.literals_dead = e->current.literals_dead;
-	memcpy(entry->current.literals, e->current.literals, PGC_LITERALS_LEN);
-	memcpy(&entry->previous, &e->previous, PERIOD_HEAD_SIZE);
-	entry->previous.literals_dead = e->previous.literals_dead;
-	memcpy(entry->previous.literals, e->previous.literals, PGC_LITERALS_LEN);
+	load_period(&entry->current, &e->current);
+	load_period(&entry->previous, &e->previous);
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 	{
 		int32		r;
@@ -2598,14 +2619,8 @@ load_entry(SharedStatement *entry, const PgcStatementEntry *e)
 		if (r == NO_RECORD)
 			continue;
 		index_records[r].counters = e->indexes[k];
-		index_records[r].current.scans = e->current.index_scans[k];
-		index_records[r].current.entries = e->current.index_entries[k];
-		index_records[r].current.dead = e->current.index_dead[k];
-		index_records[r].current.exec = e->current.index_exec[k];
-		index_records[r].previous.scans = e->previous.index_scans[k];
-		index_records[r].previous.entries = e->previous.index_entries[k];
-		index_records[r].previous.dead = e->previous.index_dead[k];
-		index_records[r].previous.exec = e->previous.index_exec[k];
+		load_index_period(&index_records[r].current, &e->current, k);
+		load_index_period(&index_records[r].previous, &e->previous, k);
 	}
 	memcpy(entry->application_name, e->application_name, NAMEDATALEN);
 	strlcpy(entry->query, e->query, pgc_max_query_length);
@@ -2704,8 +2719,7 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 		if (is_savepoint_text(entry->query))
 			flag_slot(entry, SLOT_SAVEPOINT);
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
-			if (entry->index_oid[k] != InvalidOid && entry->index_record[k] != NO_RECORD &&
-				loaded->indexes[k].dead_visits > 0)
+			if (slot_record(entry, k) != NULL && loaded->indexes[k].dead_visits > 0)
 				flag_slot(entry, SLOT_DEAD_VISITS);
 		(*kept)++;
 	}
