@@ -2906,9 +2906,13 @@ $$;
 -- Incidents (1.4): what the incidents worker opened, escalated and closed,
 -- with the evidence frozen at the peak (see doc/incidents.md).  Texts are
 -- masked for roles without pg_read_all_stats unless they are members of
--- the culprit role the finding named.
+-- the culprit role the finding named.  details is the costly column (a
+-- full incident's is about 40 kB of JSON to parse): without with_details
+-- it is NULL, and incident (an id, else 0 for all) reads one.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incidents(
+	with_details boolean DEFAULT true,
+	incident bigint DEFAULT 0,
 	OUT id bigint,
 	OUT problem text,
 	OUT peak_severity text,
@@ -2966,7 +2970,7 @@ BEGIN
 				USING ERRCODE = 'invalid_parameter_value',
 					  HINT = 'An incident''s report covers the incident: give one of them.';
 		END IF;
-		SELECT * INTO inc FROM @extschema@.pg_contention_incidents AS x WHERE x.id = incident;
+		SELECT * INTO inc FROM @extschema@.pg_contention_incidents(true, incident) AS x WHERE x.id = incident;
 		IF NOT FOUND THEN
 			RAISE EXCEPTION 'no incident %', incident
 				USING ERRCODE = 'invalid_parameter_value',
@@ -3357,7 +3361,7 @@ BEGIN
 		UNION ALL
 		SELECT 'incidents_open', '{}', count(*)::float8,
 			   'Incidents open now (pg_contention_incidents with closed NULL).', 'gauge'
-		  FROM @extschema@.pg_contention_incidents() AS x
+		  FROM @extschema@.pg_contention_incidents(false) AS x
 		 WHERE x.closed IS NULL;
 	END IF;
 

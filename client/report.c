@@ -557,7 +557,8 @@ report_incident_html(Conn *c, const char *path, long long id)
 			   " coalesce(details ->> 'masked' = 'true', false),"
 			   " coalesce(details, '{}')::text,"
 			   " coalesce(details ->> 'unavailable' = 'true', false)"
-			   " FROM %s.pg_contention_incidents WHERE id = %lld", c->schema, c->schema, id);
+			   " FROM %s.pg_contention_incidents(true, %lld) WHERE id = %lld",
+			   c->schema, c->schema, id, id);
 	inc = conn_query(c, sql.data, &message);
 	buf_free(&sql);
 	if (inc == NULL)

@@ -41,6 +41,7 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/pg_lzcompress.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -81,6 +82,24 @@ PGDLLEXPORT void pgc_incidents_main(Datum main_arg);
 #define FINDING_LEN		4096
 #define FROZEN_LEN		(PGC_INCIDENT_FROZEN_BYTES)
 
+/*
+ * The frozen evidence as a slot keeps it: compressed (pglz).  Its 60
+ * seconds of history, rows of the same keys, shrink about tenfold
+ * (37,644 bytes to 3,277 on a pgbench run); statements' and holders'
+ * texts less.  Evidence that does not fit is frozen again, smaller
+ * (freeze()).  10 kB instead of 48 kB a slot: 3.7 MB of shared memory
+ * at the default 100 incidents.
+ */
+#define FROZEN_STORED_LEN	(10 * 1024)
+
+typedef struct FrozenText
+{
+	int32		len;			/* the text's length, < FROZEN_LEN; 0: none */
+	int32		stored;			/* bytes in data: len if kept as is, else
+								 * fewer, compressed */
+	char		data[FROZEN_STORED_LEN];
+} FrozenText;
+
 /* The problems counted by incidents_opened_total; the last is "other". */
 static const char *const counted_problems[] = {
 	"subxact_overflow", "subtrans_slru_contention", "subxact_near_overflow",
@@ -117,7 +136,7 @@ typedef struct Incident
 	char		last_evidence[EVIDENCE_LEN];	/* the last seen */
 	char		resolution[RESOLUTION_LEN];
 	char		finding[FINDING_LEN];	/* its details jsonb, at the peak */
-	char		frozen[FROZEN_LEN]; /* {"statements":..,"holders":..,"history":..} */
+	FrozenText	frozen;			/* {"statements":..,"holders":..,"history":..} */
 } Incident;
 
 typedef struct IncidentsShared
@@ -273,6 +292,63 @@ put_text(char *dest, int size, const char *src)
 }
 
 /*
+ * Keep a frozen document (shorter than FROZEN_LEN) in a slot's form:
+ * compressed when that makes it smaller, else as it is.  False when it
+ * fits neither way, or no memory was left for the work (out then holds
+ * none).  Nothing here can ERROR: the postmaster loads with it.
+ */
+static bool
+pack_frozen(const char *text, FrozenText *out)
+{
+	int32		len = strlen(text);
+	char	   *buf = NULL;
+	int32		stored = -1;
+
+	out->len = 0;
+	out->stored = 0;
+	if (len == 0)
+		return true;
+	if (len >= FROZEN_LEN)
+		return false;
+	if (len > FROZEN_STORED_LEN / 4)
+		buf = palloc_extended(PGLZ_MAX_OUTPUT(len), MCXT_ALLOC_NO_OOM);
+	if (buf != NULL)
+		stored = pglz_compress(text, len, buf, PGLZ_strategy_default);
+	if (stored > 0 && stored < len && stored <= FROZEN_STORED_LEN)
+		memcpy(out->data, buf, stored);
+	else if (len <= FROZEN_STORED_LEN)
+		memcpy(out->data, text, stored = len);
+	else
+		stored = -1;
+	if (buf != NULL)
+		pfree(buf);
+	if (stored < 0)
+		return false;
+	out->len = len;
+	out->stored = stored;
+	return true;
+}
+
+/*
+ * A slot's frozen document as text, into dest (at least FROZEN_LEN
+ * bytes); "" if it has none.  The slot is this store's own writing, but
+ * its lengths are checked before use all the same.
+ */
+static void
+unpack_frozen(const FrozenText *in, char *dest)
+{
+	dest[0] = '\0';
+	if (in->len <= 0 || in->len >= FROZEN_LEN ||
+		in->stored <= 0 || in->stored > Min(in->len, FROZEN_STORED_LEN))
+		return;
+	if (in->stored == in->len)
+		memcpy(dest, in->data, in->len);
+	else if (pglz_decompress(in->data, in->stored, dest, in->len, true) != in->len)
+		return;
+	dest[in->len] = '\0';
+}
+
+/*
  * A text for a LOG line: on one line (control characters written as
  * \xNN), at most 200 bytes, cut at a character boundary.
  */
@@ -336,7 +412,12 @@ details_text(const Incident *inc)
 {
 	StringInfoData buf;
 	char	   *finding = reader_text(inc->finding, inc->dbid);
-	char	   *frozen = reader_text(inc->frozen, inc->dbid);
+	char	   *as_kept = palloc(FROZEN_LEN);
+	char	   *frozen;
+
+	unpack_frozen(&inc->frozen, as_kept);
+	frozen = reader_text(as_kept, inc->dbid);
+	pfree(as_kept);
 
 	if (finding[0] != '\0' && !json_valid(finding))
 		finding = "";
@@ -577,10 +658,13 @@ static const PgcResultShape incidents_shape = {
 #define INCIDENT_COLS lengthof(incidents_columns)
 
 /*
- * pg_contention_incidents(): every incident kept, newest first.  Texts
- * are shown to roles with pg_read_all_stats, or that are members of the
- * culprit role the finding named; others get "<insufficient privilege>"
- * (details: {"masked": true}).
+ * pg_contention_incidents(with_details, incident): every incident kept
+ * (incident 0), else the one with that id, newest first.  Texts are shown
+ * to roles with pg_read_all_stats, or that are members of the culprit role
+ * the finding named; others get "<insufficient privilege>" (details:
+ * {"masked": true}).  details, the costly column (its frozen document
+ * unpacked, checked and parsed: about 3 ms for a full one), is NULL
+ * without with_details, for the readers that count or list incidents.
  */
 Datum
 pg_contention_incidents(PG_FUNCTION_ARGS)
@@ -589,17 +673,23 @@ pg_contention_incidents(PG_FUNCTION_ARGS)
 	Tuplestorestate *tupstore;
 	Incident   *copy;
 	int			n = 0;
+	bool		with_details = PG_NARGS() < 1 || PG_GETARG_BOOL(0);
+	int64		only_id = PG_NARGS() > 1 ? PG_GETARG_INT64(1) : 0;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &incidents_shape, &tupdesc);
 
-	/* Slots are copied whole under the lock (bounded: max_incidents). */
+	/*
+	 * Slots are copied under the lock (bounded: max_incidents), without
+	 * their frozen document when details are not asked for.
+	 */
 	copy = palloc_extended(mul_size(pgc_max_incidents, sizeof(Incident)),
 						   MCXT_ALLOC_HUGE);
 	LWLockAcquire(incidents->lock, LW_SHARED);
 	for (int i = 0; i < pgc_max_incidents; i++)
-		if (slots[i].id != 0)
-			memcpy(&copy[n++], &slots[i], sizeof(Incident));
+		if (slots[i].id != 0 && (only_id == 0 || slots[i].id == only_id))
+			memcpy(&copy[n++], &slots[i],
+				   with_details ? sizeof(Incident) : offsetof(Incident, frozen));
 	LWLockRelease(incidents->lock);
 
 	/* Newest first. */
@@ -627,7 +717,9 @@ pg_contention_incidents(PG_FUNCTION_ARGS)
 			nulls[8] = true;
 		else
 			values[8] = pgc_masked_text_datum(visible, inc->resolution, inc->dbid);
-		if (visible)
+		if (!with_details)
+			nulls[9] = true;
+		else if (visible)
 		{
 			/* In the reader's encoding, then parsed. */
 			values[9] = DirectFunctionCall1(jsonb_in,
@@ -661,11 +753,12 @@ pgc_incidents_record_size(void)
 uint64
 pgc_incidents_record_max(void)
 {
-	return sizeof(Incident) + 11 * sizeof(uint32);
+	return offsetof(Incident, frozen) + FROZEN_LEN + 11 * sizeof(uint32);
 }
 
+/* frozen: FROZEN_LEN bytes to put the frozen document's text in. */
 static void
-write_incident_texts(PgcWriter *writer, const Incident *inc)
+write_incident_texts(PgcWriter *writer, const Incident *inc, char *frozen)
 {
 	pgc_write_text(writer, inc->problem);
 	pgc_write_text(writer, inc->key);
@@ -677,7 +770,8 @@ write_incident_texts(PgcWriter *writer, const Incident *inc)
 	pgc_write_text(writer, inc->last_evidence);
 	pgc_write_text(writer, inc->resolution);
 	pgc_write_text(writer, inc->finding);
-	pgc_write_text(writer, inc->frozen);
+	unpack_frozen(&inc->frozen, frozen);
+	pgc_write_text(writer, frozen);
 }
 
 /*
@@ -690,15 +784,19 @@ void
 pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 {
 	Incident   *one;
+	char	   *frozen;
 	int64		head[3];
 	int64		opened[NUM_COUNTED][2];
 	uint64		resets;
 
 	*count = 0;
 	one = palloc_extended(sizeof(Incident), MCXT_ALLOC_NO_OOM);
-	if (one == NULL)
+	frozen = palloc_extended(FROZEN_LEN, MCXT_ALLOC_NO_OOM);
+	if (one == NULL || frozen == NULL)
 	{
 		pgc_writer_fail(writer, ENOMEM);
+		if (one)
+			pfree(one);
 		return;
 	}
 	if (take_locks)
@@ -735,10 +833,11 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		if (!have)
 			continue;
 		pgc_write_bytes(writer, one, offsetof(Incident, problem));
-		write_incident_texts(writer, one);
+		write_incident_texts(writer, one, frozen);
 		(*count)++;
 	}
 	pfree(one);
+	pfree(frozen);
 }
 
 /*
@@ -756,6 +855,7 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 	int64		head[3];
 	int64		opened[NUM_COUNTED][2];
 	Incident   *all;
+	char	   *frozen;
 	int			n = 0;
 	int64		max_id = 0;
 
@@ -772,8 +872,13 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 	/* The newest max_incidents by id: read all, keep the largest ids. */
 	all = palloc_extended(mul_size(pgc_max_incidents + 1, sizeof(Incident)),
 						  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-	if (all == NULL)
+	frozen = palloc_extended(FROZEN_LEN, MCXT_ALLOC_NO_OOM);
+	if (all == NULL || frozen == NULL)
+	{
+		if (all)
+			pfree(all);
 		return;
+	}
 	for (uint64 r = 0; r < count && !reader->failed; r++)
 	{
 		Incident   *inc = &all[n];
@@ -791,7 +896,7 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 			!pgc_read_text(reader, inc->last_evidence, EVIDENCE_LEN) ||
 			!pgc_read_text(reader, inc->resolution, RESOLUTION_LEN) ||
 			!pgc_read_text(reader, inc->finding, FINDING_LEN) ||
-			!pgc_read_text(reader, inc->frozen, FROZEN_LEN))
+			!pgc_read_text(reader, frozen, FROZEN_LEN))
 			break;
 		if (inc->id <= 0 || inc->id > PGC_COUNTER_MAX ||
 			!pgc_fix_time(reader, &inc->opened) || inc->opened == 0 ||
@@ -821,12 +926,16 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 			inc->finding[0] = '\0';
 			reader->fixed++;
 		}
-		if (inc->frozen[0] != '\0' &&
-			(inc->frozen[0] != '{' || !json_valid(inc->frozen)))
+		if (frozen[0] != '\0' && (frozen[0] != '{' || !json_valid(frozen)))
 		{
-			inc->frozen[0] = '\0';
+			frozen[0] = '\0';
 			reader->fixed++;
 		}
+		/*
+		 * One too large for a slot even compressed (the build before kept
+		 * 48 kB as they came): none, and the view says "truncated".
+		 */
+		(void) pack_frozen(frozen, &inc->frozen);
 		max_id = Max(max_id, inc->id);
 		n++;
 		if (n > pgc_max_incidents)
@@ -845,6 +954,7 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 	incidents->not_opened = head[2];
 	memcpy(incidents->opened, opened, sizeof(opened));
 	pfree(all);
+	pfree(frozen);
 }
 
 /* ---- the worker ---- */
@@ -867,7 +977,7 @@ typedef struct Found
 	bool		open;			/* opens a new incident */
 	bool		escalate;		/* raises match_id's peak */
 	bool		refused;		/* would open, but every slot is open */
-	char	   *frozen;
+	FrozenText *frozen;
 } Found;
 
 /*
@@ -1195,28 +1305,48 @@ query_text(const char *what, int64 id, const char *sql,
 	return result;
 }
 
-/* The frozen statements, holders and history of a finding at its peak. */
-static char *
+/*
+ * The frozen statements, holders and history of a finding at its peak, in
+ * a slot's form.  At most FROZEN_LEN bytes of text, which a slot keeps
+ * compressed; what does not fit even so (long statements and holders'
+ * queries, which compress less than the history) is frozen again with a
+ * smaller bound, and at last with one a slot keeps as it is: the
+ * function drops the oldest history first, then all but the first
+ * statement and holder, and says "truncated".
+ */
+static FrozenText *
 freeze(const Found *f)
 {
+	static const int32 bounds[] = {FROZEN_LEN - 1, FROZEN_LEN / 2, FROZEN_STORED_LEN};
 	Oid			types[3] = {TEXTOID, TEXTOID, INT4OID};
 	Datum		args[3];
 	char	   *sql;
-	char	   *s;
+	FrozenText *frozen = MemoryContextAlloc(eval_context, sizeof(FrozenText));
 
 	sql = psprintf("SELECT %s.pg_contention_incident_evidence($1, $2::jsonb, $3)::text", ext_schema);
 	args[0] = CStringGetTextDatum(f->problem);
 	args[1] = CStringGetTextDatum(f->details);
-	args[2] = Int32GetDatum(FROZEN_LEN - 1);
-	s = query_text("evidence", f->match_id, sql, 3, types, args, NULL);
-	if (s == NULL)				/* it failed, and said why in the log */
-		return MemoryContextStrdup(eval_context,
-								   "{\"statements\": [], \"holders\": [], \"history\": [], \"unavailable\": true}");
-	/* The function keeps within the bound; whatever it did not: dropped. */
-	if (strlen(s) >= FROZEN_LEN || s[0] != '{')
-		return MemoryContextStrdup(eval_context,
-								   "{\"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}");
-	return s;
+	for (int i = 0; i < lengthof(bounds); i++)
+	{
+		char	   *s;
+
+		args[2] = Int32GetDatum(bounds[i]);
+		s = query_text("evidence", f->match_id, sql, 3, types, args, NULL);
+		if (s == NULL)			/* it failed, and said why in the log */
+		{
+			(void) pack_frozen("{\"statements\": [], \"holders\": [], \"history\": [], \"unavailable\": true}",
+							   frozen);
+			return frozen;
+		}
+		/* The function keeps within the bound; whatever it did not: dropped. */
+		if ((int) strlen(s) > bounds[i] || s[0] != '{')
+			break;
+		if (pack_frozen(s, frozen))
+			return frozen;
+	}
+	(void) pack_frozen("{\"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}",
+					   frozen);
+	return frozen;
 }
 
 /* What ended it, as far as the server can tell now; NULL if it cannot. */
@@ -1494,7 +1624,8 @@ evaluate(void)
 						put_text(s->finding, FINDING_LEN, f->details);
 					else
 						put_text(s->finding, FINDING_LEN, "{\"truncated\": true}");
-					put_text(s->frozen, FROZEN_LEN, f->frozen);
+					memcpy(&s->frozen, f->frozen,
+						   offsetof(FrozenText, data) + f->frozen->stored);
 					line = &lines[nlines++];
 					line->kind = f->open ? 0 : 1;
 				}

@@ -27,6 +27,7 @@ pg_contention.subtrans_lookups_warning = 1
 pg_contention.save_interval = 1s
 max_prepared_transactions = 5
 restart_after_crash = on
+track_activity_query_size = 4096
 });
 $node->start;
 $node->safe_psql('postgres', q{
@@ -183,6 +184,49 @@ ok($node->poll_query_until('postgres',
 is($node->safe_psql('postgres', "SELECT jsonb_array_length(details -> 'history') > 0
 	AND (details -> 'history' -> 0 ->> 'bucket_start')::timestamptz <= peak FROM pg_contention_incidents WHERE id = $id"),
 	't', 'the frozen history still has the seconds before the peak');
+
+# ---- (k) Evidence that a slot cannot keep even compressed: five
+# holders idle in their transactions, each last ran a statement of 3,900
+# characters that do not compress.  The worker freezes it again, smaller:
+# no history, the first holder (the oldest) whole, "truncated" said.
+# (The restarts of (c) then check that it comes back as it was.)
+my @big_holders;
+my @big_texts;
+srand(26);
+for my $n (1 .. 5)
+{
+	my $text = join('', map { ('a' .. 'z', '0' .. '9')[int(rand(36))] } 1 .. 3900);
+	my $session = $node->background_psql('postgres');
+	$session->query_safe("BEGIN; INSERT INTO side VALUES (100 + $n)");
+	$session->query_safe("SELECT '$text' IS NOT NULL AS big_$n");
+	push @big_holders, $session;
+	push @big_texts, "SELECT '$text' IS NOT NULL AS big_$n";
+}
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 5 FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),
+	'five holders: five incidents');
+# (The session's text as the server has it ends with psql's ";".)
+like($node->safe_psql('postgres', q{SELECT string_agg(DISTINCT (details ->> 'truncated') || ' '
+		|| jsonb_array_length(details -> 'holders') || ' ' || jsonb_array_length(details -> 'history')
+		|| ' ' || (details -> 'holders' -> 0 ->> 'query'), ',')
+	FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL}),
+	qr/^true 1 0 \Q$big_texts[0]\E\s*;$/,
+	'evidence too large for a slot: frozen again, smaller, the oldest holder whole');
+$_->query_safe('COMMIT') for @big_holders;
+$_->quit for @big_holders;
+
+# The function behind the view: without details (what counting and
+# listing read), and one incident by id (what its report reads).
+is($node->safe_psql('postgres', q{SELECT ((SELECT string_agg(id || ' ' || problem || ' ' || coalesce(closed::text, '-'), ',' ORDER BY id)
+		FROM pg_contention_incidents(with_details => false))
+	= (SELECT string_agg(id || ' ' || problem || ' ' || coalesce(closed::text, '-'), ',' ORDER BY id) FROM pg_contention_incidents))
+	|| ' ' || (SELECT count(*) FROM pg_contention_incidents(false) WHERE details IS NOT NULL)}),
+	'true 0', 'with_details => false: the same incidents, details NULL');
+my $some = $node->safe_psql('postgres', "SELECT min(id) FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'");
+is($node->safe_psql('postgres', "SELECT string_agg(i.id || ' ' || (i.details = v.details), ',')
+	FROM pg_contention_incidents(incident => $some) AS i JOIN pg_contention_incidents AS v USING (id)"),
+	"$some true", 'incident => N: that one, its details as the view has them');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents(true, -1)"), '0', 'no such id: no row');
 
 # ---- (c) A clean restart and a crash restart keep them (all closed: an
 # open one would change meanwhile).

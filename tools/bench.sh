@@ -245,7 +245,7 @@ fi
 findings_cost() {
 	local t k cols
 	declare -g top_cpu_ms
-	start_server pg_contention
+	start_server pg_contention "-c max_prepared_transactions=100"
 	psql_ -c "DO \$\$ BEGIN FOR t IN 1..50 LOOP
 		EXECUTE format('CREATE TABLE fill_%s (id int PRIMARY KEY, %s)', t,
 			(SELECT string_agg('c' || c || ' int', ', ') FROM generate_series(1, 100) AS c));
@@ -356,13 +356,38 @@ findings_cost() {
 	timed_findings empty
 	log "findings cost: waiting for ${PGC_BENCH_HISTORY:-900} seconds of history"
 	while [ "$(psql_ -c "SELECT count(*) FROM pg_contention_history")" -lt "${PGC_BENCH_HISTORY:-900}" ]; do sleep 10; done
+	# The incidents' store full (100, closed, each with its minute of
+	# history frozen): 100 prepared transactions hold the xmin horizon,
+	# each its own incident, then end.
+	psql_ -c "CREATE TABLE incident_fill (id int)" \
+		-c "ALTER SYSTEM SET pg_contention.horizon_min_age = '1s'" \
+		-c "ALTER SYSTEM SET pg_contention.incident_interval = '1s'" \
+		-c "ALTER SYSTEM SET pg_contention.incident_close_after = '1s'" -c "SELECT pg_reload_conf()" >/dev/null
+	for ((k = 1; k <= 100; k++)); do
+		psql_ -c "BEGIN" -c "INSERT INTO incident_fill VALUES ($k)" -c "PREPARE TRANSACTION 'fill_$k'"
+	done
+	for ((k = 0; k < 600; k++)); do
+		[ "$(psql_ -c "SELECT count(*) FROM pg_contention_incidents(false)")" -ge 100 ] && break
+		sleep 0.1
+	done
+	for ((k = 1; k <= 100; k++)); do psql_ -c "COMMIT PREPARED 'fill_$k'"; done
+	for ((k = 0; k < 600; k++)); do
+		[ "$(psql_ -c "SELECT count(*) FROM pg_contention_incidents(false) WHERE closed IS NULL")" = 0 ] && break
+		sleep 0.1
+	done
+	psql_ -c "ALTER SYSTEM RESET pg_contention.horizon_min_age" \
+		-c "ALTER SYSTEM RESET pg_contention.incident_interval" \
+		-c "ALTER SYSTEM RESET pg_contention.incident_close_after" -c "SELECT pg_reload_conf()" >/dev/null
 	psql_ -f "$work/fill.sql" >/dev/null
 	pgbench_ -n -c 2 -j 2 -t 500 -f "$work/overflow.sql" >/dev/null 2>&1
 	psql_ -f "$work/fill.sql" >/dev/null
 	findings_fill=$(psql_ -c "SELECT statements || '/' || statements_max || ' statements, '
 		|| (SELECT count(*) FROM pg_contention_recent(300) WHERE indexrelid IS NOT NULL) || ' index rows in the window, '
 		|| events_written || ' events written (ring of ' || events_max || '), '
-		|| (SELECT count(*) FROM pg_contention_history) || ' s of history'
+		|| (SELECT count(*) FROM pg_contention_history) || ' s of history, '
+		|| incidents || ' incidents (of ' || incidents_max || ', '
+		|| (SELECT pg_catalog.round(avg(pg_catalog.octet_length(details::text)) / 1024) FROM pg_contention_incidents)
+		|| ' kB of details each)'
 		FROM pg_contention_info")
 	timed_findings full
 	check_cost

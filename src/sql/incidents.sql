@@ -2,9 +2,13 @@
 -- Incidents (1.4): what the incidents worker opened, escalated and closed,
 -- with the evidence frozen at the peak (see doc/incidents.md).  Texts are
 -- masked for roles without pg_read_all_stats unless they are members of
--- the culprit role the finding named.
+-- the culprit role the finding named.  details is the costly column (a
+-- full incident's is about 40 kB of JSON to parse): without with_details
+-- it is NULL, and incident (an id, else 0 for all) reads one.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incidents(
+	with_details boolean DEFAULT true,
+	incident bigint DEFAULT 0,
 	OUT id bigint,
 	OUT problem text,
 	OUT peak_severity text,

@@ -194,7 +194,7 @@ BEGIN
 		UNION ALL
 		SELECT 'incidents_open', '{}', count(*)::float8,
 			   'Incidents open now (pg_contention_incidents with closed NULL).', 'gauge'
-		  FROM @extschema@.pg_contention_incidents() AS x
+		  FROM @extschema@.pg_contention_incidents(false) AS x
 		 WHERE x.closed IS NULL;
 	END IF;
 

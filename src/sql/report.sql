@@ -30,7 +30,7 @@ BEGIN
 				USING ERRCODE = 'invalid_parameter_value',
 					  HINT = 'An incident''s report covers the incident: give one of them.';
 		END IF;
-		SELECT * INTO inc FROM @extschema@.pg_contention_incidents AS x WHERE x.id = incident;
+		SELECT * INTO inc FROM @extschema@.pg_contention_incidents(true, incident) AS x WHERE x.id = incident;
 		IF NOT FOUND THEN
 			RAISE EXCEPTION 'no incident %', incident
 				USING ERRCODE = 'invalid_parameter_value',
