@@ -558,7 +558,7 @@ report_incident_html(Conn *c, const char *path, long long id)
 			   " coalesce(details, '{}')::text,"
 			   " coalesce(details ->> 'unavailable' = 'true', false)"
 			   " FROM %s.pg_contention_incidents(true, %lld) WHERE id = %lld",
-			   c->schema, c->schema, id, id);
+			   c->schema, c->schema, id > 0 ? id : -1, id);
 	inc = conn_query(c, sql.data, &message);
 	buf_free(&sql);
 	if (inc == NULL)

@@ -344,7 +344,10 @@ unpack_frozen(const FrozenText *in, char *dest)
 	if (in->stored == in->len)
 		memcpy(dest, in->data, in->len);
 	else if (pglz_decompress(in->data, in->stored, dest, in->len, true) != in->len)
+	{
+		dest[0] = '\0';		/* it wrote some of it */
 		return;
+	}
 	dest[in->len] = '\0';
 }
 
@@ -797,6 +800,8 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		pgc_writer_fail(writer, ENOMEM);
 		if (one)
 			pfree(one);
+		if (frozen)
+			pfree(frozen);
 		return;
 	}
 	if (take_locks)
@@ -933,9 +938,11 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 		}
 		/*
 		 * One too large for a slot even compressed (the build before kept
-		 * 48 kB as they came): none, and the view says "truncated".
+		 * 48 kB as they came): none, the view says "truncated", and the
+		 * load counts it among what it changed.
 		 */
-		(void) pack_frozen(frozen, &inc->frozen);
+		if (!pack_frozen(frozen, &inc->frozen))
+			reader->fixed++;
 		max_id = Max(max_id, inc->id);
 		n++;
 		if (n > pgc_max_incidents)

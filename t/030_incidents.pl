@@ -189,7 +189,12 @@ is($node->safe_psql('postgres', "SELECT jsonb_array_length(details -> 'history')
 # holders idle in their transactions, each last ran a statement of 3,900
 # characters that do not compress.  The worker freezes it again, smaller:
 # no history, the first holder (the oldest) whole, "truncated" said.
-# (The restarts of (c) then check that it comes back as it was.)
+# (The restarts of (c) then check that it comes back as it was.)  No
+# holder counts until all five are there (horizon_min_age 1 h meanwhile):
+# every incident opens with the five in its evidence.
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_min_age = '1h'");
+$node->reload;
+evaluated_twice();				# with it
 my @big_holders;
 my @big_texts;
 srand(26);
@@ -202,6 +207,10 @@ for my $n (1 .. 5)
 	push @big_holders, $session;
 	push @big_texts, "SELECT '$text' IS NOT NULL AS big_$n";
 }
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents WHERE closed IS NULL"),
+	'0', 'no incident while the holders gather');
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_min_age = '1s'");
+$node->reload;
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 5 FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),
 	'five holders: five incidents');

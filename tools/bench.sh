@@ -25,7 +25,9 @@
 # 6. The findings' cost: pg_contention_findings, pg_contention_report(),
 #    pg_contention_metrics and one postgres_exporter scrape
 #    with empty stores and with every store full at its default size (the
-#    server runs 15 minutes to fill its history); then the incidents
+#    server runs 15 minutes to fill its history; 100 prepared transactions
+#    hold the horizon to fill the incidents' store); check and top with
+#    those stores; then the incidents
 #    worker's CPU time per evaluation over 300 s at its default interval
 #    with those stores (median and largest, and the share of a core).
 #
@@ -370,6 +372,7 @@ findings_cost() {
 		[ "$(psql_ -c "SELECT count(*) FROM pg_contention_incidents(false)")" -ge 100 ] && break
 		sleep 0.1
 	done
+	[ "$k" -lt 600 ] || log "findings cost: the incidents' store did not fill in 60 s (its count is in the fill's row)"
 	for ((k = 1; k <= 100; k++)); do psql_ -c "COMMIT PREPARED 'fill_$k'"; done
 	for ((k = 0; k < 600; k++)); do
 		[ "$(psql_ -c "SELECT count(*) FROM pg_contention_incidents(false) WHERE closed IS NULL")" = 0 ] && break

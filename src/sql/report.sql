@@ -30,7 +30,10 @@ BEGIN
 				USING ERRCODE = 'invalid_parameter_value',
 					  HINT = 'An incident''s report covers the incident: give one of them.';
 		END IF;
-		SELECT * INTO inc FROM @extschema@.pg_contention_incidents(true, incident) AS x WHERE x.id = incident;
+		-- (Its argument 0 would be every incident: no id is 0 or below.)
+		SELECT * INTO inc
+		  FROM @extschema@.pg_contention_incidents(true, CASE WHEN incident > 0 THEN incident ELSE -1 END) AS x
+		 WHERE x.id = incident;
 		IF NOT FOUND THEN
 			RAISE EXCEPTION 'no incident %', incident
 				USING ERRCODE = 'invalid_parameter_value',
