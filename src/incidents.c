@@ -12,7 +12,8 @@
  *
  * Owns the incident store (ShmemInitStruct "pg_contention incidents": a
  * header, then max_incidents fixed-size slots, each with its texts cut at
- * fixed sizes) and its LWLock.
+ * fixed sizes and its frozen evidence compressed, see FrozenText) and its
+ * LWLock.
  *
  * Locking: the worker is the only writer of incidents (reset empties the
  * store, the postmaster loads it before any process exists).  The worker
