@@ -110,6 +110,16 @@ start_server() {	# config [extra server options]
 }
 psql_() { run "$bindir/psql" -X -q -At -h "$work" -U postgres -d postgres "$@"; }
 pgbench_() { run "$bindir/pgbench" -h "$work" -U postgres "$@" postgres; }
+# wait_for SQL TENTHS: until SQL answers t, polled every 0.1 s at most
+# TENTHS times; false when it never does.
+wait_for() {
+	local k
+	for ((k = 0; k < $2; k++)); do
+		[ "$(psql_ -c "$1")" = t ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 start_server none
 pgbench_ -i -s 10 -q >/dev/null 2>&1
@@ -301,16 +311,10 @@ findings_cost() {
 		local mode runs pm c0 c1 k t0 t1
 		declare -gA check_cpu_ms check_wall_ms
 		psql_ -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
-		for ((k = 0; k < 600; k++)); do
-			[ "$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")" = 0 ] &&
-				[ "$(psql_ -c "SHOW autovacuum")" = off ] && break
-			sleep 0.1
-		done
+		wait_for "SELECT current_setting('autovacuum') = 'off' AND NOT EXISTS
+			(SELECT FROM pg_stat_activity WHERE backend_type = 'autovacuum worker')" 600 || true
 		psql_ -c "SELECT 1" >/dev/null
-		for ((k = 0; k < 300; k++)); do
-			[ "$(psql_ -c "SELECT count(*) FROM pg_contention_findings_kept()")" -gt 0 ] && break
-			sleep 0.1
-		done
+		wait_for "SELECT count(*) > 0 FROM pg_contention_findings_kept()" 300 || true
 		pm=$(head -1 "$work/data/postmaster.pid")
 		# "connect": psql -c 'SELECT 1', what any new session costs.
 		for mode in connect kept live; do
@@ -368,16 +372,10 @@ findings_cost() {
 	for ((k = 1; k <= 100; k++)); do
 		psql_ -c "BEGIN" -c "INSERT INTO incident_fill VALUES ($k)" -c "PREPARE TRANSACTION 'fill_$k'"
 	done
-	for ((k = 0; k < 600; k++)); do
-		[ "$(psql_ -c "SELECT count(*) FROM pg_contention_incidents(false)")" -ge 100 ] && break
-		sleep 0.1
-	done
-	[ "$k" -lt 600 ] || log "findings cost: the incidents' store did not fill in 60 s (its count is in the fill's row)"
+	wait_for "SELECT count(*) >= 100 FROM pg_contention_incidents(false)" 600 ||
+		log "findings cost: the incidents' store did not fill in 60 s (its count is in the fill's row)"
 	for ((k = 1; k <= 100; k++)); do psql_ -c "COMMIT PREPARED 'fill_$k'"; done
-	for ((k = 0; k < 600; k++)); do
-		[ "$(psql_ -c "SELECT count(*) FROM pg_contention_incidents(false) WHERE closed IS NULL")" = 0 ] && break
-		sleep 0.1
-	done
+	wait_for "SELECT count(*) = 0 FROM pg_contention_incidents(false) WHERE closed IS NULL" 600 || true
 	psql_ -c "ALTER SYSTEM RESET pg_contention.horizon_min_age" \
 		-c "ALTER SYSTEM RESET pg_contention.incident_interval" \
 		-c "ALTER SYSTEM RESET pg_contention.incident_close_after" -c "SELECT pg_reload_conf()" >/dev/null
