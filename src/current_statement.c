@@ -47,6 +47,13 @@
  *     in the PGPROC writes its own pid before anything else; until then,
  *     and for processes that serve no client, the pid differs from the
  *     PGPROC's and the sampler reads the slot as empty.
+ * Beside the slots, one bit per PGPROC says that a process holds its slot
+ * (set by attach_my_slot, with an atomic OR, before the process reads the
+ * sampler's doze flag; cleared by leave_my_slot after the exit record is
+ * written).  The sampler looks at client backends' PGPROCs through these
+ * bits instead of reading every one of max_connections of them each tick
+ * (sampler.c); a stale set bit only costs it a look.
+ *
  * The server computes a query id only when parse analysis has finished,
  * so a statement waiting in parse analysis or planning (a lock wait behind
  * an ALTER TABLE) runs under an odd number: the sampler holds its samples
@@ -93,8 +100,14 @@ typedef struct PublishedSlot
 static PublishedSlot *published = NULL;
 static int	published_slots = 0;
 
+/* Bit procno % 64 of word procno / 64: that PGPROC's slot is held. */
+static pg_atomic_uint64 *held_slots = NULL;
+
+#define HELD_WORDS(n)	(((n) + 63) / 64)
+
 /* This backend's slot, found at authentication or its first statement. */
 static PublishedSlot *my_slot = NULL;
+static int	my_index = -1;
 static uint32 my_statement_no = 0;
 static bool exiting = false;	/* left the slot: never take it again */
 
@@ -132,7 +145,8 @@ static PgcClientAuthenticationHook prev_client_authentication = NULL;
 Size
 pgc_query_ids_shmem_size(void)
 {
-	return mul_size(PGC_MAX_PROCS, sizeof(PublishedSlot));
+	return add_size(mul_size(PGC_MAX_PROCS, sizeof(PublishedSlot)),
+					mul_size(HELD_WORDS(PGC_MAX_PROCS), sizeof(pg_atomic_uint64)));
 }
 
 /* Called under AddinShmemInitLock; the slots need no lock. */
@@ -148,7 +162,11 @@ pgc_query_ids_shmem_init(LWLock *lock)
 	published_slots = Min(PGC_MAX_PROCS, (int) ProcGlobal->allProcCount);
 	published = ShmemInitStruct("pg_contention query ids",
 								pgc_query_ids_shmem_size(), &found);
+	held_slots = (pg_atomic_uint64 *) (published + PGC_MAX_PROCS);
 	if (!found)
+	{
+		for (int w = 0; w < HELD_WORDS(PGC_MAX_PROCS); w++)
+			pg_atomic_init_u64(&held_slots[w], 0);
 		for (int i = 0; i < PGC_MAX_PROCS; i++)
 		{
 			pg_atomic_init_u64(&published[i].query_id, 0);
@@ -163,6 +181,7 @@ pgc_query_ids_shmem_init(LWLock *lock)
 				pg_atomic_init_u32(&published[i].exits[k].pid, 0);
 			}
 		}
+	}
 }
 
 /*
@@ -220,8 +239,12 @@ leave_my_slot(int code, Datum arg)
 		if ((my_statement_no & 1) == 0 && my_statement_no != 0)
 			set_statement_no(my_statement_no + 1);
 		write_exit_record();
+		/* After the record: a process the sampler stops seeing has one. */
+		pg_atomic_fetch_and_u64(&held_slots[my_index / 64],
+								~(UINT64CONST(1) << (my_index % 64)));
 	}
 	my_slot = NULL;
+	my_index = -1;
 	my_statement_no = 0;
 	exiting = true;
 }
@@ -242,11 +265,13 @@ attach_my_slot(void)
 	if (index < 0 || index >= published_slots)
 		return false;
 	my_slot = &published[index];
+	my_index = index;
 	pg_atomic_write_u32(&my_slot->statement_no, 0);
 	pg_write_barrier();
 	pg_atomic_write_u32(&my_slot->pid, (uint32) MyProcPid);
 	pg_atomic_write_u64(&my_slot->query_id, 0);
-	pg_write_barrier();
+	/* A full barrier: the caller reads the doze flag after it. */
+	pg_atomic_fetch_or_u64(&held_slots[index / 64], UINT64CONST(1) << (index % 64));
 	before_shmem_exit(leave_my_slot, (Datum) 0);
 	return true;
 }
@@ -402,6 +427,16 @@ int
 pgc_query_id_slots(void)
 {
 	return published_slots;
+}
+
+/*
+ * For the sampler: 64 PGPROCs from procno word * 64 on, a bit set for each
+ * whose slot a process holds (or held until a moment ago).
+ */
+uint64
+pgc_held_slots(int word)
+{
+	return pg_atomic_read_u64(&held_slots[word]);
 }
 
 /*

@@ -256,6 +256,7 @@ pgc_statement_end(const char *source_text)
 }
 
 extern int	pgc_query_id_slots(void);
+extern uint64 pgc_held_slots(int word);
 extern void pgc_read_published(int procno, PgcPublishedStatement *out);
 extern bool pgc_read_exit(int procno, int pid, PgcPublishedStatement *out);
 extern void pgc_note_held_pid(int procno, int pid);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * sampler.c
- *		The sampler: one background worker that looks at every backend each
- *		tick (pg_contention.sample_period ms) and keeps, in shared memory, a
+ *		The sampler: one background worker that looks at every process each
+ *		tick (pg_contention.sample_period ms; client backends from their
+ *		authentication on, see gather_tick()) and keeps, in shared memory, a
  *		wait profile by (database, role, query id, wait event) and a ring of
  *		one-second buckets (pg_contention_history), with the Subtrans SLRU
  *		counters' deltas, the next-XID counter's advance (which bounds the
@@ -49,6 +50,7 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "port/pg_bitutils.h"
 #include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -413,8 +415,9 @@ is_idle_wait(uint32 info, uint32 statement_no)
 }
 
 /*
- * One pass over all PGPROCs, without ProcArrayLock, as pg_stat_activity
- * reads wait_event_info.
+ * Look at PGPROC i, without ProcArrayLock, as pg_stat_activity reads
+ * wait_event_info; add a sample of the process in it, if any, at
+ * tick_samples[*n].
  *
  * What this guarantees: every field is an aligned value of at most four
  * bytes (the published query id an 8-byte atomic), so each read returns a
@@ -437,63 +440,97 @@ is_idle_wait(uint32 info, uint32 statement_no)
  * which is harmless for sampling; taking ProcArrayLock 100 times a second
  * would not be.
  */
+static pg_attribute_always_inline void
+sample_proc(uint32 i, int slots, int incidents_pid, int *n, int *idle,
+			int *overflowed)
+{
+	volatile PGPROC *proc = &ProcGlobal->allProcs[i];
+	int			pid = proc->pid;
+	uint32		info;
+	Oid			dbid;
+	Oid			roleid;
+	bool		ovf;
+	PgcPublishedStatement stmt = {0};
+	TickSample *s;
+
+	/* The incidents worker's evaluations are not the workload. */
+	if (pid == 0 || proc == MyProc || proc->procLatch.owner_pid == 0 ||
+		pid == incidents_pid)
+		return;
+	pg_read_barrier();
+	info = proc->wait_event_info;
+	dbid = proc->databaseId;
+	roleid = proc->roleId;
+	ovf = PGC_PROC_SUBXID_OVERFLOWED(proc);
+	if ((int) i < slots)
+		pgc_read_published(i, &stmt);
+	pg_read_barrier();
+	if (proc->pid != pid)
+		return;					/* recycled while we looked */
+	/* Another process's statement (our predecessor's, see
+	 * current_statement.c): this one serves no client yet. */
+	if (stmt.pid != pid)
+		memset(&stmt, 0, sizeof(stmt));
+
+	if (ovf)
+		(*overflowed)++;
+	if (is_idle_wait(info, stmt.statement_no))
+	{
+		(*idle)++;
+		info = UINT32_MAX;		/* kept only to settle held samples */
+	}
+	s = &tick_samples[(*n)++];
+	s->key.dbid = dbid;
+	s->key.roleid = roleid;
+	s->key.wait_event_info = info;
+	s->key.padding = 0;
+	s->key.query_id = stmt.query_id;
+	s->procno = (int) i;
+	s->pid = pid;
+	s->stmt = stmt;
+}
+
+/*
+ * One pass over the processes.  The PGPROCs of client backends, the first
+ * max_connections of the array in every version (the server's freeProcs
+ * list), are looked at only where a process holds its published slot
+ * (current_statement.c): a client backend takes it when its client is
+ * authenticated and leaves it at exit, so a server with max_connections
+ * = 1000 and ten sessions costs a tick ten looks there, not a thousand
+ * cache misses.  (What is not seen: a backend still authenticating, which
+ * runs no statement yet.)  Every other PGPROC (autovacuum, background and
+ * parallel workers, WAL senders, auxiliary processes, prepared
+ * transactions) is looked at every tick.  A process that authenticates
+ * sets its bit with a full barrier before it reads the doze flag: a tick
+ * that armed the flag sees the bit, or the process wakes the worker.
+ */
 static int
 gather_tick(int *idle, int *overflowed)
 {
 	uint32		nprocs = ProcGlobal->allProcCount;
-	PGPROC	   *procs = ProcGlobal->allProcs;
 	int			slots = pgc_query_id_slots();
+	uint32		clients = (uint32) Min(Min(MaxConnections, slots), (int) nprocs);
 	int			incidents_pid = pgc_incidents_worker_pid();
 	int			n = 0;
 
 	*idle = 0;
 	*overflowed = 0;
-	for (uint32 i = 0; i < nprocs; i++)
+	for (uint32 word = 0; word * 64 < clients; word++)
 	{
-		volatile PGPROC *proc = &procs[i];
-		int			pid = proc->pid;
-		uint32		info;
-		Oid			dbid;
-		Oid			roleid;
-		bool		ovf;
-		PgcPublishedStatement stmt = {0};
+		uint64		held = pgc_held_slots((int) word);
 
-		/* The incidents worker's evaluations are not the workload. */
-		if (pid == 0 || proc == MyProc || proc->procLatch.owner_pid == 0 ||
-			pid == incidents_pid)
-			continue;
-		pg_read_barrier();
-		info = proc->wait_event_info;
-		dbid = proc->databaseId;
-		roleid = proc->roleId;
-		ovf = PGC_PROC_SUBXID_OVERFLOWED(proc);
-		if ((int) i < slots)
-			pgc_read_published(i, &stmt);
-		pg_read_barrier();
-		if (proc->pid != pid)
-			continue;			/* recycled while we looked */
-		/* Another process's statement (our predecessor's, see
-		 * current_statement.c): this one serves no client yet. */
-		if (stmt.pid != pid)
-			memset(&stmt, 0, sizeof(stmt));
-
-		if (ovf)
-			(*overflowed)++;
-		if (is_idle_wait(info, stmt.statement_no))
+		while (held != 0)
 		{
-			(*idle)++;
-			info = UINT32_MAX;	/* kept only to settle held samples */
+			uint32		i = word * 64 + pg_rightmost_one_pos64(held);
+
+			held &= held - 1;
+			if (i >= clients)
+				break;
+			sample_proc(i, slots, incidents_pid, &n, idle, overflowed);
 		}
-		tick_samples[n].key.dbid = dbid;
-		tick_samples[n].key.roleid = roleid;
-		tick_samples[n].key.wait_event_info = info;
-		tick_samples[n].key.padding = 0;
-		tick_samples[n].key.query_id = stmt.query_id;
-		tick_samples[n].procno = (int) i;
-		tick_samples[n].pid = pid;
-		tick_samples[n].stmt = stmt;
-		n++;
 	}
+	for (uint32 i = clients; i < nprocs; i++)
+		sample_proc(i, slots, incidents_pid, &n, idle, overflowed);
 	return n;
 }
 
@@ -666,8 +703,9 @@ profile_sample(const TickSample *s)
 
 /*
  * Held samples of processes that this tick did not see: they have exited
- * (a live process is sampled every tick, idle or not, and a process is
- * out of the PGPROC array only after its exit record is written).  A
+ * (a process that holds samples holds its published slot, and is sampled
+ * every tick, idle or not, until it has written its exit record and left
+ * the slot, see gather_tick()).  A
  * process that sent one statement and left, after it waited in parse
  * analysis, may never have been seen running it: its exit record says
  * which statement came next, and the samples go to it as they would have.

@@ -6,6 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(wait_ticks);
 
 my $node = PostgreSQL::Test::Cluster->new('sampler');
 $node->init;
@@ -127,6 +130,52 @@ is($node->safe_psql('postgres', q{
 			 WHERE h.bucket_start < date_trunc('second', i.stats_reset))
 		 + (SELECT count(*) FROM pg_contention_waits WHERE samples > 5)}),
 	'0', 'reset clears the history and the profile');
+
+# Processes other than client backends are looked at every tick (only
+# client backends' PGPROCs are found through the slots they hold, see
+# sampler.c): parallel workers blocked on a lock that their leader never
+# takes (a PL/pgSQL function's table; the leader does not take part in the
+# scan) are sampled in that wait, without a query id (a worker publishes
+# no statement of its own).
+$node->safe_psql('postgres', q{
+	CREATE TABLE par AS SELECT g FROM generate_series(1, 200000) g;
+	ALTER TABLE par SET (autovacuum_enabled = off);
+	ANALYZE par;
+	CREATE TABLE par_side (x int);
+	CREATE FUNCTION par_side_rows(int) RETURNS bigint
+		LANGUAGE plpgsql STABLE PARALLEL SAFE
+		AS $$BEGIN RETURN (SELECT count(*) FROM par_side); END$$;
+});
+my $parallel = q{
+	SET max_parallel_workers_per_gather = 2;
+	SET parallel_setup_cost = 0;
+	SET parallel_tuple_cost = 0;
+	SET min_parallel_table_scan_size = 0;
+	SET parallel_leader_participation = off;
+};
+my $blocked = 'SELECT count(*) FROM par WHERE g % 100000 = 0 AND par_side_rows(g) = 0';
+like($node->safe_psql('postgres', "$parallel EXPLAIN (COSTS OFF) $blocked"),
+	qr/Gather.*Parallel Seq Scan on par/s, 'the function runs in parallel workers only');
+$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+my $side_locker = $node->background_psql('postgres');
+$side_locker->query_safe('BEGIN; LOCK TABLE par_side IN ACCESS EXCLUSIVE MODE');
+my $leader = $node->background_psql('postgres');
+$leader->query_safe($parallel);
+$leader->query_until(qr/started/, "\\echo started\n$blocked;\n");
+ok($node->poll_query_until('postgres', q{
+	SELECT count(*) > 0 FROM pg_stat_activity
+	 WHERE backend_type = 'parallel worker' AND wait_event_type = 'Lock'}),
+	'a parallel worker waits for the lock');
+wait_ticks($node, 20);
+$side_locker->query_safe('COMMIT');
+$leader->query_safe('SELECT 1');
+my ($lock_samples, $without_id) = split /\|/, $node->safe_psql('postgres', q{
+	SELECT sum(samples), bool_and(query_id IS NULL)
+	  FROM pg_contention_waits WHERE wait_event_type = 'Lock'});
+cmp_ok($lock_samples, '>=', 10, "parallel workers' lock wait was sampled ($lock_samples samples)");
+is($without_id, 't', 'without a query id');
+$leader->quit;
+$side_locker->quit;
 
 # The worker's memory is reported, and a reset does not need it to grow.
 ok($node->safe_psql('postgres', 'SELECT memory_bytes > 0 FROM pg_contention_sampler_status') eq 't',

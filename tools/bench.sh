@@ -14,7 +14,9 @@
 #    with 10, 100 and 500 connected backends, 4 of them running pgbench -S,
 #    and with 10 idle ones (pg_contention's sampler dozes), for
 #    pg_contention's sampler and pg_wait_sampling's collector at the same
-#    10 ms period, in interleaved rounds (medians).
+#    10 ms period, both libraries in one server and both processes read
+#    over the same interval, in rounds (medians, and each round's
+#    difference).
 # 3. pgbench throughput, for context only: interleaved rounds per
 #    configuration, median and min-max (these figures are noisy).
 # 4. Shared memory pg_contention adds at default settings.
@@ -165,13 +167,19 @@ C
 
 	# Runs: key:config, key = backends[@period_ms] (4 of them running
 	# pgbench -S) or idle<backends> (all connected, none running anything:
-	# pg_contention dozes).  Every key but 100@50 runs in each of $rounds
-	# interleaved rounds (CPU time on a shared VM is noisy; the median is
-	# reported).
-	local runs="100@50:pg_contention" run_spec key cfg backends active period s0 s1 pid
+	# pg_contention dozes).  The comparison runs both libraries in one
+	# server ("paired") and reads both workers' CPU over the same interval:
+	# CPU time on a shared virtual machine drifts by a factor of two between
+	# runs minutes apart, and both processes then see the same load, the
+	# same backends and the same machine.  (Their periods are not locked
+	# together: the collector sleeps 10 ms after its work, the sampler ticks
+	# at due times, so which one wakes first drifts through the run.)  Every
+	# key but 100@50 runs in each of $rounds rounds; the medians are
+	# reported.
+	local runs="100@50:pg_contention" run_spec key cfg backends active period s0 s1 pid pids t0s t1s
 	for round in $(seq 1 "$rounds"); do
 		for key in 10 100 500 idle10; do
-			runs="$runs $key:pg_contention $key:pg_wait_sampling"
+			runs="$runs $key:paired"
 		done
 	done
 	for run_spec in $runs; do
@@ -185,36 +193,40 @@ C
 			idle*) backends=${key#idle}; active=0 ;;
 		esac
 		log "sampler CPU: $cfg, $backends backends ($active active), period $period ms"
-		start_server "$cfg"
-		if [ "$cfg" = pg_contention ]; then
-			psql_ -c "ALTER SYSTEM SET pg_contention.sample_period = '${period}ms'" -c "SELECT pg_reload_conf()" >/dev/null
+		if [ "$cfg" = paired ]; then
+			start_server "pg_contention,pg_wait_sampling"
+		else
+			start_server "$cfg"
 		fi
+		psql_ -c "ALTER SYSTEM SET pg_contention.sample_period = '${period}ms'" -c "SELECT pg_reload_conf()" >/dev/null
 		pgbench_ -n -c $((backends - active)) -j 4 -T $((sampler_seconds + 10)) -f "$work/idle.sql" >/dev/null 2>&1 &
 		[ "$active" -gt 0 ] &&
 			pgbench_ -n -S -c "$active" -j 2 -T $((sampler_seconds + 10)) >/dev/null 2>&1 &
-		pid=$(worker_pid "$cfg")
-		[ -n "$pid" ] || die "no $cfg worker running"
-		if [ "$cfg" = pg_contention ]; then
-			s0=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks FROM pg_contention_sampler_status")
-		fi
+		pids=$(worker_pid pg_contention)
+		[ "$cfg" = paired ] && pids="$pids $(worker_pid pg_wait_sampling)"
+		[ "$(echo $pids | wc -w)" -eq "$([ "$cfg" = paired ] && echo 2 || echo 1)" ] || die "no $cfg worker running"
+		s0=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks FROM pg_contention_sampler_status")
 		# Nothing connects while it is measured (a new connection wakes a
 		# dozing sampler).
 		sleep 4
-		t0=$(awk '{print $1}' "/proc/$pid/schedstat")
+		t0s=$(for pid in $pids; do awk '{print $1}' "/proc/$pid/schedstat"; done)
 		sleep "$sampler_seconds"
-		t1=$(awk '{print $1}' "/proc/$pid/schedstat")
-		sampler_pct[$cfg.$key]="${sampler_pct[$cfg.$key]:-} $(awk -v a="$t0" -v b="$t1" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')"
-		if [ "$cfg" = pg_contention ]; then
-			# Time spent inside ticks, measured by the worker itself: the
-			# part of its cost that is its own work (over the 4 s before
-			# and the interval).
-			s1=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks || ' ' || max_tick_us FROM pg_contention_sampler_status")
-			sampler_tick[$cfg.$key]="${sampler_tick[$cfg.$key]:-} $(echo "$s0 $s1" | awk -v s="$((sampler_seconds + 4))" '{
-				ticks = $3 - $1; us = $4 - $2;
-				printf "%.3f/%.1f/%.0f/%d", us / (s * 1e6) * 100, (ticks > 0 ? us / ticks : 0), $5, ticks }')"
-		fi
+		t1s=$(for pid in $pids; do awk '{print $1}' "/proc/$pid/schedstat"; done)
+		paste <(echo "$t0s") <(echo "$t1s") <(echo pg_contention pg_wait_sampling | tr ' ' '\n' | head -n "$(echo $pids | wc -w)") |
+			while read -r a b who; do
+				echo "$who $(awk -v a="$a" -v b="$b" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')"
+			done >"$work/pct"
+		while read -r who v; do
+			sampler_pct[$who.$key]="${sampler_pct[$who.$key]:-} $v"
+		done <"$work/pct"
+		# Time spent inside ticks, measured by the worker itself: the part of
+		# its cost that is its own work (over the 4 s before and the interval).
+		s1=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks || ' ' || max_tick_us FROM pg_contention_sampler_status")
+		sampler_tick[pg_contention.$key]="${sampler_tick[pg_contention.$key]:-} $(echo "$s0 $s1" | awk -v s="$((sampler_seconds + 4))" '{
+			ticks = $3 - $1; us = $4 - $2;
+			printf "%.3f/%.1f/%.0f/%d", us / (s * 1e6) * 100, (ticks > 0 ? us / ticks : 0), $5, ticks }')"
 		wait
-		[ "$cfg" = pg_contention ] && psql_ -c "ALTER SYSTEM RESET pg_contention.sample_period" >/dev/null
+		psql_ -c "ALTER SYSTEM RESET pg_contention.sample_period" >/dev/null
 		stop_server
 	done
 }
@@ -242,6 +254,13 @@ sampler_rows() {
 		echo "| worker CPU, % of one core (/proc), $what | | $pgc; in ticks $(echo "$ticks" | cut -d/ -f1), $(echo "$ticks" | cut -d/ -f4) ticks in $((sampler_seconds + 4)) s, tick mean $(echo "$ticks" | cut -d/ -f2) us, max $(echo "$ticks" | cut -d/ -f3) us | | $pgws |"
 	done
 	echo "| a process that only wakes every 10 ms (the wake-up floor), % of one core | $wake_pct | | | |"
+	local diffs=""
+	for key in 10 100 500 idle10; do
+		diffs="$diffs${diffs:+; }$key: $(paste <(echo "${sampler_pct[pg_contention.$key]:-}" | tr ' ' '\n' | grep .) \
+			<(echo "${sampler_pct[pg_wait_sampling.$key]:-}" | tr ' ' '\n' | grep .) |
+			awk '{ printf "%s%+.3f", (NR > 1 ? ", " : ""), $1 - $2 }')"
+	done
+	echo "| the sampler less the collector, each round (the same server, the same seconds), points of one core: backends $diffs | | | | |"
 }
 if [ "${PGC_BENCH_ONLY:-}" = sampler ]; then
 	sampler_cost
