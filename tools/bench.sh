@@ -176,7 +176,8 @@ C
 	# at due times, so which one wakes first drifts through the run.)  Every
 	# key but 100@50 runs in each of $rounds rounds; the medians are
 	# reported.
-	local runs="100@50:pg_contention" run_spec key cfg backends active period s0 s1 pid pids t0s t1s
+	local runs="100@50:pg_contention" run_spec key cfg backends active period s0 s1 who workers
+	local -A wpid t0
 	for round in $(seq 1 "$rounds"); do
 		for key in 10 100 500 idle10; do
 			runs="$runs $key:paired"
@@ -202,23 +203,23 @@ C
 		pgbench_ -n -c $((backends - active)) -j 4 -T $((sampler_seconds + 10)) -f "$work/idle.sql" >/dev/null 2>&1 &
 		[ "$active" -gt 0 ] &&
 			pgbench_ -n -S -c "$active" -j 2 -T $((sampler_seconds + 10)) >/dev/null 2>&1 &
-		pids=$(worker_pid pg_contention)
-		[ "$cfg" = paired ] && pids="$pids $(worker_pid pg_wait_sampling)"
-		[ "$(echo $pids | wc -w)" -eq "$([ "$cfg" = paired ] && echo 2 || echo 1)" ] || die "no $cfg worker running"
+		workers=pg_contention
+		[ "$cfg" = paired ] && workers="pg_contention pg_wait_sampling"
+		for who in $workers; do
+			wpid[$who]=$(worker_pid "$who")
+			[ -n "${wpid[$who]}" ] || die "no $who worker running"
+		done
 		s0=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks FROM pg_contention_sampler_status")
 		# Nothing connects while it is measured (a new connection wakes a
 		# dozing sampler).
 		sleep 4
-		t0s=$(for pid in $pids; do awk '{print $1}' "/proc/$pid/schedstat"; done)
+		for who in $workers; do t0[$who]=$(cut -d' ' -f1 "/proc/${wpid[$who]}/schedstat"); done
 		sleep "$sampler_seconds"
-		t1s=$(for pid in $pids; do awk '{print $1}' "/proc/$pid/schedstat"; done)
-		paste <(echo "$t0s") <(echo "$t1s") <(echo pg_contention pg_wait_sampling | tr ' ' '\n' | head -n "$(echo $pids | wc -w)") |
-			while read -r a b who; do
-				echo "$who $(awk -v a="$a" -v b="$b" -v s="$sampler_seconds" 'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')"
-			done >"$work/pct"
-		while read -r who v; do
-			sampler_pct[$who.$key]="${sampler_pct[$who.$key]:-} $v"
-		done <"$work/pct"
+		for who in $workers; do
+			sampler_pct[$who.$key]="${sampler_pct[$who.$key]:-} $(awk -v a="${t0[$who]}" \
+				-v b="$(cut -d' ' -f1 "/proc/${wpid[$who]}/schedstat")" -v s="$sampler_seconds" \
+				'BEGIN { printf "%.3f", (b - a) / (s * 1e9) * 100 }')"
+		done
 		# Time spent inside ticks, measured by the worker itself: the part of
 		# its cost that is its own work (over the 4 s before and the interval).
 		s1=$(psql_ -c "SELECT ticks || ' ' || mean_tick_us * ticks || ' ' || max_tick_us FROM pg_contention_sampler_status")
