@@ -107,15 +107,16 @@ show_failure() {
 
 # The TAP scripts spend most of their time waiting for their servers, so
 # they run PGC_PROVE_JOBS (default 2) at a time where the server's test
-# library reserves each node's port with a lock file ("portlock": the 15,
-# 17 and 18 packages tested here); without it (bullseye's 13) two scripts
-# could pick the same free port, so they run one by one.
+# library reserves each node's port with a lock file ("portlock": in
+# PostgreSQL/Test/Cluster.pm from 15 on, in PostgresNode.pm in the later
+# minor releases of 13 and 14, whose Cluster.pm only renames it); without
+# it two scripts could pick the same free port, so they run one by one.
 prove_jobs() {
-	local cluster
+	local perl_lib
 	[[ "${PGC_PROVE_JOBS:-2}" =~ ^[1-9][0-9]*$ ]] ||
 		die "PGC_PROVE_JOBS must be a number of scripts at a time (1 or more), not '${PGC_PROVE_JOBS}'"
-	cluster=$(dirname "$(dirname "$("$pg_config" --pgxs)")")/test/perl/PostgreSQL/Test/Cluster.pm
-	if grep -q portlock "$cluster" 2>/dev/null; then
+	perl_lib=$(dirname "$(dirname "$("$pg_config" --pgxs)")")/test/perl
+	if grep -qs portlock "$perl_lib/PostgreSQL/Test/Cluster.pm" "$perl_lib/PostgresNode.pm"; then
 		echo "-j${PGC_PROVE_JOBS:-2}"
 	fi
 }
@@ -124,7 +125,7 @@ jobs=$(prove_jobs) || { echo "suite: 0 1 0"; exit 1; }
 if [ -n "$jobs" ]; then
 	log "TAP scripts: ${jobs#-j} at a time"
 else
-	log "TAP scripts: one at a time (the server's Cluster.pm reserves no ports)"
+	log "TAP scripts: one at a time (the server's test library reserves no ports)"
 fi
 ok=1
 run make "${make_vars[@]}" bindir="$stage$bindir" regresscheck >"$work/regress.out" 2>&1
