@@ -171,7 +171,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 		   sum(s.live_fetched)::bigint AS live_fetched,
 		   sum(s.dead_visits)::bigint AS dead_visits,
 		   max(s.max_dead_visits_per_scan) AS max_dead_visits_per_scan,
-		   (sum(s.dead_visits) / nullif(sum(s.entries_read), 0))::double precision AS dead_ratio,
+		   (sum(s.dead_visits) / nullif(sum(s.entries_read), 0::numeric))::double precision AS dead_ratio,
 		   sum(s.index_only_scans)::bigint AS index_only_scans,
 		   sum(s.bitmap_scans)::bigint AS bitmap_scans,
 		   sum(s.bitmap_lossy_pages)::bigint AS bitmap_lossy_pages,
@@ -450,8 +450,11 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.rows,
 		   s.shared_blks_hit,
 		   s.shared_blks_read,
-		   ((s.shared_blks_hit::double precision + s.shared_blks_read)
-			/ nullif(s.rows, 0)) AS blks_per_row,
+		   -- Operands of one type each: an operator is bound when the
+		   -- view is created, and one that needs a cast could be bound to
+		   -- an exact match planted in the extension's schema beforehand.
+		   ((s.shared_blks_hit::double precision + s.shared_blks_read::double precision)
+			/ nullif(s.rows, 0)::double precision) AS blks_per_row,
 		   s.suboverflowed_calls,
 		   coalesce(w.subtrans_wait_samples, 0) AS subtrans_wait_samples,
 		   s.max_subxacts,
@@ -600,6 +603,7 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_duration(duration interval)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	s numeric := greatest(pg_catalog.date_part('epoch', duration), 0)::numeric;
@@ -619,6 +623,7 @@ $$;
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_shorten(query text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	t text := pg_catalog.btrim(pg_catalog.regexp_replace(query, '\s+', ' ', 'g'));
@@ -660,6 +665,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 -- PL/pgSQL, not SQL: each rule calls it, and a SQL function returning a
 -- record is planned again at every call.
 AS $$
@@ -741,6 +747,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -869,6 +876,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -944,6 +952,7 @@ RETURNS text
 -- PL/pgSQL: a SQL function reading FROM a subquery is planned again at
 -- each execution of every query that calls it (see text_helpers.sql).
 LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	started timestamp with time zone;
@@ -1022,17 +1031,18 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_of(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
 IF only_kind IS NOT NULL AND only_kind NOT IN ('suboverflowed_snapshots', 'dead_index_entries') THEN
-	RAISE EXCEPTION 'only_kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', only_kind
+	RAISE EXCEPTION 'only_kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', pg_catalog.left(only_kind, 100)
 		USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL returns both kinds.';
 END IF;
 IF pg_catalog.jsonb_typeof(culprits) IS DISTINCT FROM 'array' AND culprits IS NOT NULL THEN
-	RAISE EXCEPTION 'culprits must be a JSON array or NULL, not %', culprits
+	RAISE EXCEPTION 'culprits must be a JSON array or NULL, not %', pg_catalog.left(culprits::text, 100)
 		USING ERRCODE = 'invalid_parameter_value',
 			  HINT = 'Each element is an object {"culprit": key, "pids": [...], "query_ids": [...]}; NULL: every culprit.';
 END IF;
@@ -1196,17 +1206,18 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
 IF pg_catalog.jsonb_typeof(culprit_pids) IS DISTINCT FROM 'array' AND culprit_pids IS NOT NULL THEN
-	RAISE EXCEPTION 'culprit_pids must be a JSON array of pids or NULL, not %', culprit_pids
+	RAISE EXCEPTION 'culprit_pids must be a JSON array of pids or NULL, not %', pg_catalog.left(culprit_pids::text, 100)
 		USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL: every culprit of the kind.';
 END IF;
 IF pg_catalog.jsonb_typeof(culprit_query_ids) IS DISTINCT FROM 'array' AND culprit_query_ids IS NOT NULL THEN
-	RAISE EXCEPTION 'culprit_query_ids must be a JSON array of query ids or NULL, not %', culprit_query_ids
+	RAISE EXCEPTION 'culprit_query_ids must be a JSON array of query ids or NULL, not %', pg_catalog.left(culprit_query_ids::text, 100)
 		USING ERRCODE = 'invalid_parameter_value';
 END IF;
 RETURN QUERY
@@ -1237,6 +1248,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_texts(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -1244,7 +1256,7 @@ AS $$
 BEGIN
 IF pg_contention_victims_texts.kind IS NOT NULL
    AND pg_contention_victims_texts.kind NOT IN ('suboverflowed_snapshots', 'dead_index_entries') THEN
-	RAISE EXCEPTION 'kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', pg_contention_victims_texts.kind
+	RAISE EXCEPTION 'kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', pg_catalog.left(pg_contention_victims_texts.kind, 100)
 		USING ERRCODE = 'invalid_parameter_value';
 END IF;
 RETURN QUERY
@@ -1321,6 +1333,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_text(
 )
 RETURNS text
 LANGUAGE sql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT t.sentence
 	  FROM @extschema@.pg_contention_victims_texts(
@@ -1349,6 +1362,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subxact_overflow(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -1630,6 +1644,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subtrans_slru_contenti
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -1735,6 +1750,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subxact_near_overflow(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -1822,6 +1838,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_dead_tuple_index_scan(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -2074,6 +2091,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_hot_chain_scan(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -2200,6 +2218,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_xmin_horizon_held(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -2336,6 +2355,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_old_snapshot_threshold
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -2409,6 +2429,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_sampler_stale(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -2464,6 +2485,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 -- Compiling these queries would take longer than running them; planning
 -- them takes longer than running them too, so one plan serves the whole
 -- session (PL/pgSQL keeps it; a SQL function would plan at every call).
@@ -2542,6 +2564,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_latest(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 #variable_conflict use_column
@@ -2585,7 +2608,8 @@ $$;
 -- keeps them (finding): whole up to 3,800 bytes, else with each array but
 -- the pids cut to its first 10 elements and "truncated": true (lists of
 -- query ids grow with the workload, and on PostgreSQL 13 hold one id per
--- text).  Called by the incidents worker for each finding.
+-- text).  Called by the incidents worker for each finding, and by nobody
+-- else: not executable by PUBLIC.
 --
 -- cause_gone: the finding is about overflows whose sessions have all
 -- ended (no pid it names is in pg_stat_activity): it stays in the findings
@@ -2594,10 +2618,11 @@ $$;
 -- keeping it open for the window.  False whenever it cannot tell (no
 -- pids: a standby, a damaged file); a reused pid keeps it false too.
 --
--- One row, declared as a set of rows: a SQL function that returns a set
--- is inlined into the worker's query, which is planned once and kept; one
--- that returns a record would be planned again at every evaluation and
--- started again for every finding.
+-- One row, declared as a set of rows: the worker's query calls it for
+-- each finding, and a SQL function that returns a set keeps its plan for
+-- the whole query (one that returns a record would be started again for
+-- every finding).  Not inlined: its search_path is pinned, as every
+-- function of the extension's is.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
@@ -2609,6 +2634,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 )
 RETURNS SETOF record
 LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 ROWS 1
 AS $$
 SELECT CASE problem
@@ -2680,6 +2706,8 @@ SELECT CASE problem
 								  AND a.pid = (e.value #>> '{}')::integer), false)
 $$;
 
+REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_key(text, jsonb) FROM PUBLIC;
+
 -- ---- src/sql/incidents/evidence.sql ----
 
 --
@@ -2688,7 +2716,10 @@ $$;
 -- the oldest horizon holders, and the history of the 60 seconds before,
 -- oldest first; at most max_bytes of JSON text: history rows are dropped
 -- oldest first, then statements and holders beyond the first, and
--- "truncated" says so.  Called by the incidents worker.
+-- "truncated" says so.  Called by the incidents worker, and by nobody
+-- else: not executable by PUBLIC (it reads every role's statements
+-- unmasked, as the superuser the worker is).  STRICT: without a problem,
+-- details or a bound there is nothing to freeze (and no bound to stop at).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_evidence(
 	problem text,
@@ -2696,7 +2727,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_evidence(
 	max_bytes integer
 )
 RETURNS jsonb
-LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
@@ -2779,6 +2811,8 @@ BEGIN
 END
 $$;
 
+REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_evidence(text, jsonb, integer) FROM PUBLIC;
+
 -- ---- src/sql/incidents/resolution.sql ----
 
 --
@@ -2789,7 +2823,9 @@ $$;
 -- ended, the index's dead entries are no longer visited,
 -- old_snapshot_threshold was turned off.  NULL when it cannot tell (the
 -- finding went below its threshold for another reason, or its window
--- passed): never a guess.  Called by the incidents worker.
+-- passed): never a guess.  Called by the incidents worker, and by nobody
+-- else: not executable by PUBLIC.  STRICT: without a problem, its details
+-- or its opening there is nothing to tell.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
 	problem text,
@@ -2797,7 +2833,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
 	opened timestamp with time zone
 )
 RETURNS text
-LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
@@ -2900,6 +2937,8 @@ BEGIN
 END
 $$;
 
+REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_resolution(text, jsonb, timestamp with time zone) FROM PUBLIC;
+
 -- ---- src/sql/incidents.sql ----
 
 --
@@ -2954,6 +2993,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_report(window_length interv
 															 incident bigint DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
@@ -3184,13 +3224,14 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_metrics(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
 	IF NOT coalesce(families, '{}') <@ ARRAY['subxact', 'sampler', 'horizon', 'index', 'old_snapshot', 'findings']
 		OR array_position(families, NULL) IS NOT NULL THEN
-		RAISE EXCEPTION 'unknown metric family in %', families
+		RAISE EXCEPTION 'unknown metric family in %', pg_catalog.left(families::text, 100)
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'The families are subxact, sampler, horizon, index, old_snapshot and findings; NULL reads them all.';
 	END IF;

@@ -114,8 +114,6 @@ extern bool conn_query_prepared(Conn *c, char *const *texts, const char *const *
 								int n, PGresult **res, char **message);
 extern bool conn_query_many(Conn *c, const char *sql, int n, PGresult **res,
 							char **message);
-extern PGresult *conn_query_params(Conn *c, const char *sql, int nparams,
-								   const char *const *values, char **message);
 
 /* ---- data.c: one look at the server ---- */
 typedef struct Finding

@@ -7,6 +7,16 @@
  *
  * Used by main.c at start and by top.c to reconnect after a restart.
  *
+ * Every round trip begins with the client's settings, local to the
+ * transaction the round trip is (one simple Query, or one pipeline with
+ * one Sync): search_path empty, so that the server resolves every name the
+ * client's statements use in pg_catalog (and the extension's schema, which
+ * they name) and never in a schema another role can write (the client
+ * runs as a superuser: CVE-2018-1058); a statement timeout; no JIT.  Local,
+ * not set once per session: behind a transaction pooler the next round
+ * trip may run in another server session, and a session setting would
+ * stay behind in this one for the pooler's next client.
+ *
  *-------------------------------------------------------------------------
  */
 #include "client.h"
@@ -47,11 +57,25 @@ message_shown(Buf *m)
 	return shown;
 }
 
+/* The settings every round trip begins with (see the file's header). */
+#define ROUND_TRIP_SETTINGS \
+	"SELECT pg_catalog.set_config('search_path', '', true)," \
+	" pg_catalog.set_config('statement_timeout', '30s', true)," \
+	" pg_catalog.set_config('jit', 'off', true)"
+
+/* One statement (the last one's result, as PQexec). */
 PGresult *
 conn_query(Conn *c, const char *sql, char **message)
 {
-	PGresult   *res = PQexec(c->conn, sql);
-	ExecStatusType st = PQresultStatus(res);
+	Buf			all;
+	PGresult   *res;
+	ExecStatusType st;
+
+	buf_init(&all);
+	buf_printf(&all, ROUND_TRIP_SETTINGS "; %s", sql);
+	res = PQexec(c->conn, all.data);
+	buf_free(&all);
+	st = PQresultStatus(res);
 
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return res;
@@ -93,9 +117,16 @@ conn_query_many(Conn *c, const char *sql, int n, PGresult **res, char **message)
 {
 	PGresult   *r;
 	int			got = 0;
+	bool		settings_done = false;
 	char	   *error = NULL;
+	Buf			all;
+	bool		sent;
 
-	if (!PQsendQuery(c->conn, sql))
+	buf_init(&all);
+	buf_printf(&all, ROUND_TRIP_SETTINGS "; %s", sql);
+	sent = PQsendQuery(c->conn, all.data);
+	buf_free(&all);
+	if (!sent)
 	{
 		*message = first_line(PQerrorMessage(c->conn));
 		return false;
@@ -107,6 +138,13 @@ conn_query_many(Conn *c, const char *sql, int n, PGresult **res, char **message)
 		if (error == NULL && got < n &&
 			(st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK))
 		{
+			/* The settings' result is not the caller's. */
+			if (!settings_done)
+			{
+				settings_done = true;
+				PQclear(r);
+				continue;
+			}
 			res[got++] = r;
 			continue;
 		}
@@ -176,6 +214,7 @@ query_pipelined(Conn *c, char *const *texts, const char *const *params, int n,
 		*lost = true;
 		return false;
 	}
+	PQsendQueryParams(c->conn, ROUND_TRIP_SETTINGS, 0, NULL, NULL, NULL, NULL, 0);
 	for (int i = 0; i < n; i++)
 	{
 		const char *const *param = params && params[i] ? &params[i] : NULL;
@@ -193,6 +232,14 @@ query_pipelined(Conn *c, char *const *texts, const char *const *params, int n,
 			PQsendQueryParams(c->conn, texts[i], nparams, NULL, param, NULL, NULL, 0);
 	}
 	PQpipelineSync(c->conn);
+
+	/* The settings' result, then the NULL that ends it. */
+	while ((r = PQgetResult(c->conn)) != NULL)
+	{
+		if (PQresultStatus(r) == PGRES_FATAL_ERROR && error == NULL)
+			error = first_line(PQresultErrorMessage(r));
+		PQclear(r);
+	}
 
 	/*
 	 * The results in the order sent: a prepare's, then its execution's; a
@@ -312,22 +359,6 @@ conn_query_prepared(Conn *c, char *const *texts, const char *const *params, int 
 	return ok;
 }
 
-/* The same with text parameters ($1, ...). */
-PGresult *
-conn_query_params(Conn *c, const char *sql, int nparams, const char *const *values,
-				  char **message)
-{
-	PGresult   *res = PQexecParams(c->conn, sql, nparams, NULL, values, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(res);
-
-	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
-		return res;
-	if (message)
-		*message = first_line(res ? PQresultErrorMessage(res) : PQerrorMessage(c->conn));
-	PQclear(res);
-	return NULL;
-}
-
 static bool
 has_sqlstate(PGresult *res, const char *state)
 {
@@ -345,7 +376,7 @@ ConnProblem
 conn_open(Conn *c, char **message)
 {
 	PGresult   *res;
-	PGresult   *setup[4];
+	PGresult   *setup[2];
 	bool		ok;
 	Buf			sql;
 	const char *version;
@@ -376,7 +407,7 @@ conn_open(Conn *c, char **message)
 	buf_reset(&sql);
 
 	/*
-	 * One round trip for the session's settings and the extension's row.
+	 * One round trip for the client encoding and the extension's row.
 	 *
 	 * Every text in UTF-8, whatever the database's encoding: the client
 	 * escapes what it shows, and JSON is UTF-8.  From a SQL_ASCII database,
@@ -385,8 +416,8 @@ conn_open(Conn *c, char **message)
 	 * query), and the client escapes such bytes itself.  libpq learns the
 	 * new encoding from the server's ParameterStatus, as after
 	 * PQsetClientEncoding, and the statements after the SET are sent in it.
-	 *
-	 * The client's own statements are kept short and out of the way.
+	 * (A pooler keeps a client's encoding across server sessions; the other
+	 * settings are each round trip's: see the file's header.)
 	 *
 	 * The extension's schema and version, and whether it keeps incidents
 	 * (the view comes with 1.4: against an older version the client does
@@ -396,7 +427,7 @@ conn_open(Conn *c, char **message)
 	 */
 	server_encoding = PQparameterStatus(c->conn, "server_encoding");
 	buf_printf(&sql,
-			   "SET client_encoding = '%s'; SET statement_timeout = '30s'; SET jit = off;"
+			   "SET client_encoding = '%s';"
 			   " SELECT e.extnamespace::pg_catalog.regnamespace::pg_catalog.text,"
 			   " e.extversion, pg_catalog.pg_is_in_recovery(),"
 			   " pg_catalog.date_part('epoch', pg_catalog.pg_postmaster_start_time()),"
@@ -407,13 +438,12 @@ conn_open(Conn *c, char **message)
 			   " WHERE e.extname = 'pg_contention'",
 			   server_encoding && strcmp(server_encoding, "SQL_ASCII") == 0 ?
 			   "SQL_ASCII" : "UTF8");
-	ok = conn_query_many(c, sql.data, 4, setup, message);
+	ok = conn_query_many(c, sql.data, 2, setup, message);
 	buf_free(&sql);
 	if (!ok)
 		return CONN_QUERY_FAILED;
-	for (int i = 0; i < 3; i++)
-		PQclear(setup[i]);
-	res = setup[3];
+	PQclear(setup[0]);
+	res = setup[1];
 	if (PQntuples(res) == 0)
 	{
 		Buf			m;
@@ -456,7 +486,8 @@ conn_open(Conn *c, char **message)
 
 	/* The views raise 55000 when the library was not preloaded. */
 	buf_init(&sql);
-	buf_printf(&sql, "SELECT stats_reset FROM %s.pg_contention_info()", c->schema);
+	buf_printf(&sql, ROUND_TRIP_SETTINGS "; SELECT stats_reset FROM %s.pg_contention_info()",
+			   c->schema);
 	res = PQexec(c->conn, sql.data);
 	buf_free(&sql);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)

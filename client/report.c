@@ -505,14 +505,21 @@ frozen_rows(Conn *c, const char *details, const char *array, const char *columns
 {
 	Buf			sql;
 	PGresult   *res;
-	const char *values[1] = {details};
+	char	   *literal = PQescapeLiteral(c->conn, details, strlen(details));
 
+	if (literal == NULL)
+	{
+		*message = xstrdup("the incident's details could not be quoted (out of memory, or not in the client's encoding)");
+		return NULL;
+	}
+	/* A literal, not a parameter: the round trip's settings go first. */
 	buf_init(&sql);
 	buf_printf(&sql, "SELECT %s FROM pg_catalog.jsonb_array_elements("
-			   "CASE WHEN pg_catalog.jsonb_typeof($1::jsonb -> '%s') = 'array'"
-			   " THEN $1::jsonb -> '%s' ELSE '[]' END) WITH ORDINALITY AS x(e, o) ORDER BY %s",
-			   columns, array, array, order);
-	res = conn_query_params(c, sql.data, 1, values, message);
+			   "CASE WHEN pg_catalog.jsonb_typeof(%s::pg_catalog.jsonb -> '%s') = 'array'"
+			   " THEN %s::pg_catalog.jsonb -> '%s' ELSE '[]' END) WITH ORDINALITY AS x(e, o) ORDER BY %s",
+			   columns, literal, array, literal, array, order);
+	PQfreemem(literal);
+	res = conn_query(c, sql.data, message);
 	buf_free(&sql);
 	return res;
 }

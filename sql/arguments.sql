@@ -8,6 +8,9 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_contention;
 RESET client_min_messages;
 \set SHOW_CONTEXT never
+-- Every statement ends: one that ran on (a loop that never exits) fails
+-- this test with a cancel instead of hanging it.
+SET statement_timeout = '60s';
 
 -- Runs a query, counts its rows: "ok", or the error's SQLSTATE, message,
 -- detail and hint.
@@ -207,3 +210,79 @@ ALTER SYSTEM RESET pg_contention.save_interval;
 ALTER SYSTEM RESET pg_contention.findings_window;
 ALTER SYSTEM RESET pg_contention.sampler;
 ALTER SYSTEM RESET pg_contention.save;
+
+-- ---- Every function of the extension, from the catalog (none left out
+-- by hand): each argument in turn NULL and at its type's extremes, the
+-- others at their defaults (else a plain value).  Each call a statement of
+-- its own (\gexec), so that each has the statement timeout above: every
+-- call ends, with a result or a clear error (the errors are listed; no
+-- internal error, XX000, and no cancel, 57014, may be among them).
+SET statement_timeout = '60s';
+CREATE TEMP TABLE fuzz (call text, result text);
+CREATE FUNCTION pg_temp.edges(t regtype) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+SELECT CASE t
+	WHEN 'text'::regtype THEN ARRAY['NULL', $q$''$q$, $q$repeat('x', 1000000)$q$, $q$'subxact_overflow'$q$,
+		$q$'dead_index_entries'$q$]
+	WHEN 'jsonb'::regtype THEN ARRAY['NULL', $q$'{}'$q$, $q$'[]'$q$, $q$'"x"'$q$,
+		$q$(repeat('[', 1000) || repeat(']', 1000))::jsonb$q$,
+		$q$(SELECT jsonb_agg(i) FROM generate_series(1, 100000) AS i)$q$,
+		$q$'{"pids": [1, "x", null], "kind": "backend", "holder": "1", "indexrelid": "x"}'$q$]
+	WHEN 'interval'::regtype THEN ARRAY['NULL', $q$'-1 s'$q$, $q$'10 s'$q$, $q$'178000000 years'$q$]
+	WHEN 'integer'::regtype THEN ARRAY['NULL', $q$'-2147483648'$q$, '0', '2147483647']
+	WHEN 'bigint'::regtype THEN ARRAY['NULL', $q$'-9223372036854775808'$q$, '0', '9223372036854775807']
+	WHEN 'boolean'::regtype THEN ARRAY['NULL', 'true', 'false']
+	WHEN 'timestamp with time zone'::regtype THEN ARRAY['NULL', $q$'-infinity'$q$, $q$'infinity'$q$]
+	WHEN 'text[]'::regtype THEN ARRAY['NULL', $q$'{}'$q$, $q$'{NULL}'$q$,
+		$q$(SELECT array_agg(i::text) FROM generate_series(1, 100000) AS i)$q$]
+	ELSE ARRAY['NULL'] END
+$$;
+CREATE FUNCTION pg_temp.plain(t regtype) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+SELECT CASE t WHEN 'text'::regtype THEN $q$'xmin_horizon_held'$q$ WHEN 'jsonb'::regtype THEN $q$'{}'$q$
+	WHEN 'interval'::regtype THEN $q$'10 s'$q$ WHEN 'integer'::regtype THEN '1000'
+	WHEN 'bigint'::regtype THEN '1' WHEN 'boolean'::regtype THEN 'true'
+	WHEN 'timestamp with time zone'::regtype THEN 'now()' ELSE 'NULL' END
+$$;
+WITH fns AS (
+	SELECT p.oid, p.proname, p.pronargs - p.pronargdefaults AS required, p.proargtypes::oid[] AS types,
+		   p.proargnames AS names, p.proretset OR p.prorettype = 'record'::regtype AS rows
+	  FROM pg_proc AS p JOIN pg_depend AS d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+	  JOIN pg_extension AS e ON e.oid = d.refobjid AND d.refclassid = 'pg_extension'::regclass
+	 WHERE e.extname = 'pg_contention' AND p.proname <> 'pg_contention_reset'),
+calls AS (
+	-- The required arguments in order (plain values but the one at its
+	-- edge), then the one at its edge by name if it has a default.
+	SELECT f.proname, f.rows, a.n AS edge_arg, v.value,
+		   concat_ws(', ',
+			   (SELECT string_agg(CASE WHEN x.n = a.n THEN v.value ELSE pg_temp.plain(x.t::regtype) END
+								  || '::' || format_type(x.t, NULL), ', ' ORDER BY x.n)
+				  FROM unnest(f.types) WITH ORDINALITY AS x(t, n)
+				 WHERE x.n <= f.required),
+			   CASE WHEN a.n > f.required
+					THEN format('%I => %s::%s', f.names[a.n], v.value, format_type(a.t, NULL)) END) AS args
+	  FROM fns AS f
+	  CROSS JOIN LATERAL unnest(f.types) WITH ORDINALITY AS a(t, n)
+	  CROSS JOIN LATERAL unnest(pg_temp.edges(a.t::regtype)) AS v(value))
+SELECT format('INSERT INTO fuzz SELECT %L, pg_temp.try(%L)', c.proname || '(' || c.args || ')',
+			  CASE WHEN c.rows THEN format('SELECT * FROM %I(%s)', c.proname, c.args)
+				   ELSE format('SELECT %I(%s)', c.proname, c.args) END)
+  FROM calls AS c
+ ORDER BY c.proname, c.edge_arg, c.value
+\set ECHO none
+\gexec
+\set ECHO all
+SELECT count(DISTINCT regexp_replace(call, '\(.*', '')) =
+		   (SELECT count(*) FROM pg_proc AS p JOIN pg_depend AS d ON d.objid = p.oid
+			  JOIN pg_extension AS e ON e.oid = d.refobjid
+			 WHERE d.classid = 'pg_proc'::regclass AND d.refclassid = 'pg_extension'::regclass
+			   AND e.extname = 'pg_contention' AND p.pronargs > 0) AS every_function_with_arguments,
+	   count(*) FILTER (WHERE result = 'ok') > count(*) / 2 AS most_answer,
+	   count(*) FILTER (WHERE result LIKE 'XX%' OR result LIKE '57014%') AS internal_or_cancelled
+  FROM fuzz;
+-- The clear errors, one line per function and error (each echoes at most
+-- 100 characters of what it was given).
+SELECT regexp_replace(call, '\(.*', '') AS function, regexp_replace(result, E'\n.*', '', 's') AS error,
+	   count(*) AS calls
+  FROM fuzz WHERE result <> 'ok'
+ GROUP BY 1, 2 ORDER BY 1, 2;

@@ -16,8 +16,9 @@
  * reader sees every text the worker saw (pg_read_all_stats: the worker is
  * a superuser, and the rules mask others' statements for anyone else); and
  * every setting that changes a finding or its text (the thresholds, which
- * any role may set, the window, search_path, time zone and styles) has the
- * same value for the reader as it had for the worker.
+ * any role may set, the window, time zone and styles) has the same value
+ * for the reader as it had for the worker.  (Not search_path: every
+ * function of the extension pins its own.)
  *
  * Owns ShmemInitStruct "pg_contention latest findings": a header and
  * PGC_LATEST_FINDINGS_BYTES of rows, written whole by the worker.  An
@@ -88,7 +89,6 @@ static const char *const finding_settings[] = {
 	"pg_contention.old_snapshot_held_critical",
 	"pg_contention.subxact_warn_level",
 	"hot_standby_feedback",
-	"search_path",
 	"TimeZone",
 	"DateStyle",
 	"IntervalStyle",

@@ -1174,10 +1174,10 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 	int			nfound = 0;
 
 	/*
-	 * Planned once and kept (pg_contention_incident_key is inlined into
-	 * it): parsing and planning it, and the key function's body with
-	 * pg_stat_activity in it, at every evaluation was a quarter of the
-	 * evaluation's cost.  The plan cache plans it again when a function it
+	 * Planned once and kept: parsing and planning it at every evaluation
+	 * was a large part of the evaluation's cost.  (The key function is
+	 * not inlined into it: its search_path is pinned; its body is
+	 * planned once per evaluation.)  The plan cache plans it again when a function it
 	 * calls changes (ALTER EXTENSION UPDATE); a dropped or moved extension
 	 * makes it fail, and a failed evaluation forgets it (forget_schema).
 	 */
@@ -1739,6 +1739,17 @@ pgc_incidents_main(Datum main_arg)
 	/* Its own statements are not the workload's: counted nowhere. */
 	SetConfigOption("pg_contention.track_statements", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "pg_contention incidents", PGC_USERSET, PGC_S_OVERRIDE);
+
+	/*
+	 * It runs as the bootstrap superuser: no name in its queries may be
+	 * resolved in a schema another role can write (a planted operator with
+	 * an exact match for an argument's type would run as superuser).  The
+	 * extension's own objects are named with its schema, the rest resolve
+	 * in pg_catalog; the functions it calls pin the same path themselves.
+	 * A session setting, not an override: that would silence their SET
+	 * clauses.
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION);
 	/*
 	 * No JIT: its queries cross jit_above_cost by their estimates
 	 * (functions of a thousand rows), not by their work, and compiling

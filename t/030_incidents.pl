@@ -407,13 +407,13 @@ $node->safe_psql('postgres', q{
 	RETURNS jsonb LANGUAGE plpgsql AS $$
 	BEGIN
 		IF details ->> 'holder' = 'p1' THEN RAISE EXCEPTION 'evidence broken on purpose'; END IF;
-		RETURN broken_evidence(problem, details, max_bytes);
+		RETURN public.broken_evidence(problem, details, max_bytes);
 	END $$;
 	CREATE FUNCTION pg_contention_incident_resolution(problem text, details jsonb, opened timestamptz)
 	RETURNS text LANGUAGE plpgsql AS $$
 	BEGIN
 		IF details ->> 'holder' = 'p1' THEN RAISE EXCEPTION 'resolution broken on purpose'; END IF;
-		RETURN broken_resolution(problem, details, opened);
+		RETURN public.broken_resolution(problem, details, opened);
 	END $$;
 	ALTER SYSTEM SET pg_contention.save_interval = '1h';
 });

@@ -36,6 +36,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_latest(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 #variable_conflict use_column

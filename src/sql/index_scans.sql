@@ -45,7 +45,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 		   sum(s.live_fetched)::bigint AS live_fetched,
 		   sum(s.dead_visits)::bigint AS dead_visits,
 		   max(s.max_dead_visits_per_scan) AS max_dead_visits_per_scan,
-		   (sum(s.dead_visits) / nullif(sum(s.entries_read), 0))::double precision AS dead_ratio,
+		   (sum(s.dead_visits) / nullif(sum(s.entries_read), 0::numeric))::double precision AS dead_ratio,
 		   sum(s.index_only_scans)::bigint AS index_only_scans,
 		   sum(s.bitmap_scans)::bigint AS bitmap_scans,
 		   sum(s.bitmap_lossy_pages)::bigint AS bitmap_lossy_pages,

@@ -14,13 +14,14 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_metrics(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
 	IF NOT coalesce(families, '{}') <@ ARRAY['subxact', 'sampler', 'horizon', 'index', 'old_snapshot', 'findings']
 		OR array_position(families, NULL) IS NOT NULL THEN
-		RAISE EXCEPTION 'unknown metric family in %', families
+		RAISE EXCEPTION 'unknown metric family in %', pg_catalog.left(families::text, 100)
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'The families are subxact, sampler, horizon, index, old_snapshot and findings; NULL reads them all.';
 	END IF;

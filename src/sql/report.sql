@@ -14,6 +14,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_report(window_length interv
 															 incident bigint DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE

@@ -41,8 +41,11 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.rows,
 		   s.shared_blks_hit,
 		   s.shared_blks_read,
-		   ((s.shared_blks_hit::double precision + s.shared_blks_read)
-			/ nullif(s.rows, 0)) AS blks_per_row,
+		   -- Operands of one type each: an operator is bound when the
+		   -- view is created, and one that needs a cast could be bound to
+		   -- an exact match planted in the extension's schema beforehand.
+		   ((s.shared_blks_hit::double precision + s.shared_blks_read::double precision)
+			/ nullif(s.rows, 0)::double precision) AS blks_per_row,
 		   s.suboverflowed_calls,
 		   coalesce(w.subtrans_wait_samples, 0) AS subtrans_wait_samples,
 		   s.max_subxacts,

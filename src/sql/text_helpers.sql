@@ -9,6 +9,7 @@
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_duration(duration interval)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	s numeric := greatest(pg_catalog.date_part('epoch', duration), 0)::numeric;
@@ -28,6 +29,7 @@ $$;
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_shorten(query text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	t text := pg_catalog.btrim(pg_catalog.regexp_replace(query, '\s+', ' ', 'g'));

@@ -15,6 +15,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 -- Compiling these queries would take longer than running them; planning
 -- them takes longer than running them too, so one plan serves the whole
 -- session (PL/pgSQL keeps it; a SQL function would plan at every call).

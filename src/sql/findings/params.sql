@@ -29,6 +29,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 -- PL/pgSQL, not SQL: each rule calls it, and a SQL function returning a
 -- record is planned again at every call.
 AS $$

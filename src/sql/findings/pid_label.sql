@@ -17,6 +17,7 @@ RETURNS text
 -- PL/pgSQL: a SQL function reading FROM a subquery is planned again at
 -- each execution of every query that calls it (see text_helpers.sql).
 LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	started timestamp with time zone;

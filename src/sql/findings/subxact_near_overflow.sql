@@ -14,6 +14,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subxact_near_overflow(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$

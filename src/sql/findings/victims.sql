@@ -57,17 +57,18 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_of(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
 IF only_kind IS NOT NULL AND only_kind NOT IN ('suboverflowed_snapshots', 'dead_index_entries') THEN
-	RAISE EXCEPTION 'only_kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', only_kind
+	RAISE EXCEPTION 'only_kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', pg_catalog.left(only_kind, 100)
 		USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL returns both kinds.';
 END IF;
 IF pg_catalog.jsonb_typeof(culprits) IS DISTINCT FROM 'array' AND culprits IS NOT NULL THEN
-	RAISE EXCEPTION 'culprits must be a JSON array or NULL, not %', culprits
+	RAISE EXCEPTION 'culprits must be a JSON array or NULL, not %', pg_catalog.left(culprits::text, 100)
 		USING ERRCODE = 'invalid_parameter_value',
 			  HINT = 'Each element is an object {"culprit": key, "pids": [...], "query_ids": [...]}; NULL: every culprit.';
 END IF;
@@ -231,17 +232,18 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
 IF pg_catalog.jsonb_typeof(culprit_pids) IS DISTINCT FROM 'array' AND culprit_pids IS NOT NULL THEN
-	RAISE EXCEPTION 'culprit_pids must be a JSON array of pids or NULL, not %', culprit_pids
+	RAISE EXCEPTION 'culprit_pids must be a JSON array of pids or NULL, not %', pg_catalog.left(culprit_pids::text, 100)
 		USING ERRCODE = 'invalid_parameter_value', HINT = 'NULL: every culprit of the kind.';
 END IF;
 IF pg_catalog.jsonb_typeof(culprit_query_ids) IS DISTINCT FROM 'array' AND culprit_query_ids IS NOT NULL THEN
-	RAISE EXCEPTION 'culprit_query_ids must be a JSON array of query ids or NULL, not %', culprit_query_ids
+	RAISE EXCEPTION 'culprit_query_ids must be a JSON array of query ids or NULL, not %', pg_catalog.left(culprit_query_ids::text, 100)
 		USING ERRCODE = 'invalid_parameter_value';
 END IF;
 RETURN QUERY
@@ -272,6 +274,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_texts(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -279,7 +282,7 @@ AS $$
 BEGIN
 IF pg_contention_victims_texts.kind IS NOT NULL
    AND pg_contention_victims_texts.kind NOT IN ('suboverflowed_snapshots', 'dead_index_entries') THEN
-	RAISE EXCEPTION 'kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', pg_contention_victims_texts.kind
+	RAISE EXCEPTION 'kind must be suboverflowed_snapshots, dead_index_entries or NULL, not %', pg_catalog.left(pg_contention_victims_texts.kind, 100)
 		USING ERRCODE = 'invalid_parameter_value';
 END IF;
 RETURN QUERY
@@ -356,6 +359,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_victims_text(
 )
 RETURNS text
 LANGUAGE sql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT t.sentence
 	  FROM @extschema@.pg_contention_victims_texts(

@@ -15,6 +15,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_xmin_horizon_held(
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$

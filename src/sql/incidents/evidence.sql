@@ -4,7 +4,10 @@
 -- the oldest horizon holders, and the history of the 60 seconds before,
 -- oldest first; at most max_bytes of JSON text: history rows are dropped
 -- oldest first, then statements and holders beyond the first, and
--- "truncated" says so.  Called by the incidents worker.
+-- "truncated" says so.  Called by the incidents worker, and by nobody
+-- else: not executable by PUBLIC (it reads every role's statements
+-- unmasked, as the superuser the worker is).  STRICT: without a problem,
+-- details or a bound there is nothing to freeze (and no bound to stop at).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_evidence(
 	problem text,
@@ -12,7 +15,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_evidence(
 	max_bytes integer
 )
 RETURNS jsonb
-LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
@@ -94,3 +98,5 @@ BEGIN
 	RETURN doc;
 END
 $$;
+
+REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_evidence(text, jsonb, integer) FROM PUBLIC;

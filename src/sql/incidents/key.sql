@@ -7,7 +7,8 @@
 -- keeps them (finding): whole up to 3,800 bytes, else with each array but
 -- the pids cut to its first 10 elements and "truncated": true (lists of
 -- query ids grow with the workload, and on PostgreSQL 13 hold one id per
--- text).  Called by the incidents worker for each finding.
+-- text).  Called by the incidents worker for each finding, and by nobody
+-- else: not executable by PUBLIC.
 --
 -- cause_gone: the finding is about overflows whose sessions have all
 -- ended (no pid it names is in pg_stat_activity): it stays in the findings
@@ -16,10 +17,11 @@
 -- keeping it open for the window.  False whenever it cannot tell (no
 -- pids: a standby, a damaged file); a reused pid keeps it false too.
 --
--- One row, declared as a set of rows: a SQL function that returns a set
--- is inlined into the worker's query, which is planned once and kept; one
--- that returns a record would be planned again at every evaluation and
--- started again for every finding.
+-- One row, declared as a set of rows: the worker's query calls it for
+-- each finding, and a SQL function that returns a set keeps its plan for
+-- the whole query (one that returns a record would be started again for
+-- every finding).  Not inlined: its search_path is pinned, as every
+-- function of the extension's is.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
@@ -31,6 +33,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 )
 RETURNS SETOF record
 LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 ROWS 1
 AS $$
 SELECT CASE problem
@@ -101,3 +104,5 @@ SELECT CASE problem
 								   ON pg_catalog.jsonb_typeof(e.value) = 'number'
 								  AND a.pid = (e.value #>> '{}')::integer), false)
 $$;
+
+REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_key(text, jsonb) FROM PUBLIC;

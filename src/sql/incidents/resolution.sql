@@ -6,7 +6,9 @@
 -- ended, the index's dead entries are no longer visited,
 -- old_snapshot_threshold was turned off.  NULL when it cannot tell (the
 -- finding went below its threshold for another reason, or its window
--- passed): never a guess.  Called by the incidents worker.
+-- passed): never a guess.  Called by the incidents worker, and by nobody
+-- else: not executable by PUBLIC.  STRICT: without a problem, its details
+-- or its opening there is nothing to tell.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
 	problem text,
@@ -14,7 +16,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
 	opened timestamp with time zone
 )
 RETURNS text
-LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
@@ -116,3 +119,5 @@ BEGIN
 	RETURN NULL;
 END
 $$;
+
+REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_resolution(text, jsonb, timestamp with time zone) FROM PUBLIC;
