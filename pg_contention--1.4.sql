@@ -632,6 +632,29 @@ BEGIN
 END
 $$;
 
+-- A finding's text without the constants of its worst execution ("(the
+-- worst execution ran with $1 = 7)", "; the worst execution ran with ..."):
+-- the exact clause the rule wrote, from the literals in its details, so
+-- that no constant of a statement is cut in two.  Reports show it so unless
+-- asked for values (pg_contention_report(with_values), the client's
+-- --with-values).  NULL details: the text as it is.
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_without_values(finding_text text, details jsonb)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	literals text := details #>> '{worst,literals}';
+BEGIN
+	IF literals IS NULL THEN
+		RETURN finding_text;
+	END IF;
+	RETURN pg_catalog.replace(pg_catalog.replace(finding_text,
+			   ' (the worst execution ran with ' || literals || ')', ''),
+		   '; the worst execution ran with ' || literals, '');
+END
+$$;
+
 -- ---- src/sql/findings/params.sql ----
 
 --
@@ -898,7 +921,9 @@ SELECT h.*,
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
 							 'user ' || h.usename, 'database ' || h.datname,
 							 coalesce(h.state, 'transaction') || coalesce(' for ' || @extschema@.pg_contention_duration(h.held_for), ''))
-				|| ')' || coalesce(', last statement ' || @extschema@.pg_contention_shorten(h.query), '')
+				-- normalized: a subject goes to the server log, check and tickets
+				|| ')' || coalesce(', last statement '
+								   || @extschema@.pg_contention_shorten(@extschema@.pg_contention_normalize(h.query)), '')
 			-- A logical slot holds by its catalog_xmin (catalog rows only);
 			-- a physical slot's xmin is its standby's hot_standby_feedback.
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
@@ -1441,11 +1466,13 @@ overflow_query_ids AS (
 	  FROM event_groups AS g
 	 GROUP BY g.datid, g.usesysid, g.query_id
 ),
--- The statement store's text is normalised; an event's is what ran.  A
--- text masked from this role groups nothing beyond its user.
+-- The statement store's text is normalised; an event's is what ran, so it
+-- is normalised here too (a subject goes to the server log, check and
+-- tickets; and the same statement with other constants is one).  A text
+-- masked from this role groups nothing beyond its user.
 overflow_keyed AS (
 	SELECT o.datid, o.usesysid, o.query_id,
-		   coalesce(t.query, o.last_text, '') AS stmt_text,
+		   coalesce(t.query, @extschema@.pg_contention_normalize(o.last_text), '') AS stmt_text,
 		   CASE WHEN coalesce(t.query, o.last_text) = '<insufficient privilege>'
 				THEN o.usesysid END AS masked_user,
 		   -- The statement store counts every event; the ring keeps the last.
@@ -1546,7 +1573,8 @@ overflow_culprits AS (
 						|| @extschema@.pg_contention_duration(params.now - a.state_change),
 						'transaction open for '
 						|| @extschema@.pg_contention_duration(params.now - l.xact_start))
-		   || ')' || coalesce(', last statement ' || @extschema@.pg_contention_shorten(l.query), ''),
+		   || ')' || coalesce(', last statement '
+							  || @extschema@.pg_contention_shorten(@extschema@.pg_contention_normalize(l.query)), ''),
 		   'overflowed now, its transaction older than the window'
 	  FROM live AS l
 	  CROSS JOIN params
@@ -2603,8 +2631,8 @@ $$;
 -- Incidents (1.4): the subject key an incident is matched on, from a
 -- finding's details (its subject text changes with its figures, the key
 -- does not): one transaction pattern (database and user), one index,
--- one holder.  And the culprit role the finding names, if any, whose
--- members may read the incident's texts; and the details as an incident
+-- one holder.  And the culprit role the finding names, if any (kept with
+-- the incident; it grants no reading); and the details as an incident
 -- keeps them (finding): whole up to 3,800 bytes, else with each array but
 -- the pids cut to its first 10 elements and "truncated": true (lists of
 -- query ids grow with the workload, and on PostgreSQL 13 hold one id per
@@ -2713,7 +2741,9 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_key(text, jsonb) FROM 
 --
 -- Incidents (1.4): what an incident freezes at its open and at its peak
 -- besides the finding itself: the statements it names (else the busiest),
--- the oldest horizon holders, and the history of the 60 seconds before,
+-- the oldest horizon holders (each with its role, by which
+-- pg_contention_incidents masks it for a reader), and the history of the
+-- 60 seconds before,
 -- oldest first; at most max_bytes of JSON text: history rows are dropped
 -- oldest first, then statements and holders beyond the first, and
 -- "truncated" says so.  Called by the incidents worker, and by nobody
@@ -2771,7 +2801,9 @@ BEGIN
 			   'kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'xmin_age', h.xmin_age,
 			   'held_for', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric, 1),
 			   'blocks_cleanup', h.blocks_cleanup, 'state', h.state,
-			   'application_name', h.application_name, 'query', h.query)
+			   'application_name', h.application_name, 'query', h.query,
+			   -- whose it is: the view masks its query and state by it
+			   'userid', (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = h.usename))
 			   ORDER BY h.xmin_age DESC NULLS LAST), '[]')
 	  INTO holders
 	  FROM (SELECT * FROM @extschema@.pg_contention_horizon AS x
@@ -2944,8 +2976,8 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_resolution(text, jsonb
 --
 -- Incidents (1.4): what the incidents worker opened, escalated and closed,
 -- with the evidence frozen at the peak (see doc/incidents.md).  Texts are
--- masked for roles without pg_read_all_stats unless they are members of
--- the culprit role the finding named.  details is the costly column (a
+-- masked for roles without pg_read_all_stats, each frozen statement and
+-- holder by the role it came from.  details is the costly column (a
 -- full incident's is about 40 kB of JSON to parse): without with_details
 -- it is NULL, and incident (an id, else 0 for all) reads one.
 --
@@ -2986,11 +3018,18 @@ GRANT SELECT ON @extschema@.pg_contention_incidents TO PUBLIC;
 -- from what pg_contention_incidents froze (its evidence at open, at the
 -- peak and at close, the statements, holders and history seconds before
 -- the peak): it reads as it did then, whatever the stores hold now.  1.4
--- adds the argument (src/sql/updates/1.3--1.4.sql drops the 1.3
+-- adds the arguments (src/sql/updates/1.3--1.4.sql drops the 1.3
 -- signature); pg_contention_report('5 min') still means the window.
 --
+-- A report is attached to a ticket: by default every statement in it is
+-- normalized (constants as $1, $2, ...), the holders' too, and the
+-- findings leave out the constants of their worst execution.  with_values
+-- => true shows the texts as the views give them to this reader (masked
+-- where the reader may not see them, whichever way).
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_report(window_length interval DEFAULT NULL,
-															 incident bigint DEFAULT NULL)
+															 incident bigint DEFAULT NULL,
+															 with_values boolean DEFAULT false)
 RETURNS text
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
@@ -3019,7 +3058,8 @@ BEGIN
 				USING ERRCODE = 'invalid_parameter_value',
 					  HINT = 'SELECT id FROM pg_contention_incidents lists them.';
 		END IF;
-		-- The frozen document; a masked one ({"masked": true}) has no arrays.
+		-- The frozen document, as this reader may see it ("masked": true
+		-- without pg_read_all_stats).
 		doc := coalesce(inc.details, '{}');
 
 		report := pg_catalog.format(E'pg_contention incident %s, reported at %s\nPostgreSQL %s, %s\n',
@@ -3027,8 +3067,8 @@ BEGIN
 			pg_catalog.current_setting('server_version'),
 			CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END);
 		IF coalesce(doc->>'masked', '') = 'true' THEN
-			report := report || E'\nThe texts and the frozen evidence are masked: reading them takes '
-				|| E'pg_read_all_stats, or membership in the role the incident names.\n';
+			report := report || E'\nThe texts are masked: reading them takes pg_read_all_stats; of the '
+				|| E'frozen statements and holders, those of your own role are shown.\n';
 		END IF;
 		report := report || pg_catalog.format(E'\n[%s] %s: %s\n',
 			inc.peak_severity, inc.problem, inc.subject);
@@ -3053,16 +3093,23 @@ BEGIN
 			coalesce(doc #>> '{opened,severity}', 'warning'),
 			coalesce(pg_catalog.to_char(inc.opened, 'YYYY-MM-DD HH24:MI:SS'), 'unknown'),
 			coalesce(doc #>> '{opened,subject}', inc.subject),
-			coalesce(doc #>> '{opened,evidence}', '(not kept)'));
+			coalesce(CASE WHEN with_values THEN doc #>> '{opened,evidence}'
+						  ELSE @extschema@.pg_contention_without_values(doc #>> '{opened,evidence}', doc -> 'finding') END,
+					 '(not kept)'));
 		report := report || pg_catalog.format(E'\n== At the peak (%s, %s)\n%s\n%s\nAdvice: %s\n',
 			inc.peak_severity,
 			coalesce(pg_catalog.to_char(inc.peak, 'YYYY-MM-DD HH24:MI:SS'), 'unknown'),
-			inc.subject, inc.evidence, inc.advice);
+			inc.subject,
+			CASE WHEN with_values THEN inc.evidence
+				 ELSE @extschema@.pg_contention_without_values(inc.evidence, doc -> 'finding') END,
+			inc.advice);
 		report := report || E'\n== At close\n' || CASE
 			WHEN inc.closed IS NULL THEN E'(still open)\n'
 			ELSE pg_catalog.format(E'%s\nLast evidence seen: %s\n',
 				pg_catalog.to_char(inc.closed, 'YYYY-MM-DD HH24:MI:SS'),
-				coalesce(doc #>> '{closed,evidence}', '(not kept)'))
+				coalesce(CASE WHEN with_values THEN doc #>> '{closed,evidence}'
+							  ELSE @extschema@.pg_contention_without_values(doc #>> '{closed,evidence}', doc -> 'finding') END,
+						 '(not kept)'))
 		END;
 
 		-- The frozen rows, printed as the live report prints the views.
@@ -3086,7 +3133,8 @@ BEGIN
 						secs => (e->>'held_for')::double precision)), '-'),
 					CASE (e->>'blocks_cleanup')::boolean WHEN true THEN 'yes' WHEN false THEN 'no' ELSE '-' END,
 					concat_ws(', ', e->>'state', nullif(e->>'application_name', ''),
-							  @extschema@.pg_contention_shorten(e->>'query'))), E'\n' ORDER BY o)
+							  @extschema@.pg_contention_shorten(CASE WHEN with_values THEN e->>'query'
+								  ELSE @extschema@.pg_contention_normalize(e->>'query') END))), E'\n' ORDER BY o)
 		  INTO section
 		  FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(doc->'holders') = 'array'
 						THEN doc->'holders' ELSE '[]' END) WITH ORDINALITY AS x(e, o);
@@ -3136,7 +3184,10 @@ BEGIN
 
 	SELECT count(*),
 		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   %s\n   Advice: %s\n   Since: %s',
-				f.n, f.severity, f.problem, f.subject, f.evidence, f.advice,
+				f.n, f.severity, f.problem, f.subject,
+				CASE WHEN with_values THEN f.evidence
+					 ELSE @extschema@.pg_contention_without_values(f.evidence, f.details) END,
+				f.advice,
 				coalesce(pg_catalog.to_char(f.since, 'YYYY-MM-DD HH24:MI:SS'), 'unknown')), E'\n' ORDER BY f.n)
 	  INTO n, section
 	  FROM (SELECT pg_catalog.row_number() OVER () AS n, x.*
@@ -3177,7 +3228,8 @@ BEGIN
 				coalesce(@extschema@.pg_contention_duration(h.held_for), '-'),
 				CASE WHEN h.blocks_cleanup THEN 'yes' ELSE 'no' END,
 				concat_ws(', ', h.state, nullif(h.application_name, ''),
-						  @extschema@.pg_contention_shorten(h.query))), E'\n')
+						  @extschema@.pg_contention_shorten(CASE WHEN with_values THEN h.query
+							  ELSE @extschema@.pg_contention_normalize(h.query) END))), E'\n')
 	  INTO section
 	  FROM (SELECT * FROM @extschema@.pg_contention_horizon LIMIT 10) AS h;
 	report := report || E'\n== Holders of the xmin horizon\n'

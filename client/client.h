@@ -315,6 +315,9 @@ typedef struct SnapshotScope
 								 * too); 0: none */
 	const Snapshot *held;		/* top: the last look on this connection,
 								 * whose seconds are not read again */
+	bool		without_values; /* report: statements normalized, the
+								 * findings without the worst execution's
+								 * constants (1.4) */
 } SnapshotScope;
 
 extern const char *victim_kind_label(const char *kind);	/* report.c */
@@ -333,7 +336,8 @@ typedef struct TopOptions
 extern int	command_top(Conn *c, const TopOptions *options);
 extern int	command_check(Conn *c, bool json, bool live);
 extern void check_print_unknown(const char *message, bool json);
-extern int	command_report(Conn *c, const char *html_path, bool text, long long incident);	/* 0: live */
+extern int	command_report(Conn *c, const char *html_path, bool text, long long incident,	/* 0: live */
+						   bool with_values);
 
 /* ---- chart.c ---- */
 typedef struct ChartSeries

@@ -162,12 +162,30 @@ batch_next(Batch *b)
 
 /* The findings, evaluated now: the columns parse_findings reads. */
 static void
-live_findings_query(Buf *sql, const char *x)
+live_findings_query(Buf *sql, const char *x, bool without_values)
 {
-	buf_printf(sql,
-			   "SELECT severity, problem, subject, evidence, advice, details::text,"
+	buf_append(sql, "SELECT severity, problem, subject, ");
+	if (without_values)
+		buf_printf(sql, "%s.pg_contention_without_values(evidence, details)", x);
+	else
+		buf_append(sql, "evidence");
+	buf_printf(sql, ", advice, details::text,"
 			   " pg_catalog.to_char(since, 'YYYY-MM-DD HH24:MI:SS')"
 			   " FROM %s.pg_contention_findings", x);
+}
+
+/*
+ * A text column of a live view as the look shows it: normalized
+ * (constants as $1, ...) for a report without values (1.4: the
+ * extension's normalizer), else as the view gives it.
+ */
+static const char *
+text_column(const Conn *c, const SnapshotScope *scope, const char *column, char *buf, size_t size)
+{
+	if (!scope->without_values || c->ext_version < 104)
+		return column;
+	snprintf(buf, size, "%s.pg_contention_normalize(%s)", c->schema, column);
+	return buf;
 }
 
 /*
@@ -297,6 +315,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	const char *params[MAX_BATCH] = {0};
 	int			history_query = -1; /* its place in the batch */
 	char		held_after[32];
+	char		column[256];	/* a quoted schema, a function and a column */
 
 	memset(s, 0, sizeof(*s));
 	memset(&b, 0, sizeof(b));
@@ -352,7 +371,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		}
 		if (res == NULL)
 		{
-			live_findings_query(&sql, x);
+			live_findings_query(&sql, x, false);
 			if ((res = run(c, &sql, message)) == NULL)
 				goto failed;
 		}
@@ -372,22 +391,23 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	if (scope->kept_findings && c->ext_version >= 104)
 		latest_findings_query(&sql, x);
 	else
-		live_findings_query(&sql, x);
+		live_findings_query(&sql, x, scope->without_values && c->ext_version >= 104);
 	batch_add(&b, &sql);
 	buf_printf(&sql,
 			   "SELECT pid, datname, usename, application_name, state, subxact_count,"
 			   " subxact_overflowed,"
-			   " pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - xact_start), query,"
+			   " pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - xact_start), %s,"
 			   " count(*) FILTER (WHERE subxact_overflowed) OVER (), count(*) OVER ()"
 			   " FROM %s.pg_contention_subxact"
 			   " WHERE subxact_overflowed OR subxact_count > %d"
 			   " ORDER BY subxact_overflowed DESC, subxact_count DESC, pid LIMIT %d",
-			   x, c->near_level, limit);
+			   text_column(c, scope, "query", column, sizeof(column)), x, c->near_level, limit);
 	batch_add(&b, &sql);
 	buf_printf(&sql,
 			   "SELECT kind, holder, pid, datname, application_name, xmin_age,"
-			   " pg_catalog.date_part('epoch', held_for), state, follows, blocks_cleanup, query"
-			   " FROM %s.pg_contention_horizon LIMIT %d", x, limit);
+			   " pg_catalog.date_part('epoch', held_for), state, follows, blocks_cleanup, %s"
+			   " FROM %s.pg_contention_horizon LIMIT %d",
+			   text_column(c, scope, "query", column, sizeof(column)), x, limit);
 	batch_add(&b, &sql);
 	/*
 	 * The seconds, oldest first; per-class averages are samples / ticks.
@@ -510,9 +530,9 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	{
 		buf_printf(&sql,
 				   "SELECT pg_catalog.to_char(event_time, 'YYYY-MM-DD HH24:MI:SS'), pid, datname,"
-				   " usename, application_name, query"
+				   " usename, application_name, %s"
 				   " FROM %s.pg_contention_overflow_events ORDER BY event_time DESC LIMIT %d",
-				   x, limit);
+				   text_column(c, scope, "query", column, sizeof(column)), x, limit);
 		batch_add(&b, &sql);
 	}
 	if (history_query >= 0)

@@ -48,7 +48,9 @@ usage(void)
 		   "      --html=FILE          report: write the HTML page to FILE (- for stdout)\n"
 		   "      --text               report: print the plain-text report (the default)\n"
 		   "      --incident=ID        report: the report of that incident, as the server\n"
-		   "                           froze it (IDs: pg_contention incidents)\n\n");
+		   "                           froze it (IDs: pg_contention incidents)\n"
+		   "      --with-values        report: statements with their constants, where you\n"
+		   "                           may read them (default: normalized, $1, $2, ...)\n\n");
 	printf("Connection options:\n"
 		   "  -h, --host=HOSTNAME      database server host or socket directory\n"
 		   "  -p, --port=PORT          database server port\n"
@@ -128,6 +130,7 @@ main(int argc, char **argv)
 		{"text", no_argument, NULL, 3},
 		{"incident", required_argument, NULL, 4},
 		{"live", no_argument, NULL, 5},
+		{"with-values", no_argument, NULL, 6},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, '?'},
 		{NULL, 0, NULL, 0}
@@ -144,6 +147,7 @@ main(int argc, char **argv)
 	bool		json = false,
 				live = false,
 				text = false,
+				with_values = false,
 				interval_given = false,
 				iterations_given = false;
 	TopOptions top = {1.0, 0};
@@ -212,6 +216,9 @@ main(int argc, char **argv)
 			case 5:
 				live = true;
 				break;
+			case 6:
+				with_values = true;
+				break;
 			case 'V':
 				printf("pg_contention (client) %s\n", PGC_CLIENT_PROGRAM_VERSION);
 				return 0;
@@ -248,6 +255,8 @@ main(int argc, char **argv)
 		usage_error("--live is an option of check, not of %s", command);
 	if (incident && strcmp(command, "report") != 0)
 		usage_error("--incident is an option of report, not of %s", command);
+	if (with_values && strcmp(command, "report") != 0)
+		usage_error("--with-values is an option of report, not of %s", command);
 	if ((interval_given || iterations_given) && strcmp(command, "top") != 0)
 		usage_error("--interval and --iterations are options of top, not of %s", command);
 
@@ -302,7 +311,7 @@ main(int argc, char **argv)
 	else if (strcmp(command, "incidents") == 0)
 		rc = command_incidents(&c, json);
 	else
-		rc = command_report(&c, html_path, text || html_path == NULL, incident);
+		rc = command_report(&c, html_path, text || html_path == NULL, incident, with_values);
 	conn_close(&c);
 	return rc;
 }

@@ -403,7 +403,7 @@ write_out(const char *path, const char *data, size_t len)
 }
 
 static int
-report_html(Conn *c, const char *path)
+report_html(Conn *c, const char *path, bool with_values)
 {
 	SnapshotScope scope = {0};
 	Snapshot	s;
@@ -417,6 +417,7 @@ report_html(Conn *c, const char *path)
 	scope.row_limit = 20;
 	scope.sort = SORT_COST;
 	scope.events = true;
+	scope.without_values = !with_values;
 	if (!snapshot_take(c, &scope, &s, &message))
 	{
 		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
@@ -525,7 +526,7 @@ frozen_rows(Conn *c, const char *details, const char *array, const char *columns
 }
 
 static int
-report_incident_html(Conn *c, const char *path, long long id)
+report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 {
 	static const char *const timeline_headers[] = {"", "at", "severity", "subject", "evidence"};
 	static const char *const statement_headers[] = {
@@ -547,9 +548,22 @@ report_incident_html(Conn *c, const char *path, long long id)
 	const char *details;
 	char		title[64];
 
+	/*
+	 * Without values (the default): the evidence without the worst
+	 * execution's constants, the finding's details without them either,
+	 * the frozen holders' statements normalized.
+	 */
+	char		evidence[3][320];	/* a quoted schema, a function, two paths */
+	const char *const evidence_of[3] = {"evidence", "details #>> '{opened,evidence}'",
+	"details #>> '{closed,evidence}'"};
+
+	for (int k = 0; k < 3; k++)
+		snprintf(evidence[k], sizeof(evidence[k]),
+				 with_values ? "%s%s" : "%s.pg_contention_without_values(%s, details -> 'finding')",
+				 with_values ? "" : c->schema, evidence_of[k]);
 	buf_init(&sql);
 	buf_printf(&sql,
-			   "SELECT problem, peak_severity, subject, evidence, advice, resolution, severity,"
+			   "SELECT problem, peak_severity, subject, %s, advice, resolution, severity,"
 			   " pg_catalog.to_char(opened, 'YYYY-MM-DD HH24:MI:SS TZ'),"
 			   " pg_catalog.to_char(peak, 'YYYY-MM-DD HH24:MI:SS TZ'),"
 			   " pg_catalog.to_char(closed, 'YYYY-MM-DD HH24:MI:SS TZ'),"
@@ -557,15 +571,16 @@ report_incident_html(Conn *c, const char *path, long long id)
 			   " %s.pg_contention_duration(coalesce(closed, pg_catalog.clock_timestamp()) - opened),"
 			   " coalesce(details #>> '{opened,severity}', 'warning'),"
 			   " coalesce(details #>> '{opened,subject}', subject),"
-			   " details #>> '{opened,evidence}', details #>> '{closed,evidence}',"
+			   " %s, %s,"
 			   " coalesce(details ->> 'truncated' = 'true', false),"
-			   " pg_catalog.jsonb_pretty(details -> 'finding'),"
+			   " pg_catalog.jsonb_pretty(details -> 'finding'%s),"
 			   " pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),"
 			   " coalesce(details ->> 'masked' = 'true', false),"
 			   " coalesce(details, '{}')::text,"
 			   " coalesce(details ->> 'unavailable' = 'true', false)"
 			   " FROM %s.pg_contention_incidents(true, %lld) WHERE id = %lld",
-			   c->schema, c->schema, id > 0 ? id : -1, id);
+			   evidence[0], c->schema, evidence[1], evidence[2],
+			   with_values ? "" : " #- '{worst,literals}'", c->schema, id > 0 ? id : -1, id);
 	inc = conn_query(c, sql.data, &message);
 	buf_free(&sql);
 	if (inc == NULL)
@@ -645,9 +660,9 @@ report_incident_html(Conn *c, const char *path, long long id)
 	buf_append(&b, ". Everything below is what the server froze at the time, not what it "
 			   "holds now.</p>\n");
 	if (PQgetvalue(inc, 0, 19)[0] == 't')
-		buf_append(&b, "<p class=\"meta\"><b>The texts and the frozen evidence are masked</b>: "
-				   "reading them takes pg_read_all_stats, or membership in the role the incident "
-				   "names.</p>\n");
+		buf_append(&b, "<p class=\"meta\"><b>The texts are masked</b>: reading them takes "
+				   "pg_read_all_stats; of the frozen statements and holders, those of your own role "
+				   "are shown.</p>\n");
 
 	/* The incident at its peak, as a finding is shown. */
 	buf_append(&b, "<section class=\"finding ");
@@ -752,13 +767,18 @@ report_incident_html(Conn *c, const char *path, long long id)
 	table_end(&b, PQntuples(res));
 	PQclear(res);
 
-	res = frozen_rows(c, details, "holders",
-					  "e ->> 'kind', e ->> 'holder', e ->> 'pid', e ->> 'xmin_age',"
-					  " (e ->> 'held_for')::float8,"
-					  " CASE (e ->> 'blocks_cleanup')::boolean WHEN true THEN 'yes'"
-					  " WHEN false THEN 'no' END,"
-					  " e ->> 'state', e ->> 'application_name', e ->> 'query'",
-					  "o", &message);
+	buf_init(&sql);
+	buf_printf(&sql, "e ->> 'kind', e ->> 'holder', e ->> 'pid', e ->> 'xmin_age',"
+			   " (e ->> 'held_for')::float8,"
+			   " CASE (e ->> 'blocks_cleanup')::boolean WHEN true THEN 'yes'"
+			   " WHEN false THEN 'no' END,"
+			   " e ->> 'state', e ->> 'application_name', ");
+	if (with_values)
+		buf_append(&sql, "e ->> 'query'");
+	else
+		buf_printf(&sql, "%s.pg_contention_normalize(e ->> 'query')", c->schema);
+	res = frozen_rows(c, details, "holders", sql.data, "o", &message);
+	buf_free(&sql);
 	if (res == NULL)
 		goto failed;
 	table_start(&b, "Holders of the xmin horizon at the peak", holder_headers, 9, PQntuples(res),
@@ -822,7 +842,7 @@ failed:
 }
 
 static int
-report_text(Conn *c, long long incident)
+report_text(Conn *c, long long incident, bool with_values)
 {
 	Buf			sql;
 	Buf			out;
@@ -831,7 +851,10 @@ report_text(Conn *c, long long incident)
 
 	buf_init(&sql);
 	if (incident > 0)
-		buf_printf(&sql, "SELECT %s.pg_contention_report(incident => %lld)", c->schema, incident);
+		buf_printf(&sql, "SELECT %s.pg_contention_report(incident => %lld%s)", c->schema, incident,
+				   with_values ? ", with_values => true" : "");
+	else if (with_values && c->ext_version >= 104)
+		buf_printf(&sql, "SELECT %s.pg_contention_report(with_values => true)", c->schema);
 	else
 		buf_printf(&sql, "SELECT %s.pg_contention_report()", c->schema);
 	res = conn_query(c, sql.data, &message);
@@ -851,16 +874,17 @@ report_text(Conn *c, long long incident)
 }
 
 int
-command_report(Conn *c, const char *html_path, bool text, long long incident)
+command_report(Conn *c, const char *html_path, bool text, long long incident,
+			   bool with_values)
 {
 	int			rc = 0;
 
 	if (incident > 0 && !c->has_incidents)
 		return incidents_unavailable(c);
 	if (html_path)
-		rc = incident > 0 ? report_incident_html(c, html_path, incident) :
-			report_html(c, html_path);
+		rc = incident > 0 ? report_incident_html(c, html_path, incident, with_values) :
+			report_html(c, html_path, with_values);
 	if (rc == 0 && text)
-		rc = report_text(c, incident);
+		rc = report_text(c, incident, with_values);
 	return rc;
 }

@@ -41,6 +41,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "common/pg_lzcompress.h"
 #include "executor/spi.h"
@@ -56,6 +57,7 @@
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "commands/dbcommands.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
@@ -122,7 +124,8 @@ typedef struct Incident
 	TimestampTz closed;			/* 0 while open */
 	TimestampTz last_seen;		/* last evaluation at warning or above */
 	Oid			dbid;			/* the database the texts came from */
-	Oid			culprit;		/* InvalidOid: none named */
+	Oid			culprit;		/* the role the finding names (InvalidOid: none);
+								 * it grants no reading (see the view) */
 	int32		open_severity;
 	int32		peak_severity;
 	int32		severity;		/* at the last evaluation that saw it */
@@ -404,15 +407,31 @@ reader_text(const char *s, Oid dbid)
 
 static bool json_valid(const char *s);
 
+/* A composed text of an incident, or MASKED_TEXT for a reader without privileges. */
+#define MASKED_TEXT "<insufficient privilege>"
+
+static char *
+composed_text(bool privileged, const char *s, Oid dbid)
+{
+	return privileged ? reader_text(s, dbid) : pstrdup(MASKED_TEXT);
+}
+
 /*
  * The details document of an incident (a copy, out of the lock): the
  * frozen texts spliced into the contract's shape, each first made valid
  * in the reader's encoding.  The texts that are JSON (finding, frozen)
  * are checked again after that (a conversion may write a byte it cannot
  * show as \xNN, which is no JSON escape): one that fails is left out.
+ *
+ * For a reader without pg_read_all_stats (privileged false): the
+ * subjects and evidence masked (the worker composed them from every
+ * role's statements), the finding's own details too ({"masked": true}:
+ * they hold query ids and the worst execution's constants), and each
+ * frozen statement and holder masked by the role it came from
+ * (pgc_mask_frozen).
  */
 static char *
-details_text(const Incident *inc)
+details_text(const Incident *inc, bool privileged)
 {
 	StringInfoData buf;
 	char	   *finding = reader_text(inc->finding, inc->dbid);
@@ -427,6 +446,13 @@ details_text(const Incident *inc)
 		finding = "";
 	if (frozen[0] != '{' || frozen[1] == '}' || !json_valid(frozen))
 		frozen = "";
+	if (!privileged)
+	{
+		if (finding[0] != '\0')
+			finding = "{\"masked\": true}";
+		if (frozen[0] != '\0')
+			frozen = pgc_mask_frozen(frozen);
+	}
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"key\": ");
@@ -436,23 +462,23 @@ details_text(const Incident *inc)
 	append_json_time(&buf, inc->opened);
 	appendStringInfo(&buf, ", \"severity\": \"%s\", \"subject\": ",
 					 severity_name(inc->open_severity));
-	escape_json(&buf, reader_text(inc->open_subject, inc->dbid));
+	escape_json(&buf, composed_text(privileged, inc->open_subject, inc->dbid));
 	appendStringInfoString(&buf, ", \"evidence\": ");
-	escape_json(&buf, reader_text(inc->open_evidence, inc->dbid));
+	escape_json(&buf, composed_text(privileged, inc->open_evidence, inc->dbid));
 	appendStringInfoString(&buf, "}, \"peak\": {\"at\": ");
 	append_json_time(&buf, inc->peak);
 	appendStringInfo(&buf, ", \"severity\": \"%s\", \"subject\": ",
 					 severity_name(inc->peak_severity));
-	escape_json(&buf, reader_text(inc->subject, inc->dbid));
+	escape_json(&buf, composed_text(privileged, inc->subject, inc->dbid));
 	appendStringInfoString(&buf, ", \"evidence\": ");
-	escape_json(&buf, reader_text(inc->evidence, inc->dbid));
+	escape_json(&buf, composed_text(privileged, inc->evidence, inc->dbid));
 	appendStringInfoString(&buf, "}, \"closed\": ");
 	if (inc->closed != 0)
 	{
 		appendStringInfoString(&buf, "{\"at\": ");
 		append_json_time(&buf, inc->closed);
 		appendStringInfoString(&buf, ", \"evidence\": ");
-		escape_json(&buf, reader_text(inc->last_evidence, inc->dbid));
+		escape_json(&buf, composed_text(privileged, inc->last_evidence, inc->dbid));
 		appendStringInfoChar(&buf, '}');
 	}
 	else
@@ -462,6 +488,12 @@ details_text(const Incident *inc)
 		appendStringInfo(&buf, ", %s", frozen + 1);
 	else
 		appendStringInfoString(&buf, ", \"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}");
+	/* Said once at the top, for the reports: the reader's view is masked. */
+	if (!privileged)
+	{
+		buf.data[--buf.len] = '\0';
+		appendStringInfoString(&buf, ", \"masked\": true}");
+	}
 	return buf.data;
 }
 
@@ -663,12 +695,18 @@ static const PgcResultShape incidents_shape = {
 
 /*
  * pg_contention_incidents(with_details, incident): every incident kept
- * (incident 0), else the one with that id, newest first.  Texts are shown
- * to roles with pg_read_all_stats, or that are members of the culprit role
- * the finding named; others get "<insufficient privilege>" (details:
- * {"masked": true}).  details, the costly column (its frozen document
- * unpacked, checked and parsed: about 3 ms for a full one), is NULL
- * without with_details, for the readers that count or list incidents.
+ * (incident 0), else the one with that id, newest first.  Masked as the
+ * live views mask, by the role each text came from: the subject, evidence
+ * and advice (composed by the worker from every role's statements) are
+ * shown to roles with pg_read_all_stats only, others get "<insufficient
+ * privilege>"; in details, each frozen statement and holder is shown to
+ * its own role too (details_text).  Being the role the finding names
+ * grants nothing about other roles.  The problem, severity, times and the
+ * resolution (pids, slot names, prepared transactions' gids: what the
+ * live views show everyone) are shown to all.  details, the costly column
+ * (its frozen document unpacked, checked and parsed: about 3 ms for a
+ * full one), is NULL without with_details, for the readers that count or
+ * list incidents.
  */
 Datum
 pg_contention_incidents(PG_FUNCTION_ARGS)
@@ -679,9 +717,11 @@ pg_contention_incidents(PG_FUNCTION_ARGS)
 	int			n = 0;
 	bool		with_details = PG_NARGS() < 1 || PG_GETARG_BOOL(0);
 	int64		only_id = PG_NARGS() > 1 ? PG_GETARG_INT64(1) : 0;
+	bool		privileged;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &incidents_shape, &tupdesc);
+	privileged = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	/*
 	 * Slots are copied under the lock (bounded: max_incidents), without
@@ -703,40 +743,35 @@ pg_contention_incidents(PG_FUNCTION_ARGS)
 		Incident   *inc = &copy[k];
 		Datum		values[INCIDENT_COLS] = {0};
 		bool		nulls[INCIDENT_COLS] = {0};
-		bool		visible;
 		const char *sev;
-
-		visible = pgc_can_see_details(inc->culprit);
 
 		values[0] = Int64GetDatum(inc->id);
 		values[1] = pgc_text_datum(inc->problem, inc->dbid);
 		values[2] = CStringGetTextDatum(severity_name(inc->peak_severity));
-		values[3] = pgc_masked_text_datum(visible, inc->subject, inc->dbid);
+		values[3] = pgc_masked_text_datum(privileged, inc->subject, inc->dbid);
 		values[4] = TimestampTzGetDatum(inc->opened);
 		values[5] = TimestampTzGetDatum(inc->peak);
 		values[6] = TimestampTzGetDatum(inc->closed);
 		nulls[6] = (inc->closed == 0);
-		values[7] = pgc_masked_text_datum(visible, inc->evidence, inc->dbid);
+		values[7] = pgc_masked_text_datum(privileged, inc->evidence, inc->dbid);
 		if (inc->closed == 0 || inc->resolution[0] == '\0')
 			nulls[8] = true;
 		else
-			values[8] = pgc_masked_text_datum(visible, inc->resolution, inc->dbid);
+			values[8] = pgc_text_datum(inc->resolution, inc->dbid);
 		if (!with_details)
 			nulls[9] = true;
-		else if (visible)
-		{
-			/* In the reader's encoding, then parsed. */
-			values[9] = DirectFunctionCall1(jsonb_in,
-											CStringGetDatum(details_text(inc)));
-		}
 		else
-			values[9] = DirectFunctionCall1(jsonb_in, CStringGetDatum("{\"masked\": true}"));
+		{
+			/* In the reader's encoding, masked for the reader, then parsed. */
+			values[9] = DirectFunctionCall1(jsonb_in,
+											CStringGetDatum(details_text(inc, privileged)));
+		}
 		sev = inc->closed == 0 ? severity_name(inc->severity) : NULL;
 		if (sev)
 			values[10] = CStringGetTextDatum(sev);
 		else
 			nulls[10] = true;
-		values[11] = pgc_masked_text_datum(visible, inc->advice, inc->dbid);
+		values[11] = pgc_masked_text_datum(privileged, inc->advice, inc->dbid);
 		values[12] = TimestampTzGetDatum(inc->last_seen);
 		nulls[12] = (inc->last_seen == 0);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);

@@ -574,6 +574,9 @@ extern uint64 pgc_incidents_record_max(void);
 extern void pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count);
 extern void pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept);
 
+/* ---- frozen_mask.c: an incident's frozen rows as one reader may see them ---- */
+extern char *pgc_mask_frozen(const char *frozen);
+
 /* ---- activity.c: helpers for the views about backends ---- */
 typedef struct PgcProcState
 {

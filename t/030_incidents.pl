@@ -156,13 +156,21 @@ is($node->safe_psql('postgres', "SELECT details -> 'opened' ->> 'severity' || ' 
 	|| ' ' || (peak > opened) || ' ' || (details ->> 'key') FROM pg_contention_incidents WHERE id = $id"),
 	"warning critical true backend $holder_pid", 'opened at warning, its peak later at critical');
 
-# ---- (e) Privileges: like pg_stat_activity.
-is($node->safe_psql('postgres', "SET ROLE watcher; SELECT subject || ' ' || evidence || ' ' || advice || ' ' || details::text
+# ---- (e) Privileges: like pg_stat_activity, by the role each frozen text
+# came from (t/037 reads every kind of text as every kind of role).
+is($node->safe_psql('postgres', "SET ROLE watcher; SELECT subject || ' ' || evidence || ' ' || advice || ' '
+	|| (details ->> 'masked') || ' ' || (details -> 'finding')::text
+	|| ' ' || (SELECT string_agg(h ->> 'query', ',') FROM jsonb_array_elements(details -> 'holders') AS h
+				WHERE h ->> 'pid' = '$holder_pid')
 	FROM pg_contention_incidents WHERE id = $id"),
-	'<insufficient privilege> <insufficient privilege> <insufficient privilege> {"masked": true}',
-	'a role without pg_read_all_stats: the texts masked');
-like($node->safe_psql('postgres', "SET ROLE culprit; SELECT subject FROM pg_contention_incidents WHERE id = $id"),
-	qr/^pid $holder_pid /, 'the culprit role reads its own incident');
+	'<insufficient privilege> <insufficient privilege> <insufficient privilege> true {"masked": true} <insufficient privilege>',
+	'a role without pg_read_all_stats: the texts masked, the frozen holder too');
+is($node->safe_psql('postgres', "SET ROLE culprit; SELECT subject || ' '
+	|| (SELECT string_agg(left(h ->> 'query', 27), ',') FROM jsonb_array_elements(details -> 'holders') AS h
+		WHERE h ->> 'pid' = '$holder_pid')
+	FROM pg_contention_incidents WHERE id = $id"),
+	'<insufficient privilege> INSERT INTO side VALUES (1)',
+	'the culprit role: its own frozen holder, not the texts composed from every role\'s');
 $node->safe_psql('postgres', 'GRANT pg_read_all_stats TO watcher');
 like($node->safe_psql('postgres', "SET ROLE watcher; SELECT subject FROM pg_contention_incidents WHERE id = $id"),
 	qr/^pid $holder_pid /, 'with pg_read_all_stats: the texts');

@@ -1,8 +1,8 @@
 --
 -- Incidents (1.4): what the incidents worker opened, escalated and closed,
 -- with the evidence frozen at the peak (see doc/incidents.md).  Texts are
--- masked for roles without pg_read_all_stats unless they are members of
--- the culprit role the finding named.  details is the costly column (a
+-- masked for roles without pg_read_all_stats, each frozen statement and
+-- holder by the role it came from.  details is the costly column (a
 -- full incident's is about 40 kB of JSON to parse): without with_details
 -- it is NULL, and incident (an id, else 0 for all) reads one.
 --

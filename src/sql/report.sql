@@ -7,11 +7,18 @@
 -- from what pg_contention_incidents froze (its evidence at open, at the
 -- peak and at close, the statements, holders and history seconds before
 -- the peak): it reads as it did then, whatever the stores hold now.  1.4
--- adds the argument (src/sql/updates/1.3--1.4.sql drops the 1.3
+-- adds the arguments (src/sql/updates/1.3--1.4.sql drops the 1.3
 -- signature); pg_contention_report('5 min') still means the window.
 --
+-- A report is attached to a ticket: by default every statement in it is
+-- normalized (constants as $1, $2, ...), the holders' too, and the
+-- findings leave out the constants of their worst execution.  with_values
+-- => true shows the texts as the views give them to this reader (masked
+-- where the reader may not see them, whichever way).
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_report(window_length interval DEFAULT NULL,
-															 incident bigint DEFAULT NULL)
+															 incident bigint DEFAULT NULL,
+															 with_values boolean DEFAULT false)
 RETURNS text
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
@@ -40,7 +47,8 @@ BEGIN
 				USING ERRCODE = 'invalid_parameter_value',
 					  HINT = 'SELECT id FROM pg_contention_incidents lists them.';
 		END IF;
-		-- The frozen document; a masked one ({"masked": true}) has no arrays.
+		-- The frozen document, as this reader may see it ("masked": true
+		-- without pg_read_all_stats).
 		doc := coalesce(inc.details, '{}');
 
 		report := pg_catalog.format(E'pg_contention incident %s, reported at %s\nPostgreSQL %s, %s\n',
@@ -48,8 +56,8 @@ BEGIN
 			pg_catalog.current_setting('server_version'),
 			CASE WHEN pg_catalog.pg_is_in_recovery() THEN 'hot standby' ELSE 'primary' END);
 		IF coalesce(doc->>'masked', '') = 'true' THEN
-			report := report || E'\nThe texts and the frozen evidence are masked: reading them takes '
-				|| E'pg_read_all_stats, or membership in the role the incident names.\n';
+			report := report || E'\nThe texts are masked: reading them takes pg_read_all_stats; of the '
+				|| E'frozen statements and holders, those of your own role are shown.\n';
 		END IF;
 		report := report || pg_catalog.format(E'\n[%s] %s: %s\n',
 			inc.peak_severity, inc.problem, inc.subject);
@@ -74,16 +82,23 @@ BEGIN
 			coalesce(doc #>> '{opened,severity}', 'warning'),
 			coalesce(pg_catalog.to_char(inc.opened, 'YYYY-MM-DD HH24:MI:SS'), 'unknown'),
 			coalesce(doc #>> '{opened,subject}', inc.subject),
-			coalesce(doc #>> '{opened,evidence}', '(not kept)'));
+			coalesce(CASE WHEN with_values THEN doc #>> '{opened,evidence}'
+						  ELSE @extschema@.pg_contention_without_values(doc #>> '{opened,evidence}', doc -> 'finding') END,
+					 '(not kept)'));
 		report := report || pg_catalog.format(E'\n== At the peak (%s, %s)\n%s\n%s\nAdvice: %s\n',
 			inc.peak_severity,
 			coalesce(pg_catalog.to_char(inc.peak, 'YYYY-MM-DD HH24:MI:SS'), 'unknown'),
-			inc.subject, inc.evidence, inc.advice);
+			inc.subject,
+			CASE WHEN with_values THEN inc.evidence
+				 ELSE @extschema@.pg_contention_without_values(inc.evidence, doc -> 'finding') END,
+			inc.advice);
 		report := report || E'\n== At close\n' || CASE
 			WHEN inc.closed IS NULL THEN E'(still open)\n'
 			ELSE pg_catalog.format(E'%s\nLast evidence seen: %s\n',
 				pg_catalog.to_char(inc.closed, 'YYYY-MM-DD HH24:MI:SS'),
-				coalesce(doc #>> '{closed,evidence}', '(not kept)'))
+				coalesce(CASE WHEN with_values THEN doc #>> '{closed,evidence}'
+							  ELSE @extschema@.pg_contention_without_values(doc #>> '{closed,evidence}', doc -> 'finding') END,
+						 '(not kept)'))
 		END;
 
 		-- The frozen rows, printed as the live report prints the views.
@@ -107,7 +122,8 @@ BEGIN
 						secs => (e->>'held_for')::double precision)), '-'),
 					CASE (e->>'blocks_cleanup')::boolean WHEN true THEN 'yes' WHEN false THEN 'no' ELSE '-' END,
 					concat_ws(', ', e->>'state', nullif(e->>'application_name', ''),
-							  @extschema@.pg_contention_shorten(e->>'query'))), E'\n' ORDER BY o)
+							  @extschema@.pg_contention_shorten(CASE WHEN with_values THEN e->>'query'
+								  ELSE @extschema@.pg_contention_normalize(e->>'query') END))), E'\n' ORDER BY o)
 		  INTO section
 		  FROM pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(doc->'holders') = 'array'
 						THEN doc->'holders' ELSE '[]' END) WITH ORDINALITY AS x(e, o);
@@ -157,7 +173,10 @@ BEGIN
 
 	SELECT count(*),
 		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   %s\n   Advice: %s\n   Since: %s',
-				f.n, f.severity, f.problem, f.subject, f.evidence, f.advice,
+				f.n, f.severity, f.problem, f.subject,
+				CASE WHEN with_values THEN f.evidence
+					 ELSE @extschema@.pg_contention_without_values(f.evidence, f.details) END,
+				f.advice,
 				coalesce(pg_catalog.to_char(f.since, 'YYYY-MM-DD HH24:MI:SS'), 'unknown')), E'\n' ORDER BY f.n)
 	  INTO n, section
 	  FROM (SELECT pg_catalog.row_number() OVER () AS n, x.*
@@ -198,7 +217,8 @@ BEGIN
 				coalesce(@extschema@.pg_contention_duration(h.held_for), '-'),
 				CASE WHEN h.blocks_cleanup THEN 'yes' ELSE 'no' END,
 				concat_ws(', ', h.state, nullif(h.application_name, ''),
-						  @extschema@.pg_contention_shorten(h.query))), E'\n')
+						  @extschema@.pg_contention_shorten(CASE WHEN with_values THEN h.query
+							  ELSE @extschema@.pg_contention_normalize(h.query) END))), E'\n')
 	  INTO section
 	  FROM (SELECT * FROM @extschema@.pg_contention_horizon LIMIT 10) AS h;
 	report := report || E'\n== Holders of the xmin horizon\n'

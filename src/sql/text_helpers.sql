@@ -37,3 +37,26 @@ BEGIN
 	RETURN CASE WHEN pg_catalog.length(t) > 60 THEN pg_catalog.left(t, 57) || '...' ELSE t END;
 END
 $$;
+
+-- A finding's text without the constants of its worst execution ("(the
+-- worst execution ran with $1 = 7)", "; the worst execution ran with ..."):
+-- the exact clause the rule wrote, from the literals in its details, so
+-- that no constant of a statement is cut in two.  Reports show it so unless
+-- asked for values (pg_contention_report(with_values), the client's
+-- --with-values).  NULL details: the text as it is.
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_without_values(finding_text text, details jsonb)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	literals text := details #>> '{worst,literals}';
+BEGIN
+	IF literals IS NULL THEN
+		RETURN finding_text;
+	END IF;
+	RETURN pg_catalog.replace(pg_catalog.replace(finding_text,
+			   ' (the worst execution ran with ' || literals || ')', ''),
+		   '; the worst execution ran with ' || literals, '');
+END
+$$;

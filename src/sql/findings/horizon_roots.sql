@@ -49,7 +49,9 @@ SELECT h.*,
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
 							 'user ' || h.usename, 'database ' || h.datname,
 							 coalesce(h.state, 'transaction') || coalesce(' for ' || @extschema@.pg_contention_duration(h.held_for), ''))
-				|| ')' || coalesce(', last statement ' || @extschema@.pg_contention_shorten(h.query), '')
+				-- normalized: a subject goes to the server log, check and tickets
+				|| ')' || coalesce(', last statement '
+								   || @extschema@.pg_contention_shorten(@extschema@.pg_contention_normalize(h.query)), '')
 			-- A logical slot holds by its catalog_xmin (catalog rows only);
 			-- a physical slot's xmin is its standby's hot_standby_feedback.
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder

@@ -95,11 +95,13 @@ overflow_query_ids AS (
 	  FROM event_groups AS g
 	 GROUP BY g.datid, g.usesysid, g.query_id
 ),
--- The statement store's text is normalised; an event's is what ran.  A
--- text masked from this role groups nothing beyond its user.
+-- The statement store's text is normalised; an event's is what ran, so it
+-- is normalised here too (a subject goes to the server log, check and
+-- tickets; and the same statement with other constants is one).  A text
+-- masked from this role groups nothing beyond its user.
 overflow_keyed AS (
 	SELECT o.datid, o.usesysid, o.query_id,
-		   coalesce(t.query, o.last_text, '') AS stmt_text,
+		   coalesce(t.query, @extschema@.pg_contention_normalize(o.last_text), '') AS stmt_text,
 		   CASE WHEN coalesce(t.query, o.last_text) = '<insufficient privilege>'
 				THEN o.usesysid END AS masked_user,
 		   -- The statement store counts every event; the ring keeps the last.
@@ -200,7 +202,8 @@ overflow_culprits AS (
 						|| @extschema@.pg_contention_duration(params.now - a.state_change),
 						'transaction open for '
 						|| @extschema@.pg_contention_duration(params.now - l.xact_start))
-		   || ')' || coalesce(', last statement ' || @extschema@.pg_contention_shorten(l.query), ''),
+		   || ')' || coalesce(', last statement '
+							  || @extschema@.pg_contention_shorten(@extschema@.pg_contention_normalize(l.query)), ''),
 		   'overflowed now, its transaction older than the window'
 	  FROM live AS l
 	  CROSS JOIN params

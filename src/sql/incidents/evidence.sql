@@ -1,7 +1,9 @@
 --
 -- Incidents (1.4): what an incident freezes at its open and at its peak
 -- besides the finding itself: the statements it names (else the busiest),
--- the oldest horizon holders, and the history of the 60 seconds before,
+-- the oldest horizon holders (each with its role, by which
+-- pg_contention_incidents masks it for a reader), and the history of the
+-- 60 seconds before,
 -- oldest first; at most max_bytes of JSON text: history rows are dropped
 -- oldest first, then statements and holders beyond the first, and
 -- "truncated" says so.  Called by the incidents worker, and by nobody
@@ -59,7 +61,9 @@ BEGIN
 			   'kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'xmin_age', h.xmin_age,
 			   'held_for', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric, 1),
 			   'blocks_cleanup', h.blocks_cleanup, 'state', h.state,
-			   'application_name', h.application_name, 'query', h.query)
+			   'application_name', h.application_name, 'query', h.query,
+			   -- whose it is: the view masks its query and state by it
+			   'userid', (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = h.usename))
 			   ORDER BY h.xmin_age DESC NULLS LAST), '[]')
 	  INTO holders
 	  FROM (SELECT * FROM @extschema@.pg_contention_horizon AS x

@@ -2,8 +2,8 @@
 -- Incidents (1.4): the subject key an incident is matched on, from a
 -- finding's details (its subject text changes with its figures, the key
 -- does not): one transaction pattern (database and user), one index,
--- one holder.  And the culprit role the finding names, if any, whose
--- members may read the incident's texts; and the details as an incident
+-- one holder.  And the culprit role the finding names, if any (kept with
+-- the incident; it grants no reading); and the details as an incident
 -- keeps them (finding): whole up to 3,800 bytes, else with each array but
 -- the pids cut to its first 10 elements and "truncated": true (lists of
 -- query ids grow with the workload, and on PostgreSQL 13 hold one id per
