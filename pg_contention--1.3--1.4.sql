@@ -150,7 +150,8 @@ GRANT SELECT ON @extschema@.pg_contention_overflow_events TO PUBLIC;
 -- counters, and when they were last saved to and loaded from their file;
 -- 1.4 adds the incidents' (and the incidents opened, by problem and
 -- severity, since the reset), and the incidents worker's evaluations too
--- large to keep for pg_contention check (findings_latest.c).
+-- large to keep for pg_contention check (findings_latest.c), and the open
+-- incidents evicted to make room for another role's.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT stats_reset timestamp with time zone,
@@ -168,7 +169,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT incident_evictions bigint,
 	OUT incidents_not_opened bigint,
 	OUT incidents_opened jsonb,
-	OUT findings_not_kept bigint
+	OUT findings_not_kept bigint,
+	OUT incident_open_evictions bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'
@@ -2007,6 +2009,13 @@ index_rows AS (
 		   coalesce(r.last_bad_at, r.worst_at) AS last_bad,
 		   CASE WHEN r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 				THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) END AS index_name,
+		   -- Not in this database's catalog: dropped (a temporary one with
+		   -- its session), or not committed yet (then only the transaction
+		   -- that made it can use it).
+		   r.datname = pg_catalog.current_database() AND ic.oid IS NULL AS index_gone,
+		   -- A temporary index (of one session) and its owner: the worker
+		   -- makes one incident of one role's temporary indexes.
+		   ic.relpersistence = 't' AS index_temporary, ic.relowner AS index_owner,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
 	  FROM grouped AS r
 	  LEFT JOIN pg_catalog.pg_class AS ic
@@ -2020,7 +2029,8 @@ judged AS (
 		   -- The average fires as before 1.4; the worst executions fire
 		   -- alone when the clean ones average them away.
 		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
-		   CASE WHEN h.h_subject IS NOT NULL THEN 'held'
+		   CASE WHEN x.index_gone THEN 'dropped'
+				WHEN h.h_subject IS NOT NULL THEN 'held'
 				-- Vacuum ran after the last bad execution: they are gone.
 				WHEN x.last_vacuum >= x.last_bad THEN 'vacuumed'
 				-- The executions since the last bad one are clean: a plain
@@ -2056,7 +2066,7 @@ judged AS (
 ),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
-		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown') THEN 'info'
+		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
 				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
 				ELSE 'warning' END AS severity,
 		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
@@ -2067,6 +2077,8 @@ index_findings AS (
 				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
 					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
 					 || ', after the last bad execution, and nothing that was holding the xmin horizon then holds it now; '
+				WHEN 'dropped' THEN 'resolved: the index no longer exists (dropped, or made by a transaction that has not'
+					 || ' committed, which alone can use it); '
 				WHEN 'clean' THEN 'resolved at ' || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS')
 					 || ': nothing that was holding the xmin horizon at the last bad execution holds it now, and the executions since '
 					 || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS') || ' visited fewer than '
@@ -2128,6 +2140,7 @@ index_findings AS (
 					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table') || '.'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'temporary', x.index_temporary, 'owner_oid', x.index_owner::bigint,
 							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
 							  'dead_per_execution', pg_catalog.round(x.dead_per_scan::numeric, 1),
@@ -2703,6 +2716,9 @@ $$;
 -- keeping it open for the window.  False whenever it cannot tell (no
 -- pids: a standby, a damaged file); a reused pid keeps it false too.
 --
+-- touched: what the finding is about within its key, when several
+-- findings share one (the indexes of one holder's dead entries).
+--
 -- One row, declared as a set of rows: the worker's query calls it for
 -- each finding, and a SQL function that returns a set keeps its plan for
 -- the whole query (one that returns a record would be started again for
@@ -2715,7 +2731,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	OUT key text,
 	OUT culprit oid,
 	OUT finding jsonb,
-	OUT cause_gone boolean
+	OUT cause_gone boolean,
+	OUT touched text
 )
 RETURNS SETOF record
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -2736,30 +2753,55 @@ SELECT CASE problem
 		   WHEN 'subxact_near_overflow' THEN
 			   'database ' || coalesce(details ->> 'database_oid', '?')
 			   || ' user ' || coalesce(details ->> 'user_oid', '?')
-		   -- One index.
+		   -- The holder behind the dead entries, when the finding names
+		   -- one: one cause, one incident, whatever the number of indexes
+		   -- it touches (the worker lists them); one role's temporary
+		   -- indexes in one database; else one index.
 		   WHEN 'dead_tuple_index_scan' THEN
-			   'database ' || coalesce(details ->> 'database_oid', '?')
-			   || ' index ' || coalesce(details ->> 'indexrelid', '?')
+			   CASE WHEN pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
+					THEN 'held by ' || coalesce(details #>> '{holder,kind}', '?')
+						 || ' ' || coalesce(details #>> '{holder,holder}', '?')
+					WHEN details ->> 'temporary' = 'true'
+					THEN 'database ' || coalesce(details ->> 'database_oid', '?')
+						 || ' temporary indexes of user ' || coalesce(details ->> 'owner_oid', '?')
+					ELSE 'database ' || coalesce(details ->> 'database_oid', '?')
+						 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
 		   WHEN 'hot_chain_scan' THEN
-			   'database ' || coalesce(details ->> 'database_oid', '?')
-			   || ' index ' || coalesce(details ->> 'indexrelid', '?')
+			   CASE WHEN pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
+					THEN 'held by ' || coalesce(details #>> '{holder,kind}', '?')
+						 || ' ' || coalesce(details #>> '{holder,holder}', '?')
+					ELSE 'database ' || coalesce(details ->> 'database_oid', '?')
+						 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
 		   -- One holder: a backend's pid, a slot's name, a prepared
 		   -- transaction's gid, a standby's walsender.
 		   WHEN 'xmin_horizon_held' THEN
 			   coalesce(details ->> 'kind', '?') || ' ' || coalesce(details ->> 'holder', '?')
 		   -- Cluster-wide: one at a time.
 		   ELSE 'cluster' END,
+	   -- The role the finding names: the overflowing user; the holder's
+	   -- (its session's user, or its prepared transaction's owner), for
+	   -- the horizon and for the dead entries it keeps; the owner of
+	   -- temporary indexes no holder explains.
 	   CASE WHEN problem IN ('subxact_overflow', 'subxact_near_overflow')
 				 AND pg_catalog.jsonb_typeof(details -> 'user_oid') = 'number'
 			THEN (details ->> 'user_oid')::oid
-			WHEN problem = 'xmin_horizon_held' AND details ->> 'kind' = 'backend'
-				 AND pg_catalog.jsonb_typeof(details -> 'pid') = 'number'
-			THEN (SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
-				   WHERE a.pid = (details ->> 'pid')::integer)
-			WHEN problem = 'xmin_horizon_held' AND details ->> 'kind' = 'prepared transaction'
-			THEN (SELECT r.oid FROM pg_catalog.pg_prepared_xacts AS p
-					JOIN pg_catalog.pg_roles AS r ON r.rolname = p.owner
-				   WHERE p.gid = details ->> 'holder')
+			WHEN problem = 'dead_tuple_index_scan'
+				 AND pg_catalog.jsonb_typeof(details -> 'holder') IS DISTINCT FROM 'object'
+				 AND details ->> 'temporary' = 'true'
+				 AND pg_catalog.jsonb_typeof(details -> 'owner_oid') = 'number'
+			THEN (details ->> 'owner_oid')::oid
+			ELSE (SELECT CASE WHEN h.h ->> 'kind' = 'backend'
+								   AND pg_catalog.jsonb_typeof(h.h -> 'pid') = 'number'
+							  THEN (SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
+									 WHERE a.pid = (h.h ->> 'pid')::integer)
+							  WHEN h.h ->> 'kind' = 'prepared transaction'
+							  THEN (SELECT r.oid FROM pg_catalog.pg_prepared_xacts AS p
+									  JOIN pg_catalog.pg_roles AS r ON r.rolname = p.owner
+									 WHERE p.gid = h.h ->> 'holder') END
+					FROM (SELECT CASE WHEN problem = 'xmin_horizon_held' THEN details
+									  WHEN problem IN ('dead_tuple_index_scan', 'hot_chain_scan')
+										   AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
+									  THEN details -> 'holder' END AS h) AS h)
 	   END,
 	   CASE WHEN pg_catalog.octet_length(details::text) <= 3800 THEN details
 			ELSE (SELECT pg_catalog.jsonb_object_agg(
@@ -2788,7 +2830,12 @@ SELECT CASE problem
 									 ELSE '[]' END) AS e
 							LEFT JOIN pg_catalog.pg_stat_activity AS a
 								   ON pg_catalog.jsonb_typeof(e.value) = 'number'
-								  AND a.pid = (e.value #>> '{}')::integer), false)
+								  AND a.pid = (e.value #>> '{}')::integer), false),
+	   -- What this finding touched, for an incident that several share
+	   -- (one holder's dead entries in many indexes): its index.
+	   CASE WHEN problem IN ('dead_tuple_index_scan', 'hot_chain_scan')
+			THEN 'database ' || coalesce(details ->> 'database_oid', '?')
+				 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
 $$;
 
 REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_key(text, jsonb) FROM PUBLIC;
@@ -2952,6 +2999,8 @@ BEGIN
 			RETURN 'vacuum removed the dead entries: the index''s lookups no longer visit them';
 		ELSIF state = 'clean' THEN
 			RETURN 'the index''s lookups no longer visit dead entries';
+		ELSIF state = 'dropped' THEN
+			RETURN 'the index was dropped';
 		END IF;
 	END IF;
 

@@ -130,6 +130,9 @@ typedef struct Incident
 	int32		peak_severity;
 	int32		severity;		/* at the last evaluation that saw it */
 	int32		padding;
+	int32		members;		/* findings it gathered at the peak (one
+								 * holder's dead entries in many indexes) */
+	int32		padding2;
 	char		problem[PROBLEM_LEN];
 	char		key[KEY_LEN];
 	char		subject[SUBJECT_LEN];	/* at the peak */
@@ -150,7 +153,9 @@ typedef struct IncidentsShared
 	uint64		reset_generation;
 	int64		next_id;
 	int64		evictions;		/* closed incidents evicted */
-	int64		not_opened;		/* subjects refused: every slot was open */
+	int64		not_opened;		/* subjects refused: no slot for them */
+	int64		open_evictions; /* open incidents evicted for another
+								 * role's (take_room) */
 	int64		opened[NUM_COUNTED][2]; /* [problem][warning, critical] */
 } IncidentsShared;
 
@@ -190,6 +195,7 @@ pgc_incidents_reset(void)
 	incidents->next_id = 1;
 	incidents->evictions = 0;
 	incidents->not_opened = 0;
+	incidents->open_evictions = 0;
 	memset(incidents->opened, 0, sizeof(incidents->opened));
 	incidents->reset_generation++;
 	LWLockRelease(incidents->lock);
@@ -221,7 +227,7 @@ counted_index(const char *problem)
  */
 void
 pgc_incidents_info(int *used, int64 *evictions, int64 *not_opened,
-				   char **opened_json)
+				   int64 *open_evictions, char **opened_json)
 {
 	int64		opened[NUM_COUNTED][2];
 	StringInfoData buf;
@@ -234,6 +240,7 @@ pgc_incidents_info(int *used, int64 *evictions, int64 *not_opened,
 			(*used)++;
 	*evictions = incidents->evictions;
 	*not_opened = incidents->not_opened;
+	*open_evictions = incidents->open_evictions;
 	memcpy(opened, incidents->opened, sizeof(opened));
 	LWLockRelease(incidents->lock);
 
@@ -824,7 +831,7 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 {
 	Incident   *one;
 	char	   *frozen;
-	int64		head[3];
+	int64		head[4];
 	int64		opened[NUM_COUNTED][2];
 	uint64		resets;
 
@@ -845,6 +852,7 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 	head[0] = incidents->next_id;
 	head[1] = incidents->evictions;
 	head[2] = incidents->not_opened;
+	head[3] = incidents->open_evictions;
 	memcpy(opened, incidents->opened, sizeof(opened));
 	resets = incidents->reset_generation;
 	if (take_locks)
@@ -893,7 +901,7 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 void
 pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 {
-	int64		head[3];
+	int64		head[4];
 	int64		opened[NUM_COUNTED][2];
 	Incident   *all;
 	char	   *frozen;
@@ -904,7 +912,7 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 	if (!pgc_read_bytes(reader, head, sizeof(head)) ||
 		!pgc_read_bytes(reader, opened, sizeof(opened)))
 		return;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < (int) lengthof(head); i++)
 		pgc_fix_counter(reader, &head[i]);
 	for (int i = 0; i < (int) NUM_COUNTED; i++)
 		for (int j = 0; j < 2; j++)
@@ -961,7 +969,9 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 		pgc_fix_int32(reader, &inc->open_severity, SEV_WARNING, SEV_CRITICAL);
 		pgc_fix_int32(reader, &inc->peak_severity, SEV_WARNING, SEV_CRITICAL);
 		pgc_fix_int32(reader, &inc->severity, SEV_NONE, SEV_CRITICAL);
+		pgc_fix_int32(reader, &inc->members, 0, INT_MAX);
 		inc->padding = 0;
+		inc->padding2 = 0;
 		if (inc->finding[0] != '\0' && !json_valid(inc->finding))
 		{
 			inc->finding[0] = '\0';
@@ -995,6 +1005,7 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 	incidents->next_id = Max(head[0], max_id + 1);
 	incidents->evictions = head[1];
 	incidents->not_opened = head[2];
+	incidents->open_evictions = head[3];
 	memcpy(incidents->opened, opened, sizeof(opened));
 	pfree(all);
 	pfree(frozen);
@@ -1015,11 +1026,14 @@ typedef struct Found
 	Oid			culprit;
 	TimestampTz since;			/* 0: unknown */
 	bool		cause_gone;		/* what it describes is over (key.sql) */
+	char	   *touched;		/* what it is about within its key, or NULL */
+	int			members;		/* findings of its key it stands for */
 	/* What the evaluation decided. */
 	int64		match_id;		/* the open incident it belongs to, or 0 */
 	bool		open;			/* opens a new incident */
 	bool		escalate;		/* raises match_id's peak */
-	bool		refused;		/* would open, but every slot is open */
+	bool		refused;		/* would open, but no slot is its to take */
+	int64		evict_id;		/* opens in this open incident's slot */
 	FrozenText *frozen;
 } Found;
 
@@ -1098,10 +1112,12 @@ typedef struct OpenCopy
 	char		problem[PROBLEM_LEN];
 	char		key[KEY_LEN];
 	int			peak_severity;
+	Oid			culprit;
 	TimestampTz opened;
 	TimestampTz last_seen;
 	bool		seen;			/* at warning or above this time */
 	bool		close;
+	bool		evicted;		/* gives its slot to another role's */
 	char	   *finding;		/* for the resolution query */
 	char	   *resolution;
 } OpenCopy;
@@ -1222,7 +1238,7 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		SPIPlanPtr	plan;
 
 		sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
-					   " k.key, k.culprit, f.since, k.cause_gone, f.details::text"
+					   " k.key, k.culprit, f.since, k.cause_gone, f.details::text, k.touched"
 					   " FROM %s.pg_contention_findings() AS f"
 					   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k",
 					   ext_schema, ext_schema);
@@ -1281,6 +1297,8 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		f->since = r->since;
 		value = SPI_getbinval(tup, desc, 10, &isnull);
 		f->cause_gone = !isnull && DatumGetBool(value);
+		f->touched = SPI_getvalue(tup, desc, 12);
+		f->members = 1;
 		MemoryContextSwitchTo(old);
 	}
 	return nfound;
@@ -1392,6 +1410,213 @@ freeze(const Found *f)
 	return frozen;
 }
 
+/* Findings ordered by problem and key, then as the findings gave them. */
+static int
+compare_found(const void *a, const void *b)
+{
+	const Found *fa = *(Found *const *) a;
+	const Found *fb = *(Found *const *) b;
+	int			c = strcmp(fa->problem, fb->problem);
+
+	if (c == 0)
+		c = strcmp(fa->key, fb->key);
+	return c != 0 ? c : (fa > fb) - (fa < fb);
+}
+
+/* How many of a key's findings an incident names, beyond their count. */
+#define TOUCHED_LISTED	10
+
+/*
+ * One finding per problem and key: an incident is one problem with one
+ * cause, so the findings that share a key (one holder's dead entries in
+ * many indexes, one session's temporary indexes) become the most severe of
+ * them (the first of the findings' order among equals), which names how
+ * many there are, in its subject ("and 104 more indexes") and in its
+ * details ("touched": the first TOUCHED_LISTED, "touched_count"), since
+ * the earliest of them, its cause gone when every one's is.  The work of
+ * an evaluation then grows with the causes, not with the indexes.  Returns
+ * the count left in found (in the findings' order).
+ */
+static int
+group_findings(Found *found, int nfound)
+{
+	Found	  **order;
+	bool	   *drop;
+	int			kept = 0;
+
+	if (nfound < 2)
+		return nfound;
+	order = palloc(nfound * sizeof(Found *));
+	drop = palloc0(nfound * sizeof(bool));
+	for (int i = 0; i < nfound; i++)
+		order[i] = &found[i];
+	qsort(order, nfound, sizeof(Found *), compare_found);
+	for (int i = 0, j; i < nfound; i = j)
+	{
+		Found	   *best = order[i];
+		StringInfoData list;
+		int			listed = 0;
+		bool		all_gone = true;
+
+		for (j = i + 1; j < nfound && strcmp(order[j]->problem, best->problem) == 0 &&
+			 strcmp(order[j]->key, best->key) == 0; j++)
+			;
+		if (j - i == 1)
+			continue;
+		initStringInfo(&list);
+		for (int k = i; k < j; k++)
+		{
+			Found	   *f = order[k];
+
+			if (f->severity > best->severity)
+				best = f;
+			all_gone &= f->cause_gone;
+			if (f->touched && listed < TOUCHED_LISTED)
+			{
+				appendStringInfoString(&list, listed++ ? ", " : "[");
+				escape_json(&list, f->touched);
+			}
+		}
+		for (int k = i; k < j; k++)
+		{
+			Found	   *f = order[k];
+
+			if (f != best)
+				drop[f - found] = true;
+			if (f->since != 0 && (best->since == 0 || f->since < best->since))
+				best->since = f->since;
+		}
+		best->members = j - i;
+		best->cause_gone = all_gone;
+		best->subject = psprintf("%s (and %d more %s)", best->subject, j - i - 1,
+								 best->touched == NULL ? (j - i == 2 ? "finding" : "findings") :
+								 (j - i == 2 ? "index" : "indexes"));
+		/* The list in the details, when it fits what a slot keeps whole. */
+		if (listed > 0)
+			appendStringInfoChar(&list, ']');
+		if (best->details[0] == '{' && best->details[1] != '}' &&
+			strlen(best->details) + list.len + 64 < FINDING_LEN)
+		{
+			int			len = strlen(best->details);
+
+			best->details = psprintf("%.*s, \"touched_count\": %d%s%s}",
+									 len - 1, best->details, j - i,
+									 listed > 0 ? ", \"touched\": " : "", listed > 0 ? list.data : "");
+		}
+	}
+	for (int i = 0; i < nfound; i++)
+		if (!drop[i])
+		{
+			if (kept != i)
+				found[kept] = found[i];
+			kept++;
+		}
+	return kept;
+}
+
+/* At most this many incidents are frozen (opened or escalated) at one evaluation. */
+#define FREEZES_PER_EVALUATION	8
+
+/* Open incidents of a role (InvalidOid: of none) once the plan is applied. */
+static int
+role_holds(Oid role, const OpenCopy *open, int nopen, const Found *found, int nfound)
+{
+	int			n = 0;
+
+	for (int j = 0; j < nopen; j++)
+		n += (!open[j].evicted && open[j].culprit == role);
+	for (int i = 0; i < nfound; i++)
+		n += (found[i].open && found[i].culprit == role);
+	return n;
+}
+
+/*
+ * Room for a new incident of role "role" in a store whose every slot holds
+ * an open incident: the slot of the role that holds the most, when it
+ * holds more than one over what "role" would hold with it, so that one
+ * role (or one kind of incident without a role) cannot keep the store full
+ * against every other: its least severe, newest open incident gives its
+ * slot.  NULL when no role holds that much more.  Never two roles back and
+ * forth: the one that gave a slot holds no more than the other after it.
+ */
+static OpenCopy *
+take_room(Oid role, OpenCopy *open, int nopen, const Found *found, int nfound)
+{
+	int			mine = role_holds(role, open, nopen, found, nfound);
+	OpenCopy   *victim = NULL;
+	int			most = 0;
+
+	for (int j = 0; j < nopen; j++)
+	{
+		int			n;
+
+		if (open[j].evicted || open[j].culprit == role)
+			continue;
+		n = role_holds(open[j].culprit, open, nopen, found, nfound);
+		if (n > most || (n == most && victim != NULL && open[j].culprit == victim->culprit &&
+						 (open[j].peak_severity < victim->peak_severity ||
+						  (open[j].peak_severity == victim->peak_severity &&
+						   open[j].id > victim->id))))
+		{
+			most = n;
+			victim = &open[j];
+		}
+	}
+	if (victim == NULL || most <= mine + 1)
+		return NULL;
+	victim->evicted = true;
+	return victim;
+}
+
+/*
+ * Decide, before anything is frozen, what this evaluation opens and
+ * escalates: at most FREEZES_PER_EVALUATION of them, most severe first
+ * (the findings' order); the rest wait for the next evaluation (an
+ * escalation stays due; an opening is tried again).  An opening takes a
+ * free slot, else the oldest closed one's, else another role's (take_room),
+ * else it is refused: nothing is frozen for it.  room: the free and closed
+ * slots.
+ */
+static void
+plan_openings(Found *found, int nfound, OpenCopy *open, int nopen, int room)
+{
+	int			budget = FREEZES_PER_EVALUATION;
+
+	for (int i = 0; i < nfound; i++)
+	{
+		Found	   *f = &found[i];
+		OpenCopy   *victim;
+
+		if (f->escalate)
+		{
+			if (budget > 0)
+				budget--;
+			else
+				f->escalate = false;
+			continue;
+		}
+		if (!f->open)
+			continue;
+		if (budget == 0)
+		{
+			f->open = false;
+			continue;
+		}
+		f->open = false;		/* not counted by take_room's role_holds */
+		if (room > 0)
+			room--;
+		else if ((victim = take_room(f->culprit, open, nopen, found, nfound)) != NULL)
+			f->evict_id = victim->id;
+		else
+		{
+			f->refused = true;
+			continue;
+		}
+		f->open = true;
+		budget--;
+	}
+}
+
 /* What ended it, as far as the server can tell now; NULL if it cannot. */
 static char *
 resolve(const OpenCopy *o)
@@ -1445,14 +1670,31 @@ find_slot(int64 id)
 typedef struct LogLine
 {
 	int64		id;
-	int			kind;			/* 0 opened, 1 escalated, 2 closed, 3 refused */
+	int			kind;			/* 0 opened, 1 escalated, 2 closed, 3 refused,
+								 * 4 evicted while open */
 	int			severity;
 	const char *problem;
 	const char *text;			/* subject, or the resolution */
 	TimestampTz opened;
 	TimestampTz at;
-	char		closed_problem[PROBLEM_LEN];	/* a closed one's, copied */
+	char		closed_problem[PROBLEM_LEN];	/* a closed or evicted one's, copied */
+	Oid			role;			/* an evicted one's, and how many it held */
+	int			role_holds;
+	int			count;			/* refused: how many (one line for them) */
+	const char *role_name;		/* role_text(role), named in the transaction */
 } LogLine;
+
+/* A culprit role for a LOG line: "role NAME", or what stands for none. */
+static const char *
+role_text(Oid role)
+{
+	char	   *name;
+
+	if (!OidIsValid(role))
+		return "no role (the cluster, an index)";
+	name = GetUserNameFromId(role, true);
+	return name ? psprintf("role %s", log_text(name)) : psprintf("role %u (dropped)", role);
+}
 
 /* "4 min", "1 h 5 min", "12 s": how long an incident lasted. */
 static char *
@@ -1490,6 +1732,7 @@ evaluate(void)
 	TimestampTz now;
 	LogLine    *lines = NULL;	/* allocated before the apply: no palloc */
 	int			nlines = 0;		/* under the lock */
+	LogLine    *refused_line = NULL;
 	bool		applied;
 
 	SetCurrentStatementStartTimestamp();
@@ -1525,6 +1768,7 @@ evaluate(void)
 	{
 		now = GetCurrentTimestamp();
 		nfound = read_findings(&found, &rows, &nrows);
+		nfound = group_findings(found, nfound);
 
 		/* The open incidents, copied. */
 		open = MemoryContextAllocZero(eval_context, Max(pgc_max_incidents, 1) * sizeof(OpenCopy));
@@ -1550,6 +1794,7 @@ evaluate(void)
 			memcpy(o->problem, s->problem, PROBLEM_LEN);
 			memcpy(o->key, s->key, KEY_LEN);
 			o->peak_severity = s->peak_severity;
+			o->culprit = s->culprit;
 			o->opened = s->opened;
 			o->last_seen = s->last_seen;
 			o->finding = MemoryContextStrdup(eval_context, s->finding);
@@ -1575,20 +1820,22 @@ evaluate(void)
 					}
 					break;
 				}
+			/* (One finding per key: group_findings.) */
 			if (f->match_id == 0 && f->severity >= SEV_WARNING)
-			{
-				/* Two findings with one key this time: the first opens. */
-				bool		twin = false;
-
-				for (int k = 0; k < i; k++)
-					twin |= (found[k].open && strcmp(found[k].problem, f->problem) == 0 &&
-							 strcmp(found[k].key, f->key) == 0);
-				f->open = !twin &&
-					!(f->cause_gone && covered_by_closed(f, closed, nclosed));
-			}
-			if (f->open || f->escalate)
-				f->frozen = freeze(f);
+				f->open = !(f->cause_gone && covered_by_closed(f, closed, nclosed));
 		}
+
+		/*
+		 * What opens and escalates now, before anything is frozen: bounded
+		 * work whatever the number of findings, nothing frozen for a
+		 * finding that gets no slot.  The worker is the store's only
+		 * writer: the slots counted here are the same at the apply below
+		 * (a reset in between drops the whole evaluation).
+		 */
+		plan_openings(found, nfound, open, nopen, pgc_max_incidents - nopen);
+		for (int i = 0; i < nfound; i++)
+			if (found[i].open || found[i].escalate)
+				found[i].frozen = freeze(&found[i]);
 		for (int j = 0; j < nopen; j++)
 		{
 			OpenCopy   *o = &open[j];
@@ -1602,10 +1849,11 @@ evaluate(void)
 
 		/*
 		 * Apply, at once, with nothing that can ERROR under the lock: the
-		 * LOG lines (at most one per finding and one per open incident) are
-		 * allocated before, where they outlive SPI's memory.
+		 * LOG lines (at most two per finding, an eviction and an opening,
+		 * and one per open incident) are allocated before, where they
+		 * outlive SPI's memory.
 		 */
-		lines = MemoryContextAllocZero(eval_context, (nfound + nopen + 1) * sizeof(LogLine));
+		lines = MemoryContextAllocZero(eval_context, (2 * nfound + nopen + 1) * sizeof(LogLine));
 		MemoryContextSwitchTo(eval_context);
 		LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
 		if (incidents->reset_generation == generation)
@@ -1616,18 +1864,51 @@ evaluate(void)
 				Incident   *s = NULL;
 				LogLine    *line = NULL;
 
-				if (f->open && (s = take_slot()) == NULL)
+				if (f->open && f->evict_id != 0 && (s = find_slot(f->evict_id)) != NULL)
 				{
-					/* Counted and LOGged once while it stays refused. */
+					/* An open incident gives its slot to another role's. */
+					incidents->open_evictions++;
+					line = &lines[nlines++];
+					line->kind = 4;
+					line->id = s->id;
+					line->severity = s->peak_severity;
+					memcpy(line->closed_problem, s->problem, PROBLEM_LEN);
+					line->problem = line->closed_problem;
+					line->role = s->culprit;
+					line->role_holds = 0;
+					for (int k = 0; k < pgc_max_incidents; k++)
+						line->role_holds += (slots[k].id != 0 && slots[k].closed == 0 &&
+											 slots[k].culprit == s->culprit);
+					line = NULL;
+				}
+				else if (f->open)
+					s = take_slot();
+				if (f->refused || (f->open && s == NULL))
+				{
+					/*
+					 * Counted once while it stays refused; one LOG line
+					 * for all refused at an evaluation, naming the first.
+					 */
 					f->refused = true;
 					if (!refused_before(f))
 					{
 						incidents->not_opened++;
-						line = &lines[nlines++];
+						if (refused_line != NULL)
+						{
+							refused_line->count++;
+							continue;
+						}
+						line = refused_line = &lines[nlines++];
 						line->kind = 3;
+						line->count = 1;
 						line->problem = f->problem;
 						line->severity = f->severity;
 						line->text = f->subject;
+						line->role = f->culprit;
+						line->role_holds = 0;
+						for (int k = 0; k < pgc_max_incidents; k++)
+							line->role_holds += (slots[k].id != 0 && slots[k].closed == 0 &&
+												 slots[k].culprit == f->culprit);
 					}
 					continue;
 				}
@@ -1657,6 +1938,7 @@ evaluate(void)
 				{
 					s->peak = now;
 					s->peak_severity = f->severity;
+					s->members = f->members;
 					if (OidIsValid(f->culprit))
 						s->culprit = f->culprit;
 					put_text(s->subject, SUBJECT_LEN, f->subject);
@@ -1703,6 +1985,10 @@ evaluate(void)
 		}
 		applied = (incidents->reset_generation == generation);
 		LWLockRelease(incidents->lock);
+		/* The roles' names, while there is a transaction to read them in. */
+		for (int i = 0; i < nlines; i++)
+			if (lines[i].kind >= 3)
+				lines[i].role_name = role_text(lines[i].role);
 		if (applied)
 		{
 			remember_refused(found, nfound);
@@ -1728,13 +2014,23 @@ evaluate(void)
 	{
 		LogLine    *line = &lines[i];
 
-		/* Not an incident's line: said whatever incident_log is. */
+		/* Not an incident's opening or closing: said whatever incident_log is. */
 		if (line->kind == 3)
 			ereport(LOG,
-					(errmsg("pg_contention: incident not opened: all %d incident slots hold open incidents: %s %s: %s",
-							pgc_max_incidents, severity_name(line->severity),
-							log_text(line->problem), log_text(line->text)),
-					 errhint("Raise pg_contention.max_incidents (it takes a restart); open incidents are never evicted.")));
+					(line->count == 1 ?
+					 errmsg("pg_contention: incident not opened: all %d incident slots hold open incidents, %d of them of %s: %s %s: %s",
+							pgc_max_incidents, line->role_holds, line->role_name,
+							severity_name(line->severity), log_text(line->problem), log_text(line->text)) :
+					 errmsg("pg_contention: %d incidents not opened: all %d incident slots hold open incidents; the first, of %s, which holds %d of them: %s %s: %s",
+							line->count, pgc_max_incidents, line->role_name, line->role_holds,
+							severity_name(line->severity), log_text(line->problem), log_text(line->text)),
+					 errhint("Raise pg_contention.max_incidents (it takes a restart); an open incident gives its slot only to a role that holds fewer.")));
+		else if (line->kind == 4)
+			ereport(LOG,
+					(errmsg("pg_contention: incident " INT64_FORMAT " evicted while open, for an incident of a role that held fewer: %s %s, of %s, which held %d of the %d incident slots",
+							line->id, severity_name(line->severity), log_text(line->problem),
+							line->role_name, line->role_holds, pgc_max_incidents),
+					 errhint("Raise pg_contention.max_incidents (it takes a restart); the evicted incident opens again when there is room.")));
 		else if (!pgc_incident_log)
 			continue;
 		else if (line->kind == 2)

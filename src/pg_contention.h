@@ -568,7 +568,8 @@ extern void pgc_incidents_reset(void);
 extern void pgc_incidents_register(void);
 extern int	pgc_incidents_worker_pid(void);
 extern void pgc_incidents_info(int *used, int64 *evictions,
-							   int64 *not_opened, char **opened_json);
+							   int64 *not_opened, int64 *open_evictions,
+							   char **opened_json);
 extern uint32 pgc_incidents_record_size(void);
 extern uint64 pgc_incidents_record_max(void);
 extern void pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count);

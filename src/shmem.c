@@ -22,11 +22,11 @@
  *                        MAXALIGN(sizeof(entry) + max_query_length))
  *   + max_profile_entries * 32 + history_seconds * sizeof(bucket)
  *   + processes * 24 (published statements)
- *   + max_incidents * sizeof(Incident) (about 63 kB each)
+ *   + max_incidents * sizeof(Incident) (about 24 kB each)
  *   + 256 kB (the incidents worker's last findings, for check)
- * (about 11.8 MB with the defaults, 6.3 MB for the incidents and 0.25 MB
- * for the last findings;
- * pg_shmem_allocations lists each block).
+ * (BENCHMARKS.md measures the total at the defaults: 2.4 MB of it for
+ * the incidents and 0.25 MB for the last findings; pg_shmem_allocations
+ * lists each block).
  *
  * Locking: the blocks are created once under AddinShmemInitLock.
  * pgc_shared is set in every process that attached them; it stays NULL
@@ -222,6 +222,7 @@ static const PgcResultColumn info_columns[] = {
 	{"incidents_not_opened", INT8OID, PGC_SQL_V(1, 4)},
 	{"incidents_opened", JSONBOID, PGC_SQL_V(1, 4)},
 	{"findings_not_kept", INT8OID, PGC_SQL_V(1, 4)},
+	{"incident_open_evictions", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape info_shape = {
 	"pg_contention_info", info_columns, lengthof(info_columns)
@@ -273,15 +274,17 @@ pg_contention_info(PG_FUNCTION_ARGS)
 		int			used;
 		int64		incident_evictions;
 		int64		not_opened;
+		int64		open_evictions;
 		char	   *opened;
 
-		pgc_incidents_info(&used, &incident_evictions, &not_opened, &opened);
+		pgc_incidents_info(&used, &incident_evictions, &not_opened, &open_evictions, &opened);
 		values[10] = Int32GetDatum(pgc_max_incidents);
 		values[11] = Int32GetDatum(used);
 		values[12] = Int64GetDatum(incident_evictions);
 		values[13] = Int64GetDatum(not_opened);
 		values[14] = DirectFunctionCall1(jsonb_in, CStringGetDatum(opened));
 		values[15] = Int64GetDatum(pgc_findings_latest_too_large());
+		values[16] = Int64GetDatum(open_evictions);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

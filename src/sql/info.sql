@@ -3,7 +3,8 @@
 -- counters, and when they were last saved to and loaded from their file;
 -- 1.4 adds the incidents' (and the incidents opened, by problem and
 -- severity, since the reset), and the incidents worker's evaluations too
--- large to keep for pg_contention check (findings_latest.c).
+-- large to keep for pg_contention check (findings_latest.c), and the open
+-- incidents evicted to make room for another role's.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT stats_reset timestamp with time zone,
@@ -21,7 +22,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT incident_evictions bigint,
 	OUT incidents_not_opened bigint,
 	OUT incidents_opened jsonb,
-	OUT findings_not_kept bigint
+	OUT findings_not_kept bigint,
+	OUT incident_open_evictions bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'

@@ -101,6 +101,13 @@ index_rows AS (
 		   coalesce(r.last_bad_at, r.worst_at) AS last_bad,
 		   CASE WHEN r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 				THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) END AS index_name,
+		   -- Not in this database's catalog: dropped (a temporary one with
+		   -- its session), or not committed yet (then only the transaction
+		   -- that made it can use it).
+		   r.datname = pg_catalog.current_database() AND ic.oid IS NULL AS index_gone,
+		   -- A temporary index (of one session) and its owner: the worker
+		   -- makes one incident of one role's temporary indexes.
+		   ic.relpersistence = 't' AS index_temporary, ic.relowner AS index_owner,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
 	  FROM grouped AS r
 	  LEFT JOIN pg_catalog.pg_class AS ic
@@ -114,7 +121,8 @@ judged AS (
 		   -- The average fires as before 1.4; the worst executions fire
 		   -- alone when the clean ones average them away.
 		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
-		   CASE WHEN h.h_subject IS NOT NULL THEN 'held'
+		   CASE WHEN x.index_gone THEN 'dropped'
+				WHEN h.h_subject IS NOT NULL THEN 'held'
 				-- Vacuum ran after the last bad execution: they are gone.
 				WHEN x.last_vacuum >= x.last_bad THEN 'vacuumed'
 				-- The executions since the last bad one are clean: a plain
@@ -150,7 +158,7 @@ judged AS (
 ),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
-		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown') THEN 'info'
+		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
 				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
 				ELSE 'warning' END AS severity,
 		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
@@ -161,6 +169,8 @@ index_findings AS (
 				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
 					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
 					 || ', after the last bad execution, and nothing that was holding the xmin horizon then holds it now; '
+				WHEN 'dropped' THEN 'resolved: the index no longer exists (dropped, or made by a transaction that has not'
+					 || ' committed, which alone can use it); '
 				WHEN 'clean' THEN 'resolved at ' || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS')
 					 || ': nothing that was holding the xmin horizon at the last bad execution holds it now, and the executions since '
 					 || pg_catalog.to_char(x.clean_since, 'HH24:MI:SS') || ' visited fewer than '
@@ -222,6 +232,7 @@ index_findings AS (
 					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table') || '.'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'temporary', x.index_temporary, 'owner_oid', x.index_owner::bigint,
 							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
 							  'dead_per_execution', pg_catalog.round(x.dead_per_scan::numeric, 1),

@@ -17,6 +17,9 @@
 -- keeping it open for the window.  False whenever it cannot tell (no
 -- pids: a standby, a damaged file); a reused pid keeps it false too.
 --
+-- touched: what the finding is about within its key, when several
+-- findings share one (the indexes of one holder's dead entries).
+--
 -- One row, declared as a set of rows: the worker's query calls it for
 -- each finding, and a SQL function that returns a set keeps its plan for
 -- the whole query (one that returns a record would be started again for
@@ -29,7 +32,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	OUT key text,
 	OUT culprit oid,
 	OUT finding jsonb,
-	OUT cause_gone boolean
+	OUT cause_gone boolean,
+	OUT touched text
 )
 RETURNS SETOF record
 LANGUAGE sql STABLE PARALLEL SAFE
@@ -50,30 +54,55 @@ SELECT CASE problem
 		   WHEN 'subxact_near_overflow' THEN
 			   'database ' || coalesce(details ->> 'database_oid', '?')
 			   || ' user ' || coalesce(details ->> 'user_oid', '?')
-		   -- One index.
+		   -- The holder behind the dead entries, when the finding names
+		   -- one: one cause, one incident, whatever the number of indexes
+		   -- it touches (the worker lists them); one role's temporary
+		   -- indexes in one database; else one index.
 		   WHEN 'dead_tuple_index_scan' THEN
-			   'database ' || coalesce(details ->> 'database_oid', '?')
-			   || ' index ' || coalesce(details ->> 'indexrelid', '?')
+			   CASE WHEN pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
+					THEN 'held by ' || coalesce(details #>> '{holder,kind}', '?')
+						 || ' ' || coalesce(details #>> '{holder,holder}', '?')
+					WHEN details ->> 'temporary' = 'true'
+					THEN 'database ' || coalesce(details ->> 'database_oid', '?')
+						 || ' temporary indexes of user ' || coalesce(details ->> 'owner_oid', '?')
+					ELSE 'database ' || coalesce(details ->> 'database_oid', '?')
+						 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
 		   WHEN 'hot_chain_scan' THEN
-			   'database ' || coalesce(details ->> 'database_oid', '?')
-			   || ' index ' || coalesce(details ->> 'indexrelid', '?')
+			   CASE WHEN pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
+					THEN 'held by ' || coalesce(details #>> '{holder,kind}', '?')
+						 || ' ' || coalesce(details #>> '{holder,holder}', '?')
+					ELSE 'database ' || coalesce(details ->> 'database_oid', '?')
+						 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
 		   -- One holder: a backend's pid, a slot's name, a prepared
 		   -- transaction's gid, a standby's walsender.
 		   WHEN 'xmin_horizon_held' THEN
 			   coalesce(details ->> 'kind', '?') || ' ' || coalesce(details ->> 'holder', '?')
 		   -- Cluster-wide: one at a time.
 		   ELSE 'cluster' END,
+	   -- The role the finding names: the overflowing user; the holder's
+	   -- (its session's user, or its prepared transaction's owner), for
+	   -- the horizon and for the dead entries it keeps; the owner of
+	   -- temporary indexes no holder explains.
 	   CASE WHEN problem IN ('subxact_overflow', 'subxact_near_overflow')
 				 AND pg_catalog.jsonb_typeof(details -> 'user_oid') = 'number'
 			THEN (details ->> 'user_oid')::oid
-			WHEN problem = 'xmin_horizon_held' AND details ->> 'kind' = 'backend'
-				 AND pg_catalog.jsonb_typeof(details -> 'pid') = 'number'
-			THEN (SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
-				   WHERE a.pid = (details ->> 'pid')::integer)
-			WHEN problem = 'xmin_horizon_held' AND details ->> 'kind' = 'prepared transaction'
-			THEN (SELECT r.oid FROM pg_catalog.pg_prepared_xacts AS p
-					JOIN pg_catalog.pg_roles AS r ON r.rolname = p.owner
-				   WHERE p.gid = details ->> 'holder')
+			WHEN problem = 'dead_tuple_index_scan'
+				 AND pg_catalog.jsonb_typeof(details -> 'holder') IS DISTINCT FROM 'object'
+				 AND details ->> 'temporary' = 'true'
+				 AND pg_catalog.jsonb_typeof(details -> 'owner_oid') = 'number'
+			THEN (details ->> 'owner_oid')::oid
+			ELSE (SELECT CASE WHEN h.h ->> 'kind' = 'backend'
+								   AND pg_catalog.jsonb_typeof(h.h -> 'pid') = 'number'
+							  THEN (SELECT a.usesysid FROM pg_catalog.pg_stat_activity AS a
+									 WHERE a.pid = (h.h ->> 'pid')::integer)
+							  WHEN h.h ->> 'kind' = 'prepared transaction'
+							  THEN (SELECT r.oid FROM pg_catalog.pg_prepared_xacts AS p
+									  JOIN pg_catalog.pg_roles AS r ON r.rolname = p.owner
+									 WHERE p.gid = h.h ->> 'holder') END
+					FROM (SELECT CASE WHEN problem = 'xmin_horizon_held' THEN details
+									  WHEN problem IN ('dead_tuple_index_scan', 'hot_chain_scan')
+										   AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
+									  THEN details -> 'holder' END AS h) AS h)
 	   END,
 	   CASE WHEN pg_catalog.octet_length(details::text) <= 3800 THEN details
 			ELSE (SELECT pg_catalog.jsonb_object_agg(
@@ -102,7 +131,12 @@ SELECT CASE problem
 									 ELSE '[]' END) AS e
 							LEFT JOIN pg_catalog.pg_stat_activity AS a
 								   ON pg_catalog.jsonb_typeof(e.value) = 'number'
-								  AND a.pid = (e.value #>> '{}')::integer), false)
+								  AND a.pid = (e.value #>> '{}')::integer), false),
+	   -- What this finding touched, for an incident that several share
+	   -- (one holder's dead entries in many indexes): its index.
+	   CASE WHEN problem IN ('dead_tuple_index_scan', 'hot_chain_scan')
+			THEN 'database ' || coalesce(details ->> 'database_oid', '?')
+				 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
 $$;
 
 REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_key(text, jsonb) FROM PUBLIC;

@@ -46,6 +46,8 @@ BEGIN
 			RETURN 'vacuum removed the dead entries: the index''s lookups no longer visit them';
 		ELSIF state = 'clean' THEN
 			RETURN 'the index''s lookups no longer visit dead entries';
+		ELSIF state = 'dropped' THEN
+			RETURN 'the index was dropped';
 		END IF;
 	END IF;
 

@@ -1,0 +1,174 @@
+# One role cannot crowd out another's incident or blind the incidents worker
+# (issue 45, item 4).  mallory, a plain role, floods the incidents worker
+# three ways in a store of 6 incidents; alice's incidents still open and
+# close, and no evaluation fails.
+#
+# (a) The issue's flood: 105 temporary indexes, each scanned over its own
+#     invisible entries inside one open transaction: one incident for the
+#     holder behind them (listing the 105 indexes), not 105.
+# (b) 8 tables of hers, each scanned once over dead entries nothing holds:
+#     8 incidents of no role for 6 slots, 2 refused (counted, logged once);
+#     alice's held horizon then takes the slot of one of them (the role
+#     that holds the most gives way to one that holds fewer), which is
+#     counted and logged; alice's closes after her COMMIT.
+# (c) 1,000 temporary indexes scanned over dead entries, their session
+#     left open: one incident of mallory's temporary indexes; alice's
+#     incident opens and closes meanwhile; every evaluation ends (none is
+#     logged as failed: the work of one is bounded by the causes, and at
+#     most 8 incidents are frozen at one, not by the number of findings).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('crowding');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+pg_contention.incident_interval = 1s
+pg_contention.incident_close_after = 2s
+pg_contention.incident_database = 'shop'
+pg_contention.max_incidents = 6
+pg_contention.horizon_min_age = 1s
+pg_contention.dead_visits_warning = 10
+autovacuum = off
+});
+$node->start;
+my $version = $node->safe_psql('postgres', 'SHOW server_version_num');
+$node->safe_psql('postgres', q{
+	CREATE ROLE mallory LOGIN;
+	CREATE ROLE alice LOGIN;
+	CREATE DATABASE shop;
+});
+$node->safe_psql('shop', 'CREATE EXTENSION pg_contention');
+$node->safe_psql('shop', 'GRANT CREATE ON SCHEMA public TO mallory') if $version >= 150000;
+
+sub incidents
+{
+	my ($where) = @_;
+	return $node->safe_psql('shop', "SELECT count(*) FROM pg_contention_incidents WHERE $where");
+}
+
+# mallory's session: temporary tables t1..tN (k, v) with an index on k,
+# created and committed in steps.
+sub temp_tables
+{
+	my ($session, $n) = @_;
+	$session->query_safe(qq{
+		DO \$\$
+		BEGIN
+			FOR i IN 1..$n LOOP
+				EXECUTE format('CREATE TEMP TABLE t%s (k integer, v integer)', i);
+				EXECUTE format('CREATE INDEX ON t%s (k)', i);
+				IF i % 50 = 0 THEN COMMIT; END IF;
+			END LOOP;
+		END
+		\$\$});
+	return;
+}
+
+# Each of the tables scanned once by its index, for k = 1.
+sub scan_each
+{
+	my ($session, $prefix, $n) = @_;
+	$session->query_safe('SET enable_seqscan = off; SET enable_bitmapscan = off; '
+		  . join(' ', map { "SELECT sum(v) FROM $prefix$_ WHERE k = 1;" } 1 .. $n));
+	return;
+}
+
+# alice holds the horizon: her incident opens, then her COMMIT closes it.
+sub alice_opens_and_closes
+{
+	my ($what) = @_;
+	my $alice = $node->background_psql('shop', extra_params => [ '-U', 'alice' ]);
+	my $pid = $alice->query_safe('SELECT pg_backend_pid()');
+	$pid =~ s/\s+//g;
+	$alice->query_safe('BEGIN; SELECT txid_current()');
+	ok($node->poll_query_until('shop', qq{
+		SELECT count(*) = 1 FROM pg_contention_incidents
+		 WHERE problem = 'xmin_horizon_held' AND details ->> 'key' = 'backend $pid' AND closed IS NULL}),
+		"$what: alice's incident opened");
+	$alice->query_safe('COMMIT');
+	ok($node->poll_query_until('shop', qq{
+		SELECT resolution = 'the holder of the xmin horizon, pid $pid, ended its transaction'
+		  FROM pg_contention_incidents WHERE details ->> 'key' = 'backend $pid'}),
+		"$what: and closed after her COMMIT, with what ended it");
+	$alice->quit;
+	return;
+}
+
+# ---- (a) 105 temporary indexes, each over its own invisible entries.
+my $flood = $node->background_psql('shop', extra_params => [ '-U', 'mallory' ]);
+my $flood_pid = $flood->query_safe('SELECT pg_backend_pid()');
+$flood_pid =~ s/\s+//g;
+temp_tables($flood, 105);
+$flood->query_safe(q{BEGIN;
+	DO $$ BEGIN FOR i IN 1..105 LOOP
+		EXECUTE format('INSERT INTO t%s SELECT 1, 1 FROM generate_series(1, 11)', i);
+		EXECUTE format('DELETE FROM t%s', i);
+	END LOOP; END $$});
+scan_each($flood, 't', 105);
+ok($node->poll_query_until('shop', qq{
+	SELECT count(*) = 1 FROM pg_contention_incidents
+	 WHERE problem = 'dead_tuple_index_scan' AND details ->> 'key' = 'held by backend $flood_pid'
+	   AND details -> 'finding' ->> 'touched_count' = '105'}),
+	'(a) one incident for the holder behind the dead entries of 105 indexes');
+is(incidents("problem = 'dead_tuple_index_scan'"), '1', '(a) and no other: not one per index');
+like($node->safe_psql('shop', qq{SELECT subject || ' ' || jsonb_array_length(details -> 'finding' -> 'touched')
+	FROM pg_contention_incidents WHERE problem = 'dead_tuple_index_scan'}),
+	qr/ \(and 104 more indexes\) 10$/, '(a) its subject counts them, its details list the first 10');
+$flood->query_safe('ROLLBACK');
+$flood->quit;
+ok($node->poll_query_until('shop', 'SELECT count(*) = 0 FROM pg_contention_incidents WHERE closed IS NULL'),
+	'(a) its incidents closed when the session ended');
+
+# ---- (b) 8 incidents of no role for 6 slots; alice's takes a slot.
+$node->safe_psql('shop', 'SELECT pg_contention_reset()');
+my $offset = -s $node->logfile;
+$node->safe_psql('shop', q{
+	DO $$ BEGIN FOR i IN 1..8 LOOP
+		EXECUTE format('CREATE TABLE public.m%s (k integer, v integer)', i);
+		EXECUTE format('CREATE INDEX ON public.m%s (k)', i);
+		EXECUTE format('INSERT INTO public.m%s SELECT 1, 1 FROM generate_series(1, 11)', i);
+		EXECUTE format('DELETE FROM public.m%s', i);
+	END LOOP; END $$}, extra_params => [ '-U', 'mallory' ]);
+my $mallory = $node->background_psql('shop', extra_params => [ '-U', 'mallory' ]);
+scan_each($mallory, 'public.m', 8);
+ok($node->poll_query_until('shop', q{
+	SELECT incidents = 6 AND incidents_not_opened = 2 FROM pg_contention_info}),
+	'(b) the store full of 6, 2 refused and counted');
+ok($node->log_contains(qr/LOG:  pg_contention: 2 incidents not opened: all 6 incident slots hold open incidents; the first, of no role/, $offset),
+	'(b) the refusals are one LOG line');
+is($node->safe_psql('shop', 'SELECT incident_open_evictions FROM pg_contention_info'), '0', '(b) nothing evicted yet');
+alice_opens_and_closes('(b)');
+is($node->safe_psql('shop', 'SELECT incident_open_evictions FROM pg_contention_info'), '1',
+	'(b) one of the 6 gave its slot to alice\'s, counted');
+ok($node->log_contains(qr/LOG:  pg_contention: incident \d+ evicted while open, for an incident of a role that held fewer: warning dead_tuple_index_scan, of no role \(the cluster, an index\), which held 6 of the 6 incident slots/, $offset),
+	'(b) and logged');
+$mallory->quit;
+
+# ---- (c) 1,000 temporary indexes, their session left open.
+$node->safe_psql('shop', 'SELECT pg_contention_reset()');
+$offset = -s $node->logfile;
+my $many = $node->background_psql('shop', extra_params => [ '-U', 'mallory' ]);
+temp_tables($many, 1000);
+$many->query_safe(q{
+	DO $$ BEGIN FOR i IN 1..1000 LOOP
+		EXECUTE format('INSERT INTO t%s SELECT 1, 1 FROM generate_series(1, 11)', i);
+		EXECUTE format('DELETE FROM t%s', i);
+		IF i % 50 = 0 THEN COMMIT; END IF;
+	END LOOP; END $$});
+scan_each($many, 't', 1000);
+ok($node->poll_query_until('shop', q{
+	SELECT count(*) = 1 FROM pg_contention_incidents
+	 WHERE problem = 'dead_tuple_index_scan' AND details ->> 'key' LIKE 'database % temporary indexes of user %'
+	   AND details -> 'finding' ->> 'touched_count' = '1000'}),
+	'(c) one incident of mallory\'s 1,000 temporary indexes');
+alice_opens_and_closes('(c)');
+$many->quit;
+ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/),
+	'no evaluation failed (none ran past its timeout)');
+
+$node->stop;
+done_testing();
