@@ -106,10 +106,10 @@ is(join(',', map { $_->{count} > 0 ? 1 : 0 } @sections), '1,1,1,1,1',
 	'events, statements, profile entries, seconds of history and incidents were saved');
 
 # Where each section's records are: after the leading counters (two for
-# the profile, 3 + 8 * 2 for incidents, one for the others), each a fixed
+# the profile, 4 + 8 * 2 for incidents, one for the others), each a fixed
 # part and, for events and statements, a text (uint32 length, bytes), for
 # incidents eleven.
-my %leading = (1 => 1, 2 => 1, 3 => 2, 4 => 1, 5 => 19);
+my %leading = (1 => 1, 2 => 1, 3 => 2, 4 => 1, 5 => 20);
 my %has_text = (1 => 1, 2 => 1, 5 => 11);
 for my $s (@sections)
 {
