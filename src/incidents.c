@@ -1432,7 +1432,8 @@ compare_found(const void *a, const void *b)
  * many indexes, one session's temporary indexes) become the most severe of
  * them (the first of the findings' order among equals), which names how
  * many there are, in its subject ("and 104 more indexes") and in its
- * details ("touched": the first TOUCHED_LISTED, "touched_count"), since
+ * details ("touched": the first TOUCHED_LISTED, "touched_count"; a single
+ * index finding lists its index too, for continues_incident), since
  * the earliest of them, its cause gone when every one's is.  The work of
  * an evaluation then grows with the causes, not with the indexes.  Returns
  * the count left in found (in the findings' order).
@@ -1444,8 +1445,8 @@ group_findings(Found *found, int nfound)
 	bool	   *drop;
 	int			kept = 0;
 
-	if (nfound < 2)
-		return nfound;
+	if (nfound == 0)
+		return 0;
 	order = palloc(nfound * sizeof(Found *));
 	drop = palloc0(nfound * sizeof(bool));
 	for (int i = 0; i < nfound; i++)
@@ -1461,7 +1462,7 @@ group_findings(Found *found, int nfound)
 		for (j = i + 1; j < nfound && strcmp(order[j]->problem, best->problem) == 0 &&
 			 strcmp(order[j]->key, best->key) == 0; j++)
 			;
-		if (j - i == 1)
+		if (j - i == 1 && best->touched == NULL)
 			continue;
 		initStringInfo(&list);
 		for (int k = i; k < j; k++)
@@ -1488,9 +1489,10 @@ group_findings(Found *found, int nfound)
 		}
 		best->members = j - i;
 		best->cause_gone = all_gone;
-		best->subject = psprintf("%s (and %d more %s)", best->subject, j - i - 1,
-								 best->touched == NULL ? (j - i == 2 ? "finding" : "findings") :
-								 (j - i == 2 ? "index" : "indexes"));
+		if (j - i > 1)
+			best->subject = psprintf("%s (and %d more %s)", best->subject, j - i - 1,
+									 best->touched == NULL ? (j - i == 2 ? "finding" : "findings") :
+									 (j - i == 2 ? "index" : "indexes"));
 		/* The list in the details, when it fits what a slot keeps whole. */
 		if (listed > 0)
 			appendStringInfoChar(&list, ']');
@@ -1512,6 +1514,30 @@ group_findings(Found *found, int nfound)
 			kept++;
 		}
 	return kept;
+}
+
+/*
+ * An open incident that a finding with no incident of its own key goes on:
+ * one of the same problem that lists what the finding is about (its
+ * index) among what it touched.  The key of an index's dead entries
+ * follows their cause: "held by" the holder while one holds them, the
+ * index (or its owner's temporary indexes) once it ended and until vacuum
+ * removes them; the incident is the same from the hold to the fix, as its
+ * advice (end the holder, then VACUUM) is one.  NULL when none.
+ */
+static OpenCopy *
+continues_incident(const Found *f, OpenCopy *open, int nopen)
+{
+	char	   *needle;
+
+	if (f->touched == NULL)
+		return NULL;
+	needle = psprintf("\"%s\"", f->touched);
+	for (int j = 0; j < nopen; j++)
+		if (strcmp(open[j].problem, f->problem) == 0 && open[j].finding != NULL &&
+			strstr(open[j].finding, needle) != NULL)
+			return &open[j];
+	return NULL;
 }
 
 /* At most this many incidents are frozen (opened or escalated) at one evaluation. */
@@ -1806,20 +1832,29 @@ evaluate(void)
 		{
 			Found	   *f = &found[i];
 
-			for (int j = 0; j < nopen; j++)
-				if (strcmp(open[j].problem, f->problem) == 0 &&
-					strncmp(open[j].key, f->key, KEY_LEN - 1) == 0)
-				{
-					f->match_id = open[j].id;
-					/* Its cause gone, it counts as gone: it closes. */
-					if (f->severity >= SEV_WARNING && !f->cause_gone)
-					{
-						open[j].seen = true;
-						f->escalate = f->severity > open[j].peak_severity;
-						open[j].peak_severity = Max(open[j].peak_severity, f->severity);
-					}
+			for (int j = 0; j <= nopen; j++)
+			{
+				OpenCopy   *o = j < nopen ? &open[j] : NULL;
+
+				/*
+				 * An open incident of its problem and key; after them all,
+				 * one it goes on (its key moved with its cause), if any.
+				 */
+				if (o != NULL && (strcmp(o->problem, f->problem) != 0 ||
+								  strncmp(o->key, f->key, KEY_LEN - 1) != 0))
+					continue;
+				if (o == NULL && (o = continues_incident(f, open, nopen)) == NULL)
 					break;
+				f->match_id = o->id;
+				/* Its cause gone, it counts as gone: it closes. */
+				if (f->severity >= SEV_WARNING && !f->cause_gone)
+				{
+					o->seen = true;
+					f->escalate = f->severity > o->peak_severity;
+					o->peak_severity = Max(o->peak_severity, f->severity);
 				}
+				break;
+			}
 			/* (One finding per key: group_findings.) */
 			if (f->match_id == 0 && f->severity >= SEV_WARNING)
 				f->open = !(f->cause_gone && covered_by_closed(f, closed, nclosed));

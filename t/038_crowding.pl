@@ -16,6 +16,9 @@
 #     incident opens and closes meanwhile; every evaluation ends (none is
 #     logged as failed: the work of one is bounded by the causes, and at
 #     most 8 incidents are frozen at one, not by the number of findings).
+# (d) The dead entries behind a holder, then the holder gone and the
+#     entries still visited, then VACUUM: one incident from the hold to
+#     the fix.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -169,6 +172,48 @@ alice_opens_and_closes('(c)');
 $many->quit;
 ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/),
 	'no evaluation failed (none ran past its timeout)');
+
+# ---- (d) One incident from the hold to the fix: the dead entries' key
+# follows their cause ("held by" the holder, then the index once it ended)
+# and the incident goes on until VACUUM removes them.
+$node->safe_psql('shop', 'SELECT pg_contention_reset()');
+$node->safe_psql('shop', q{
+	CREATE TABLE public.orders (id integer PRIMARY KEY, customer integer NOT NULL);
+	CREATE INDEX orders_customer ON public.orders (customer);
+	INSERT INTO public.orders SELECT i, i % 100 FROM generate_series(1, 5000) AS i;
+	GRANT ALL ON public.orders TO alice;
+});
+$node->safe_psql('shop', 'VACUUM (ANALYZE) public.orders');
+my $billing = $node->background_psql('shop', extra_params => [ '-U', 'alice' ]);
+my $billing_pid = $billing->query_safe('SELECT pg_backend_pid()');
+$billing_pid =~ s/\s+//g;
+$billing->query_safe('BEGIN; SELECT txid_current()');
+$node->safe_psql('shop', 'DELETE FROM public.orders WHERE customer = 42');
+my $lookups = 'SET enable_seqscan = off; SET enable_bitmapscan = off; '
+  . 'SELECT sum(id) FROM public.orders WHERE customer = 42;' x 3;
+$node->safe_psql('shop', $lookups);
+ok($node->poll_query_until('shop', qq{
+	SELECT count(*) = 1 FROM pg_contention_incidents
+	 WHERE problem = 'dead_tuple_index_scan' AND details ->> 'key' = 'held by backend $billing_pid'}),
+	'(d) the lookups behind the held horizon: an incident keyed by its holder');
+$billing->query_safe('COMMIT');
+$billing->quit;
+# The holder ended; the entries stay dead until vacuum, and every lookup
+# still visits them (a bitmap scan does not mark them).
+$node->safe_psql('shop', 'SET enable_seqscan = off; SET enable_indexscan = off; '
+	  . 'SELECT sum(id) FROM public.orders WHERE customer = 42;' x 3);
+my $unheld = $node->safe_psql('shop', 'SELECT clock_timestamp()');
+ok($node->poll_query_until('shop', qq{
+	SELECT count(*) = 1 FROM pg_contention_incidents
+	 WHERE problem = 'dead_tuple_index_scan' AND closed IS NULL AND last_seen > '$unheld'}),
+	'(d) the holder gone, the same incident goes on while the lookups still visit the dead entries');
+$node->safe_psql('shop', 'VACUUM public.orders');
+$node->safe_psql('shop', $lookups);
+ok($node->poll_query_until('shop', q{
+	SELECT resolution LIKE 'vacuum removed the dead entries%' FROM pg_contention_incidents
+	 WHERE problem = 'dead_tuple_index_scan'}),
+	'(d) it closes after VACUUM, with what ended it');
+is(incidents("problem = 'dead_tuple_index_scan'"), '1', '(d) one incident from the hold to the fix');
 
 $node->stop;
 done_testing();
