@@ -115,7 +115,10 @@ sub trap_targets
 {
 	my ($node, $db, $top) = @_;
 	my (%ops, %funcs, %casts);
-	my $share = $node->config_data('--sharedir') . '/extension';
+	# The server's own share directory (the test library of 13 has no
+	# config_data): where the installed script is.
+	my $share = $node->safe_psql($db, "SELECT setting FROM pg_catalog.pg_config WHERE name = 'SHAREDIR'")
+	  . '/extension';
 	my ($version) = slurp_file("$share/pg_contention.control") =~ /^default_version\s*=\s*'([^']+)'/m;
 	sql_tokens(slurp_file("$share/pg_contention--$version.sql"), \%ops, \%funcs, \%casts);
 	sql_tokens(c_strings(slurp_file($_)), \%ops, \%funcs, \%casts) for glob("$top/client/*.c");
