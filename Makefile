@@ -5,7 +5,11 @@
 #                                        (client/, its own PGXS Makefile, since
 #                                        one builds a module or a program)
 #   make installcheck                    regression + isolation + TAP tests on
-#                                        temporary servers (needs the install)
+#                                        temporary servers (needs the install;
+#                                        not as root: initdb refuses it; the
+#                                        tests of the spinlock need the test
+#                                        module test/modules/pgc_spin_test
+#                                        installed, else they are skipped)
 #   make regresscheck | isolationcheck | tapcheck   one kind only
 #
 #   make sql                             regenerate the current version's
@@ -58,6 +62,15 @@ endif
 .PHONY: sql regresscheck isolationcheck tapcheck
 sql:
 	$(srcdir)/tools/sql.sh
+
+# Every test starts servers of its own, and initdb refuses to run as root.
+ifeq ($(shell id -u),0)
+installcheck regresscheck isolationcheck tapcheck: refuse-root
+endif
+.PHONY: refuse-root
+refuse-root:
+	@echo 'make installcheck starts its own servers, and initdb refuses to run as root: run it as the user who owns the build tree, or run tools/test.sh, which runs the tests as the user postgres' >&2
+	@exit 1
 
 regresscheck:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)

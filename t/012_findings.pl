@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(savepoint_script evaluated_twice);
+use PgContention::Test qw(savepoint_script evaluated_twice missing_test_module);
 
 my $node = PostgreSQL::Test::Cluster->new('findings');
 $node->init;
@@ -310,43 +310,48 @@ else
 		'the subject is the setting');
 	like(finding('old_snapshot_threshold_spinlock', 'advice'), qr/^Set old_snapshot_threshold = -1 and restart/,
 		'the advice');
-	# Synthetic contention: three backends spinning on its spinlock; with the
-	# occupancy threshold at its minimum, any lock word seen held is a
-	# warning (which spin the sampler catches is statistical: see t/008 for
-	# the figures).  The rule judges only over 400 probes or more (about
-	# 10 s of sampling while anything runs): spin until the sampler has
-	# made them since the reset, and a short spin first, which it must not
-	# judge.
-	$node->safe_psql('postgres', 'CREATE EXTENSION pgc_spin_test');
-	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
-	$node->pgbench('-n -c 3 -j 3 -t 1', 0, [qr{processed}], [qr{^$}], 'spinning backends',
-		{ 'spin_short' => "SELECT pgc_spin_test(1);\n" });
-	history_settled();
 	SKIP:
 	{
-		skip 'the sampler made 400 probes in a one-second spin', 1
-		  if $node->safe_psql('postgres', 'SELECT total_probes >= 400 FROM pg_contention_old_snapshot') eq 't';
-		like(finding('old_snapshot_threshold_spinlock', "severity || ' ' || evidence",
-				'SET pg_contention.old_snapshot_held_warning = 0.0001;
-				 SET pg_contention.old_snapshot_probe_warning = 1;'),
-			qr/^info In the last \d+ s: its spinlock took .* \(too few probes to judge: it takes 400, /,
-			'too few probes (a second of spinning), even at the lowest thresholds: info, and says why');
-	}
-	my $rounds = 0;
-	while ($node->safe_psql('postgres', 'SELECT total_probes < 400 FROM pg_contention_old_snapshot') eq 't')
-	{
-		die 'the sampler made no 400 probes in 20 spins' if ++$rounds > 20;
-		$node->pgbench('-n -c 3 -j 3 -t 1', 0, [qr{processed}], [qr{^$}], "spinning backends ($rounds)",
-			{ "spin_$rounds" => "SELECT pgc_spin_test(3);\n" });
-	}
-	history_settled();
-	my $held = $node->safe_psql('postgres', 'SELECT total_lock_held_pct > 0 FROM pg_contention_old_snapshot');
-	SKIP:
-	{
-		skip 'the sampler saw no lock word held this time (t/008 measures it)', 1 if $held ne 't';
-		like(finding('old_snapshot_threshold_spinlock', 'severity',
-				'SET pg_contention.old_snapshot_held_warning = 0.0001;'),
-			qr/^(warning|critical)$/, 'under measured pressure past the threshold: a warning or worse');
+		my $missing = missing_test_module($node, 'pgc_spin_test');
+		skip $missing, 2 if $missing;
+		# Synthetic contention: three backends spinning on its spinlock; with the
+		# occupancy threshold at its minimum, any lock word seen held is a
+		# warning (which spin the sampler catches is statistical: see t/008 for
+		# the figures).  The rule judges only over 400 probes or more (about
+		# 10 s of sampling while anything runs): spin until the sampler has
+		# made them since the reset, and a short spin first, which it must not
+		# judge.
+		$node->safe_psql('postgres', 'CREATE EXTENSION pgc_spin_test');
+		$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
+		$node->pgbench('-n -c 3 -j 3 -t 1', 0, [qr{processed}], [qr{^$}], 'spinning backends',
+			{ 'spin_short' => "SELECT pgc_spin_test(1);\n" });
+		history_settled();
+		SKIP:
+		{
+			skip 'the sampler made 400 probes in a one-second spin', 1
+			  if $node->safe_psql('postgres', 'SELECT total_probes >= 400 FROM pg_contention_old_snapshot') eq 't';
+			like(finding('old_snapshot_threshold_spinlock', "severity || ' ' || evidence",
+					'SET pg_contention.old_snapshot_held_warning = 0.0001;
+					 SET pg_contention.old_snapshot_probe_warning = 1;'),
+				qr/^info In the last \d+ s: its spinlock took .* \(too few probes to judge: it takes 400, /,
+				'too few probes (a second of spinning), even at the lowest thresholds: info, and says why');
+		}
+		my $rounds = 0;
+		while ($node->safe_psql('postgres', 'SELECT total_probes < 400 FROM pg_contention_old_snapshot') eq 't')
+		{
+			die 'the sampler made no 400 probes in 20 spins' if ++$rounds > 20;
+			$node->pgbench('-n -c 3 -j 3 -t 1', 0, [qr{processed}], [qr{^$}], "spinning backends ($rounds)",
+				{ "spin_$rounds" => "SELECT pgc_spin_test(3);\n" });
+		}
+		history_settled();
+		my $held = $node->safe_psql('postgres', 'SELECT total_lock_held_pct > 0 FROM pg_contention_old_snapshot');
+		SKIP:
+		{
+			skip 'the sampler saw no lock word held this time (t/008 measures it)', 1 if $held ne 't';
+			like(finding('old_snapshot_threshold_spinlock', 'severity',
+					'SET pg_contention.old_snapshot_held_warning = 0.0001;'),
+				qr/^(warning|critical)$/, 'under measured pressure past the threshold: a warning or worse');
+		}
 	}
 }
 

@@ -1,162 +1,217 @@
 #!/usr/bin/env bash
-# Run pg_contention's whole test suite (regression, isolation, TAP) on every
-# supported PostgreSQL major version, and end with "N passed, N failed".
+# Run pg_contention's tests and end with "N passed, N failed, N skipped".
 #
-#   tools/test.sh                     the generated SQL scripts checked against
-#                                     src/sql/, then PostgreSQL 13, 15, 17 and 18, then
-#                                     PostgreSQL 15's own regression and isolation
-#                                     schedules with and without pg_contention, an
-#                                     assertion-enabled 15 with sqlsmith, and the
-#                                     Debian package built, installed, tested, removed
-#   PGC_PG_VERSIONS="15" tools/test.sh    one version only (quick work)
-#   PGC_CORE=0 tools/test.sh          without the core schedules
-#   PGC_CASSERT=0 tools/test.sh       without the assertion-enabled build and sqlsmith
-#   PGC_PACKAGE=0 tools/test.sh       without building, installing and removing the
-#                                     Debian package (tools/package.sh)
+#   tools/test.sh          the loop to run after a change: the tree checks,
+#                          then the whole suite (regression, isolation, TAP)
+#                          on this machine's own PostgreSQL (15 on Debian 12);
+#                          about 8 minutes on 2 cores
+#   tools/test.sh --all    the matrix, which CI runs (.ci/run): the same, then
+#                          PostgreSQL 13, 17 and 18 in Debian chroots,
+#                          PostgreSQL 15's own regression and isolation
+#                          schedules with and without pg_contention, the suite
+#                          and sqlsmith on an assertion-enabled 15, and the
+#                          Debian package built, installed, tested, removed;
+#                          in three lanes side by side (the parts spend most
+#                          of their time waiting for their servers), about
+#                          30 minutes on 2 cores
 #
-# The version this machine's Debian release carries (15 on bookworm) runs
-# natively; the others run in Debian chroots built with debootstrap under
-# $PGC_CACHE_DIR (default ~/.cache/pg_contention), which needs root.  A
-# version whose packages cannot be had is SKIPPED with the reason; one that
-# fails to build or test is FAILED and makes this command fail.
+#   PGC_PG_VERSIONS="13 17" tools/test.sh --all   only those versions
+#   PGC_CORE=0, PGC_CASSERT=0, PGC_PACKAGE=0      --all without that part
+#
+# The version this machine's Debian release carries runs natively; the
+# others run in chroots built with debootstrap under $PGC_CACHE_DIR (default
+# ~/.cache/pg_contention), which needs root.  A version whose packages cannot
+# be had is SKIPPED with the reason; a part that fails to build or test is
+# FAILED and makes this command fail.  With --all, each part's output is
+# printed whole when it ends, so the lanes' outputs never interleave.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
 
-versions=${PGC_PG_VERSIONS:-13 15 17 18}
-per_version_timeout=${PGC_VERSION_TIMEOUT:-1500}
-host_codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+all=0
+case "${1:-}" in
+	--all) all=1 ;;
+	'') ;;
+	*) die "usage: tools/test.sh [--all]" ;;
+esac
 
+host_codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
 release_for() {
 	case "$1" in
 		13) echo bullseye ;; 15) echo bookworm ;; 17) echo trixie ;; 18) echo sid ;;
 		*) echo unknown ;;
 	esac
 }
+host_version=
+for v in 13 15 17 18; do
+	[ "$(release_for "$v")" = "$host_codename" ] && host_version=$v
+done
+if [ "$all" -eq 1 ]; then
+	versions=${PGC_PG_VERSIONS:-13 15 17 18}
+else
+	[ -n "$host_version" ] || die "no PostgreSQL version tested here is native to Debian '$host_codename' (13 bullseye, 15 bookworm, 17 trixie, 18 sid): use --all, which runs them in chroots"
+	versions=$host_version
+fi
+part_timeout=${PGC_VERSION_TIMEOUT:-1500}
 
-total_passed=0
-total_failed=0
-total_skipped=0
-summary=()
-bad=0
+results=$(mktemp -d /tmp/pgc-test.XXXXXX)
+trap 'rm -rf "$results"' EXIT
 
-# Checks of the tree itself, before any server: the SQL scripts generated
-# from src/sql/ are current and the released ones unchanged (tools/sql.sh
-# --check); every link of the manual resolves (tools/check-docs.sh).  Each
-# ends with "KEY: PASSED FAILED SKIPPED".
-tree_check() {	# KEY LABEL COMMAND...
-	local key=$1 label=$2 out p f k
-	shift 2
-	out=$(mktemp /tmp/pgc-test.XXXXXX)
-	log "=== $label ==="
-	"$@" 2>&1 | tee "$out" >&2
-	read -r p f k < <(grep -E "^$key: [0-9]+ [0-9]+ [0-9]+\$" "$out" | tail -n 1 | cut -d' ' -f2-)
-	p=${p:-0}
-	f=${f:-0}
-	[ "$p" -eq 0 ] && [ "$f" -eq 0 ] && f=1
-	total_passed=$((total_passed + p))
-	total_failed=$((total_failed + f))
-	if [ "$f" -gt 0 ]; then
-		summary+=("$label: FAILED ($p passed, $f failed)")
-		bad=1
+# ---- the parts ----
+# Each part writes its output to $results/N.log and one line to
+# $results/N.result: "PASSED FAILED SKIPPED status".  A part's runner ends
+# its output with "KEY: PASSED FAILED SKIPPED"; no such line (a crash, a
+# timeout) counts as one failure.
+record() {	# N KEY LABEL LOG [STATUS]
+	local n=$1 key=$2 label=$3 out=$4 status=${5:-} p f k
+	if [ -z "$status" ]; then
+		read -r p f k < <(grep -E "^$key: [0-9]+ [0-9]+ [0-9]+\$" "$out" | tail -n 1 | cut -d' ' -f2-)
+		p=${p:-0} f=${f:-0} k=${k:-0}
+		[ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$k" -eq 0 ] && f=1
+		if [ "$f" -gt 0 ]; then
+			status="FAILED ($p passed, $f failed)"
+		elif [ "$p" -eq 0 ]; then
+			status="SKIPPED ($(grep -E 'SKIPPED' "$out" | tail -n 1 | sed 's/^pg_contention: //'))"
+		else
+			status="PASSED ($p passed, $k skipped)"
+		fi
 	else
-		summary+=("$label: PASSED ($p passed)")
+		p=0 k=0
+		case "$status" in FAILED*) f=1 ;; *) f=0 k=1 ;; esac
 	fi
-	rm -f "$out"
+	echo "$p $f $k $label: $status" >"$results/$n.result"
 }
-tree_check sql "The SQL scripts: generated ones current, released ones unchanged" "$here/sql.sh" --check
-tree_check docs "The manual: every link and anchor resolves, the README under 500 lines" "$here/check-docs.sh"
 
-for v in $versions; do
+version_part() {	# N MAJOR
+	local n=$1 v=$2 release out=$results/$1.log label="PostgreSQL $2"
 	release=$(release_for "$v")
-	out=$(mktemp /tmp/pgc-test.XXXXXX)
-	status=
 	if [ "$release" = unknown ]; then
-		summary+=("PostgreSQL $v: FAILED (not a supported version: use 13, 15, 17 or 18)")
-		bad=1
-		continue
-	fi
-	log "=== PostgreSQL $v ==="
-	if [ "$release" = "$host_codename" ]; then
+		record "$n" suite "$label" "$out" "FAILED (not a supported version: use 13, 15, 17 or 18)"
+	elif [ "$release" = "$host_codename" ]; then
 		if [ "$(id -u)" -eq 0 ]; then
 			apt_install "postgresql-$v" "postgresql-server-dev-$v" libipc-run-perl gcc make \
 				"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron" libpq-dev tmux python3-psycopg pgbouncer \
-				chromium fonts-dejavu-core prometheus-postgres-exporter prometheus
+				chromium fonts-dejavu-core prometheus-postgres-exporter prometheus >>"$out" 2>&1
 		fi
-		timeout "$per_version_timeout" "$here/suite.sh" "$v" 2>&1 | tee "$out" >&2
+		timeout "$part_timeout" "$here/suite.sh" "$v" >>"$out" 2>&1
+		record "$n" suite "$label" "$out"
 	elif [ "$(id -u)" -ne 0 ]; then
-		status="SKIPPED (needs root to build and enter the $release chroot)"
+		record "$n" suite "$label" "$out" "SKIPPED (needs root to build and enter the $release chroot)"
 	else
-		"$here/chroot.sh" prepare "$v" 2>&1 | tee "$out" >&2
-		case "${PIPESTATUS[0]}" in
-			0) timeout "$per_version_timeout" "$here/chroot.sh" run "$v" /pgc/tools/suite.sh "$v" 2>&1 | tee "$out" >&2 ;;
-			3) status="SKIPPED (the $release packages could not be downloaded: $(tail -n 1 "$out"))" ;;
-			*) status="FAILED (the $release chroot could not be built)"; bad=1 ;;
+		"$here/chroot.sh" prepare "$v" >>"$out" 2>&1
+		case $? in
+			0)
+				timeout "$part_timeout" "$here/chroot.sh" run "$v" /pgc/tools/suite.sh "$v" >>"$out" 2>&1
+				record "$n" suite "$label" "$out" ;;
+			3) record "$n" suite "$label" "$out" "SKIPPED (the $release packages could not be downloaded: $(tail -n 1 "$out"))" ;;
+			*) record "$n" suite "$label" "$out" "FAILED (the $release chroot could not be built)" ;;
 		esac
 	fi
-	if [ -z "$status" ]; then
-		read -r p f k < <(grep -E '^suite: [0-9]+ [0-9]+ [0-9]+$' "$out" | tail -n 1 | cut -d' ' -f2-)
-		p=${p:-0}
-		f=${f:-0}
-		k=${k:-0}
-		if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
-			f=1		# no result line: the suite crashed or timed out
-		fi
-		total_passed=$((total_passed + p))
-		total_failed=$((total_failed + f))
-		total_skipped=$((total_skipped + k))
-		if [ "$f" -eq 0 ]; then
-			status="PASSED ($p passed, $k skipped)"
-		else
-			status="FAILED ($p passed, $f failed)"
-			bad=1
-		fi
-	fi
-	summary+=("PostgreSQL $v: $status")
-	rm -f "$out"
-done
+}
 
-# Parts beyond pg_contention's own suite, on the version this machine runs
-# natively (15 on bookworm): PostgreSQL's own regression and isolation
-# schedules with and without pg_contention (tools/core-suites.sh), and
-# pg_contention's suite plus sqlsmith on an assertion-enabled build
-# (tools/cassert.sh).  PGC_CORE=0 and PGC_CASSERT=0 leave them out.
-extra_part() {	# KEY SCRIPT LABEL
-	local key=$1 script=$2 label=$3 out p f k
-	out=$(mktemp /tmp/pgc-test.XXXXXX)
-	log "=== $label ==="
-	timeout "$per_version_timeout" "$here/$script" 15 2>&1 | tee "$out" >&2
-	read -r p f k < <(grep -E "^$key: [0-9]+ [0-9]+ [0-9]+\$" "$out" | tail -n 1 | cut -d' ' -f2-)
-	p=${p:-0}
-	f=${f:-0}
-	k=${k:-0}
-	[ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$k" -eq 0 ] && f=1
+script_part() {	# N KEY LABEL SCRIPT ARGS...
+	local n=$1 key=$2 label=$3 out=$results/$1.log
+	shift 3
+	timeout "$part_timeout" "$here/$@" >>"$out" 2>&1
+	record "$n" "$key" "$label" "$out"
+}
+
+# Run part N (a function and its arguments): live with the quick loop; with
+# --all its output is printed whole when it ends, under a lock.
+started=$(date +%s)
+run_part() {	# N FUNCTION ARGS...
+	local n=$1 t0=$(date +%s)
+	: >"$results/$n.log"
+	if [ "$all" -eq 0 ]; then
+		tail -n +1 -f "$results/$n.log" >&2 &
+		local tailer=$!
+		"${@:2}"
+		sleep 0.2
+		kill "$tailer" 2>/dev/null
+		wait "$tailer" 2>/dev/null
+	else
+		log "started: part $n ($2 ${*:3}) at +$((t0 - started)) s"
+		"${@:2}"
+		(
+			flock 9
+			log "=== part $n: $(cut -d' ' -f4- "$results/$n.result") in $(($(date +%s) - t0)) s ==="
+			cat "$results/$n.log" >&2
+			log "=== end of part $n ==="
+		) 9>"$results/print.lock"
+	fi
+}
+
+# ---- the tree, before any server ----
+# The SQL scripts generated from src/sql/ are current and the released ones
+# unchanged (tools/sql.sh --check); every link of the manual resolves
+# (tools/check-docs.sh).
+run_part 01 script_part 01 sql "The SQL scripts: generated ones current, released ones unchanged" sql.sh --check
+run_part 02 script_part 02 docs "The manual: every link and anchor resolves, the README under 500 lines" check-docs.sh
+
+if [ "$all" -eq 0 ]; then
+	run_part 10 version_part 10 "$host_version"
+else
+	# Everything the host needs, installed before the lanes start (one apt
+	# at a time): the suite's, the package's, the assertion build's and the
+	# chroots' debootstrap.
+	if [ "$(id -u)" -eq 0 ] && [ -n "$host_version" ]; then
+		v=$host_version
+		apt_install "postgresql-$v" "postgresql-server-dev-$v" libipc-run-perl gcc make \
+			"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron" libpq-dev tmux python3-psycopg pgbouncer \
+			chromium fonts-dejavu-core prometheus-postgres-exporter prometheus \
+			dpkg-dev debhelper postgresql-server-dev-all bison flex perl sqlsmith debootstrap
+	fi
+	# The lanes.  Servers of different lanes never meet: each server's
+	# socket is in a directory of its own.  The one TCP port a test opens
+	# (t/016's exporter, on the host only) is reserved in a directory the
+	# host's lanes share (PG_TEST_PORT_DIR), so two lanes never pick it at
+	# once.
+	export PG_TEST_PORT_DIR=$results/portlock
+	mkdir -p "$PG_TEST_PORT_DIR" && chmod 1777 "$PG_TEST_PORT_DIR" "$results"
+	lane_host=() lane_chroots=() lane_cassert=()
+	n=10
+	for v in $versions; do
+		n=$((n + 1))
+		if [ "$v" = "$host_version" ]; then lane_host+=("$n:$v"); else lane_chroots+=("$n:$v"); fi
+	done
+	native15=0
+	[[ " $versions " == *" 15 "* ]] && [ "$host_version" = 15 ] && native15=1
+	lane() {	# N:MAJOR or N:PART...
+		local item
+		for item in "$@"; do
+			case "${item#*:}" in
+				core) run_part "${item%%:*}" script_part "${item%%:*}" core "PostgreSQL 15's own schedules, with and without pg_contention" core-suites.sh 15 ;;
+				cassert) run_part "${item%%:*}" script_part "${item%%:*}" cassert "PostgreSQL 15 with assertions: pg_contention's suite and sqlsmith" cassert.sh 15 ;;
+				package) run_part "${item%%:*}" script_part "${item%%:*}" package "The Debian package and the PGXN metadata, on PostgreSQL 15" package.sh 15 ;;
+				*) run_part "${item%%:*}" version_part "${item%%:*}" "${item#*:}" ;;
+			esac
+		done
+	}
+	if [ "$native15" -eq 1 ]; then
+		[ "${PGC_CORE:-1}" != 0 ] && lane_host+=("20:core")
+		[ "${PGC_PACKAGE:-1}" != 0 ] && lane_host+=("22:package")
+		[ "${PGC_CASSERT:-1}" != 0 ] && lane_cassert+=("21:cassert")
+	fi
+	# The longest lane first: the chroots' versions; the host's version
+	# with the core schedules and the package (which installs into the
+	# system's PostgreSQL, so after the host's suite); the assertion build.
+	[ ${#lane_chroots[@]} -gt 0 ] && lane "${lane_chroots[@]}" &
+	[ ${#lane_host[@]} -gt 0 ] && lane "${lane_host[@]}" &
+	[ ${#lane_cassert[@]} -gt 0 ] && lane "${lane_cassert[@]}" &
+	wait
+	log "all parts ended in $(($(date +%s) - started)) s"
+fi
+
+# ---- the summary ----
+echo
+total_passed=0 total_failed=0 total_skipped=0
+for r in "$results"/*.result; do
+	read -r p f k line <"$r"
+	echo "$line"
 	total_passed=$((total_passed + p))
 	total_failed=$((total_failed + f))
 	total_skipped=$((total_skipped + k))
-	if [ "$f" -gt 0 ]; then
-		summary+=("$label: FAILED ($p passed, $f failed)")
-		bad=1
-	elif [ "$k" -gt 0 ]; then
-		summary+=("$label: SKIPPED ($(grep -E 'SKIPPED' "$out" | tail -n 1 | sed 's/^pg_contention: //'))")
-	else
-		summary+=("$label: PASSED ($p passed)")
-	fi
-	rm -f "$out"
-}
-if [[ " $versions " == *" 15 "* ]] && [ "$host_codename" = bookworm ]; then
-	[ "${PGC_CORE:-1}" != 0 ] &&
-		extra_part core core-suites.sh "PostgreSQL 15's own schedules, with and without pg_contention"
-	[ "${PGC_CASSERT:-1}" != 0 ] &&
-		extra_part cassert cassert.sh "PostgreSQL 15 with assertions: pg_contention's suite and sqlsmith"
-	[ "${PGC_PACKAGE:-1}" != 0 ] &&
-		extra_part package package.sh "The Debian package and the PGXN metadata, on PostgreSQL 15"
-fi
-
-echo
-for line in "${summary[@]}"; do
-	echo "$line"
 done
 echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
-[ "$bad" -eq 0 ] && [ "$total_failed" -eq 0 ]
+[ "$total_failed" -eq 0 ]

@@ -50,6 +50,13 @@
 #                                 evaluated the findings twice since now (it
 #                                 reports each evaluation's start and end in
 #                                 pg_stat_activity)
+#   missing_test_module($node, $name)
+#                                 undef when the test-only extension $name
+#                                 (test/modules/$name) is installed where
+#                                 $node's server looks; else the reason to
+#                                 skip, naming how to install it (make
+#                                 installcheck against an installation that
+#                                 lacks it)
 #   crc32c($data)                 the CRC-32C of a string of bytes, as the
 #                                 stores' file (src/persist.c) ends with
 package PgContention::Test;
@@ -62,7 +69,7 @@ use IPC::Run;
 use Time::HiRes ();
 
 our @EXPORT_OK = qw(subtrans_only_differences wait_for_log_line run_client client_on_terminal find_program screen_columns
-  savepoint_script finding history_settled wait_ticks evaluated_twice crc32c);
+  savepoint_script finding history_settled wait_ticks evaluated_twice missing_test_module crc32c);
 
 # SQL: how many rows pg_contention_statements(subtrans_only) and the
 # view's filter (ran suboverflowed, or waited on pg_subtrans) disagree on,
@@ -204,6 +211,15 @@ my @crc32c_table = map {
 	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
 	$c
 } 0 .. 255;
+
+sub missing_test_module
+{
+	my ($node, $name) = @_;
+	return undef
+	  if $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_catalog.pg_available_extensions WHERE name = '$name'") eq '1';
+	return "the test-only extension $name is not installed (make -C test/modules/$name install)";
+}
 
 sub crc32c
 {
