@@ -60,88 +60,8 @@ DROP FUNCTION @extschema@.pg_contention_report(interval);
 DROP VIEW @extschema@.pg_contention_info;
 DROP FUNCTION @extschema@.pg_contention_info();
 
--- ---- src/sql/subxact.sql ----
-
---
--- Live subtransaction state of every backend with a transaction open.
---
-CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subxact(
-	OUT pid integer,
-	OUT datid oid,
-	OUT usesysid oid,
-	OUT application_name text,
-	OUT backend_type text,
-	OUT state text,
-	OUT xact_start timestamp with time zone,
-	OUT top_xid xid,
-	OUT backend_xmin xid,
-	OUT subxact_count integer,
-	OUT subxact_overflowed boolean,
-	OUT query_id bigint,
-	OUT query text
-)
-RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'pg_contention_subxact'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
-
-CREATE OR REPLACE VIEW @extschema@.pg_contention_subxact AS
-	SELECT s.pid,
-		   d.datname,
-		   r.rolname AS usename,
-		   s.application_name,
-		   s.backend_type,
-		   s.state,
-		   s.xact_start,
-		   s.top_xid,
-		   s.backend_xmin,
-		   s.subxact_count,
-		   s.subxact_overflowed,
-		   s.query_id,
-		   s.query
-	  FROM @extschema@.pg_contention_subxact() AS s
-	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.datid
-	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = s.usesysid;
-
-GRANT SELECT ON @extschema@.pg_contention_subxact TO PUBLIC;
-
--- ---- src/sql/overflow_events.sql ----
-
---
--- Subtransaction-cache overflow events: one per top-level transaction whose
--- cache overflowed, naming the statement that was running.
---
-CREATE OR REPLACE FUNCTION @extschema@.pg_contention_overflow_events(
-	OUT event_time timestamp with time zone,
-	OUT pid integer,
-	OUT datid oid,
-	OUT usesysid oid,
-	OUT application_name text,
-	OUT top_xid xid,
-	OUT query_id bigint,
-	OUT nested_query_id bigint,
-	OUT nesting_depth integer,
-	OUT query text
-)
-RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'pg_contention_overflow_events'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
-
-CREATE OR REPLACE VIEW @extschema@.pg_contention_overflow_events AS
-	SELECT e.event_time,
-		   e.pid,
-		   d.datname,
-		   r.rolname AS usename,
-		   e.application_name,
-		   e.top_xid,
-		   e.query_id,
-		   e.nested_query_id,
-		   e.nesting_depth,
-		   e.query
-	  FROM @extschema@.pg_contention_overflow_events() AS e
-	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = e.datid
-	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = e.usesysid;
-
-GRANT SELECT ON @extschema@.pg_contention_overflow_events TO PUBLIC;
+-- The objects that changed since 1.3 (tools/sql-changed.pl); the others
+-- are as 1.3 left them.
 
 -- ---- src/sql/info.sql ----
 
@@ -217,7 +137,40 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_scans'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
-CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
+--
+-- The view's rows: per statement and index, the sums over applications,
+-- with the index's, table's, schema's and database's names.  With
+-- dead_only, only the statements' indexes that visited dead entries (what
+-- the client's tables and the report show): the client reads this, not a
+-- copy of its SQL.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans_view(
+	dead_only boolean DEFAULT false)
+RETURNS TABLE (
+	datname name,
+	schemaname name,
+	relname name,
+	indexrelname name,
+	dbid oid,
+	indexrelid oid,
+	query_id bigint,
+	scans bigint,
+	entries_read bigint,
+	live_fetched bigint,
+	dead_visits bigint,
+	max_dead_visits_per_scan bigint,
+	dead_ratio double precision,
+	index_only_scans bigint,
+	bitmap_scans bigint,
+	bitmap_lossy_pages bigint,
+	other_entries_read bigint,
+	last_seen timestamp with time zone,
+	query text,
+	worst_literals text
+)
+LANGUAGE sql STRICT VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 	SELECT d.datname,
 		   n.nspname AS schemaname,
 		   t.relname,
@@ -238,7 +191,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 		   max(s.last_seen) AS last_seen,
 		   min(s.query) AS query,
 		   max(s.worst_literals) AS worst_literals
-	  FROM @extschema@.pg_contention_index_scans() AS s
+	  FROM @extschema@.pg_contention_index_scans(dead_only) AS s
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_class AS ic
 		ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()
@@ -246,6 +199,14 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 	  LEFT JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	 GROUP BY d.datname, n.nspname, t.relname, ic.relname, s.dbid, s.indexrelid, s.query_id;
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
+	SELECT i.datname, i.schemaname, i.relname, i.indexrelname, i.dbid, i.indexrelid,
+		   i.query_id, i.scans, i.entries_read, i.live_fetched, i.dead_visits,
+		   i.max_dead_visits_per_scan, i.dead_ratio, i.index_only_scans, i.bitmap_scans,
+		   i.bitmap_lossy_pages, i.other_entries_read, i.last_seen, i.query, i.worst_literals
+	  FROM @extschema@.pg_contention_index_scans_view(false) AS i;
 
 GRANT SELECT ON @extschema@.pg_contention_index_scans TO PUBLIC;
 
@@ -344,39 +305,6 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 	 ORDER BY j.xmin_age DESC, j.held_for DESC NULLS LAST, j.kind, j.holder;
 
 GRANT SELECT ON @extschema@.pg_contention_horizon TO PUBLIC;
-
--- ---- src/sql/waits.sql ----
-
---
--- The sampler's wait profile: samples per database, user, statement and wait event.
---
-CREATE OR REPLACE FUNCTION @extschema@.pg_contention_waits(
-	OUT dbid oid,
-	OUT query_id bigint,
-	OUT wait_event_type text,
-	OUT wait_event text,
-	OUT samples bigint,
-	OUT share double precision,
-	OUT roleid oid
-)
-RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'pg_contention_waits'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
-
-CREATE OR REPLACE VIEW @extschema@.pg_contention_waits AS
-	SELECT d.datname,
-		   r.rolname AS usename,
-		   w.dbid,
-		   w.query_id,
-		   w.wait_event_type,
-		   w.wait_event,
-		   w.samples,
-		   w.share
-	  FROM @extschema@.pg_contention_waits() AS w
-	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = w.dbid
-	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = w.roleid;
-
-GRANT SELECT ON @extschema@.pg_contention_waits TO PUBLIC;
 
 -- ---- src/sql/history.sql ----
 
@@ -499,7 +427,40 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_statements'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
-CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
+--
+-- The view's rows: the store's statements with their role's and database's
+-- names and their pg_subtrans waits.  With subtrans_only, only the
+-- statements that ran on suboverflowed snapshots or waited on pg_subtrans
+-- (what top's statement table shows): the client reads this, not a copy of
+-- its SQL.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements_view(
+	subtrans_only boolean DEFAULT false)
+RETURNS TABLE (
+	userid oid,
+	usename name,
+	dbid oid,
+	datname name,
+	query_id bigint,
+	calls bigint,
+	"rows" bigint,
+	shared_blks_hit bigint,
+	shared_blks_read bigint,
+	blks_per_row double precision,
+	suboverflowed_calls bigint,
+	subtrans_wait_samples bigint,
+	max_subxacts integer,
+	near_overflow_calls bigint,
+	overflow_events bigint,
+	standby_calls bigint,
+	first_seen timestamp with time zone,
+	last_seen timestamp with time zone,
+	query text,
+	application_name text
+)
+LANGUAGE sql STRICT VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 	SELECT s.userid,
 		   r.rolname AS usename,
 		   s.dbid,
@@ -524,7 +485,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.last_seen,
 		   s.query,
 		   s.application_name
-	  FROM @extschema@.pg_contention_statements() AS s
+	  FROM @extschema@.pg_contention_statements(subtrans_only) AS s
 	  LEFT JOIN (SELECT p.dbid, p.roleid, p.query_id,
 						sum(p.samples)::bigint AS subtrans_wait_samples
 				   FROM @extschema@.pg_contention_waits() AS p
@@ -534,6 +495,15 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		ON w.dbid = s.dbid AND w.roleid = s.userid AND w.query_id = s.query_id
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = s.userid;
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
+	SELECT s.userid, s.usename, s.dbid, s.datname, s.query_id, s.calls, s."rows",
+		   s.shared_blks_hit, s.shared_blks_read, s.blks_per_row, s.suboverflowed_calls,
+		   s.subtrans_wait_samples, s.max_subxacts, s.near_overflow_calls,
+		   s.overflow_events, s.standby_calls, s.first_seen, s.last_seen, s.query,
+		   s.application_name
+	  FROM @extschema@.pg_contention_statements_view(false) AS s;
 
 GRANT SELECT ON @extschema@.pg_contention_statements TO PUBLIC;
 
@@ -583,19 +553,6 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_old_snapshot AS
 	  FROM @extschema@.pg_contention_old_snapshot() AS o;
 
 GRANT SELECT ON @extschema@.pg_contention_old_snapshot TO PUBLIC;
-
--- ---- src/sql/reset.sql ----
-
---
--- Forget all statements, events, the wait profile and the history
--- (superuser, or an explicit GRANT).
---
-CREATE OR REPLACE FUNCTION @extschema@.pg_contention_reset()
-RETURNS void
-AS 'MODULE_PATHNAME', 'pg_contention_reset'
-LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
-
-REVOKE ALL ON FUNCTION @extschema@.pg_contention_reset() FROM PUBLIC;
 
 -- ---- src/sql/recent.sql ----
 
@@ -3321,7 +3278,7 @@ BEGIN
 				coalesce(pg_catalog.to_char(100 * i.dead_ratio, 'FM990.0') || '%', '-'),
 				@extschema@.pg_contention_shorten(i.query)), E'\n')
 	  INTO section
-	  FROM (SELECT * FROM @extschema@.pg_contention_index_scans
+	  FROM (SELECT * FROM @extschema@.pg_contention_index_scans_view(true)
 			 WHERE dead_visits > 0
 			 ORDER BY dead_visits DESC LIMIT 10) AS i;
 	report := report || E'\n== Top indexes by dead entries visited, since the last reset\n'

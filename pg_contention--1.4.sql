@@ -160,7 +160,40 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_scans'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
-CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
+--
+-- The view's rows: per statement and index, the sums over applications,
+-- with the index's, table's, schema's and database's names.  With
+-- dead_only, only the statements' indexes that visited dead entries (what
+-- the client's tables and the report show): the client reads this, not a
+-- copy of its SQL.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans_view(
+	dead_only boolean DEFAULT false)
+RETURNS TABLE (
+	datname name,
+	schemaname name,
+	relname name,
+	indexrelname name,
+	dbid oid,
+	indexrelid oid,
+	query_id bigint,
+	scans bigint,
+	entries_read bigint,
+	live_fetched bigint,
+	dead_visits bigint,
+	max_dead_visits_per_scan bigint,
+	dead_ratio double precision,
+	index_only_scans bigint,
+	bitmap_scans bigint,
+	bitmap_lossy_pages bigint,
+	other_entries_read bigint,
+	last_seen timestamp with time zone,
+	query text,
+	worst_literals text
+)
+LANGUAGE sql STRICT VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 	SELECT d.datname,
 		   n.nspname AS schemaname,
 		   t.relname,
@@ -181,7 +214,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 		   max(s.last_seen) AS last_seen,
 		   min(s.query) AS query,
 		   max(s.worst_literals) AS worst_literals
-	  FROM @extschema@.pg_contention_index_scans() AS s
+	  FROM @extschema@.pg_contention_index_scans(dead_only) AS s
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_class AS ic
 		ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()
@@ -189,6 +222,14 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 	  LEFT JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	 GROUP BY d.datname, n.nspname, t.relname, ic.relname, s.dbid, s.indexrelid, s.query_id;
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
+	SELECT i.datname, i.schemaname, i.relname, i.indexrelname, i.dbid, i.indexrelid,
+		   i.query_id, i.scans, i.entries_read, i.live_fetched, i.dead_visits,
+		   i.max_dead_visits_per_scan, i.dead_ratio, i.index_only_scans, i.bitmap_scans,
+		   i.bitmap_lossy_pages, i.other_entries_read, i.last_seen, i.query, i.worst_literals
+	  FROM @extschema@.pg_contention_index_scans_view(false) AS i;
 
 GRANT SELECT ON @extschema@.pg_contention_index_scans TO PUBLIC;
 
@@ -442,7 +483,40 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_statements'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
-CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
+--
+-- The view's rows: the store's statements with their role's and database's
+-- names and their pg_subtrans waits.  With subtrans_only, only the
+-- statements that ran on suboverflowed snapshots or waited on pg_subtrans
+-- (what top's statement table shows): the client reads this, not a copy of
+-- its SQL.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements_view(
+	subtrans_only boolean DEFAULT false)
+RETURNS TABLE (
+	userid oid,
+	usename name,
+	dbid oid,
+	datname name,
+	query_id bigint,
+	calls bigint,
+	"rows" bigint,
+	shared_blks_hit bigint,
+	shared_blks_read bigint,
+	blks_per_row double precision,
+	suboverflowed_calls bigint,
+	subtrans_wait_samples bigint,
+	max_subxacts integer,
+	near_overflow_calls bigint,
+	overflow_events bigint,
+	standby_calls bigint,
+	first_seen timestamp with time zone,
+	last_seen timestamp with time zone,
+	query text,
+	application_name text
+)
+LANGUAGE sql STRICT VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 	SELECT s.userid,
 		   r.rolname AS usename,
 		   s.dbid,
@@ -467,7 +541,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.last_seen,
 		   s.query,
 		   s.application_name
-	  FROM @extschema@.pg_contention_statements() AS s
+	  FROM @extschema@.pg_contention_statements(subtrans_only) AS s
 	  LEFT JOIN (SELECT p.dbid, p.roleid, p.query_id,
 						sum(p.samples)::bigint AS subtrans_wait_samples
 				   FROM @extschema@.pg_contention_waits() AS p
@@ -477,6 +551,15 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		ON w.dbid = s.dbid AND w.roleid = s.userid AND w.query_id = s.query_id
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = s.userid;
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
+	SELECT s.userid, s.usename, s.dbid, s.datname, s.query_id, s.calls, s."rows",
+		   s.shared_blks_hit, s.shared_blks_read, s.blks_per_row, s.suboverflowed_calls,
+		   s.subtrans_wait_samples, s.max_subxacts, s.near_overflow_calls,
+		   s.overflow_events, s.standby_calls, s.first_seen, s.last_seen, s.query,
+		   s.application_name
+	  FROM @extschema@.pg_contention_statements_view(false) AS s;
 
 GRANT SELECT ON @extschema@.pg_contention_statements TO PUBLIC;
 
@@ -3264,7 +3347,7 @@ BEGIN
 				coalesce(pg_catalog.to_char(100 * i.dead_ratio, 'FM990.0') || '%', '-'),
 				@extschema@.pg_contention_shorten(i.query)), E'\n')
 	  INTO section
-	  FROM (SELECT * FROM @extschema@.pg_contention_index_scans
+	  FROM (SELECT * FROM @extschema@.pg_contention_index_scans_view(true)
 			 WHERE dead_visits > 0
 			 ORDER BY dead_visits DESC LIMIT 10) AS i;
 	report := report || E'\n== Top indexes by dead entries visited, since the last reset\n'

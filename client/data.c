@@ -448,25 +448,11 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	if (c->ext_version >= 104)
 	{
 		/*
-		 * The view's columns over the statements that ran suboverflowed or
+		 * The view's rows of the statements that ran suboverflowed or
 		 * waited on pg_subtrans only (1.4): the view copies every
 		 * statement of the store to show these few.
 		 */
-		buf_printf(&sql,
-				   "(SELECT s.query_id, d.datname, r.rolname AS usename, s.calls,"
-				   " s.suboverflowed_calls, coalesce(w.samples, 0) AS subtrans_wait_samples,"
-				   " s.max_subxacts,"
-				   " (s.shared_blks_hit::float8 + s.shared_blks_read) / nullif(s.rows, 0) AS blks_per_row,"
-				   " s.query, s.application_name, s.last_seen"
-				   " FROM %s.pg_contention_statements(true) AS s"
-				   " LEFT JOIN (SELECT dbid, roleid, query_id, sum(samples)::bigint AS samples"
-				   " FROM %s.pg_contention_waits()"
-				   " WHERE wait_event_type = 'LWLock' AND wait_event IN ('SubtransSLRU', 'SubtransBuffer')"
-				   " GROUP BY dbid, roleid, query_id) AS w"
-				   " ON w.dbid = s.dbid AND w.roleid = s.userid AND w.query_id = s.query_id"
-				   " LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid"
-				   " LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = s.userid) AS s",
-				   x, x);
+		buf_printf(&sql, "%s.pg_contention_statements_view(true) AS s", x);
 	}
 	else
 		buf_printf(&sql, "%s.pg_contention_statements AS s", x);
@@ -484,24 +470,11 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	if (c->ext_version >= 104)
 	{
 		/*
-		 * The view's sums over the store's rows of the indexes that
-		 * visited dead entries only (1.4): the view copies every statement
-		 * of the store to show these few.
+		 * The view's rows of the indexes that visited dead entries only
+		 * (1.4): the view copies every statement of the store to show
+		 * these few.
 		 */
-		buf_printf(&sql,
-				   "(SELECT n.nspname AS schemaname, ic.relname AS indexrelname,"
-				   " s.indexrelid, d.datname, s.query_id, sum(s.scans) AS scans,"
-				   " sum(s.dead_visits) AS dead_visits,"
-				   " max(s.max_dead_visits_per_scan) AS max_dead_visits_per_scan,"
-				   " (sum(s.dead_visits) / nullif(sum(s.entries_read), 0))::float8 AS dead_ratio,"
-				   " min(s.query) AS query, max(s.last_seen) AS last_seen"
-				   " FROM %s.pg_contention_index_scans(true) AS s"
-				   " LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid"
-				   " LEFT JOIN pg_catalog.pg_class AS ic"
-				   " ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()"
-				   " LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace"
-				   " GROUP BY n.nspname, ic.relname, d.datname, s.dbid, s.indexrelid, s.query_id) AS i",
-				   x);
+		buf_printf(&sql, "%s.pg_contention_index_scans_view(true) AS i", x);
 	}
 	else
 		buf_printf(&sql, "%s.pg_contention_index_scans AS i", x);

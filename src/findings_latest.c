@@ -70,6 +70,15 @@ static LatestShared *latest = NULL;
  * but for a moment after a reload), and what formats names, times and
  * numbers.
  */
+/*
+ * The settings the rules read that need no place here: fixed when the
+ * server starts, so the same for the worker and every session.
+ * tools/sql.sh --check reads this list and finding_settings, and fails
+ * when a rule reads a setting in neither.
+ *
+ * fixed at start: server_version server_version_num old_snapshot_threshold
+ *     subtransaction_buffers pg_contention.history_seconds
+ */
 static const char *const finding_settings[] = {
 	"pg_contention.findings_window",
 	"pg_contention.horizon_min_age",

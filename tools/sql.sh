@@ -13,9 +13,16 @@
 # The install script is a header and every file of src/sql/objects.txt in
 # its order.  The update script is a header, the hand-written step
 # src/sql/updates/<previous>--<version>.sql (drops, renames, grants), then
-# the same files: every object is CREATE OR REPLACE, so each is re-created
-# with its current definition.  Released scripts are never regenerated:
-# src/sql/released.sha256 lists them, and --check proves them unchanged.
+# only the files whose objects changed since the previous release's install
+# script, or that create an object the step drops (tools/sql-changed.pl):
+# every object is CREATE OR REPLACE, so each is re-created with its current
+# definition, and the update is what a reviewer reads.  Released scripts are
+# never regenerated: src/sql/released.sha256 lists them, and --check proves
+# them unchanged.
+#
+# --check also proves that the kept findings (src/findings_latest.c) know
+# every setting a rule reads: a setting the kept rows do not compare would
+# let a session read rows computed under another value.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,9 +39,18 @@ objects() {
 	grep -v -e '^#' -e '^[[:space:]]*$' "$src/objects.txt"
 }
 
-body() {
-	local f
-	for f in $(objects); do
+# The update's sources: those tools/sql-changed.pl names.
+changed_objects() {
+	local files=() f
+	for f in $(objects); do files+=("$src/$f"); done
+	"$top/tools/sql-changed.pl" "pg_contention--$previous.sql" "$src/updates/$update" "${files[@]}" |
+		sed "s|^$src/||"
+}
+
+body() {	# [FILE...]: those, else every object
+	local f list
+	if [ $# -gt 0 ]; then list=("$@"); else mapfile -t list < <(objects); fi
+	for f in "${list[@]}"; do
 		[ -f "$src/$f" ] || { echo "tools/sql.sh: $src/objects.txt names $f, which does not exist" >&2; exit 1; }
 		printf '\n-- ---- %s ----\n\n' "$src/$f"
 		cat "$src/$f"
@@ -62,7 +78,11 @@ update_script() {
 
 EOF
 	cat "$src/updates/$update"
-	body
+	local changed
+	changed=$(changed_objects) || exit 1
+	printf '\n-- The objects that changed since %s (tools/sql-changed.pl); the others\n-- are as %s left them.\n' "$previous" "$previous"
+	# shellcheck disable=SC2086
+	[ -z "$changed" ] || body $changed
 }
 
 # Every file in src/sql/ (but the updates) is named in objects.txt, once.
@@ -114,5 +134,14 @@ for f in pg_contention--*.sql; do
 	grep -q "  $f\$" "$src/released.sha256"
 	check $? "$f is a released script (listed in $src/released.sha256)"
 done
+# Every setting a rule reads is one the kept findings compare, or one that
+# cannot differ between sessions (fixed at start).
+known=$({ sed -n '/^static const char \*const finding_settings\[\]/,/^};/p' src/findings_latest.c | grep -o '"[^"]*"' | tr -d '"'
+	sed -n '/^ \* fixed at start: /,/^ \*\/$/p' src/findings_latest.c | sed 's/^ \* fixed at start: //; s/^ \*\/\?//' | tr ' ' '\n'; } |
+	grep -v '^$' | sort -u)
+unknown=$(grep -rhoE "current_setting\('[^']+'" "$src" | sed "s/current_setting('//; s/'\$//" | sort -u |
+	while read -r name; do grep -qxF "$name" <<<"$known" || echo "$name"; done)
+check "$([ -n "$known" ] && [ -z "$unknown" ]; echo $?)" \
+	"every setting the rules read is known to the kept findings (src/findings_latest.c)${unknown:+ (not: $(echo $unknown))}"
 echo "sql: $passed $failed 0"
 [ "$failed" -eq 0 ]

@@ -32,7 +32,40 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_scans'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
-CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
+--
+-- The view's rows: per statement and index, the sums over applications,
+-- with the index's, table's, schema's and database's names.  With
+-- dead_only, only the statements' indexes that visited dead entries (what
+-- the client's tables and the report show): the client reads this, not a
+-- copy of its SQL.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_scans_view(
+	dead_only boolean DEFAULT false)
+RETURNS TABLE (
+	datname name,
+	schemaname name,
+	relname name,
+	indexrelname name,
+	dbid oid,
+	indexrelid oid,
+	query_id bigint,
+	scans bigint,
+	entries_read bigint,
+	live_fetched bigint,
+	dead_visits bigint,
+	max_dead_visits_per_scan bigint,
+	dead_ratio double precision,
+	index_only_scans bigint,
+	bitmap_scans bigint,
+	bitmap_lossy_pages bigint,
+	other_entries_read bigint,
+	last_seen timestamp with time zone,
+	query text,
+	worst_literals text
+)
+LANGUAGE sql STRICT VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 	SELECT d.datname,
 		   n.nspname AS schemaname,
 		   t.relname,
@@ -53,7 +86,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 		   max(s.last_seen) AS last_seen,
 		   min(s.query) AS query,
 		   max(s.worst_literals) AS worst_literals
-	  FROM @extschema@.pg_contention_index_scans() AS s
+	  FROM @extschema@.pg_contention_index_scans(dead_only) AS s
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_class AS ic
 		ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()
@@ -61,5 +94,13 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
 	  LEFT JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	 GROUP BY d.datname, n.nspname, t.relname, ic.relname, s.dbid, s.indexrelid, s.query_id;
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_index_scans AS
+	SELECT i.datname, i.schemaname, i.relname, i.indexrelname, i.dbid, i.indexrelid,
+		   i.query_id, i.scans, i.entries_read, i.live_fetched, i.dead_visits,
+		   i.max_dead_visits_per_scan, i.dead_ratio, i.index_only_scans, i.bitmap_scans,
+		   i.bitmap_lossy_pages, i.other_entries_read, i.last_seen, i.query, i.worst_literals
+	  FROM @extschema@.pg_contention_index_scans_view(false) AS i;
 
 GRANT SELECT ON @extschema@.pg_contention_index_scans TO PUBLIC;

@@ -204,7 +204,7 @@ BEGIN
 				coalesce(pg_catalog.to_char(100 * i.dead_ratio, 'FM990.0') || '%', '-'),
 				@extschema@.pg_contention_shorten(i.query)), E'\n')
 	  INTO section
-	  FROM (SELECT * FROM @extschema@.pg_contention_index_scans
+	  FROM (SELECT * FROM @extschema@.pg_contention_index_scans_view(true)
 			 WHERE dead_visits > 0
 			 ORDER BY dead_visits DESC LIMIT 10) AS i;
 	report := report || E'\n== Top indexes by dead entries visited, since the last reset\n'

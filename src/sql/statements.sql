@@ -31,7 +31,40 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_statements'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
-CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
+--
+-- The view's rows: the store's statements with their role's and database's
+-- names and their pg_subtrans waits.  With subtrans_only, only the
+-- statements that ran on suboverflowed snapshots or waited on pg_subtrans
+-- (what top's statement table shows): the client reads this, not a copy of
+-- its SQL.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_statements_view(
+	subtrans_only boolean DEFAULT false)
+RETURNS TABLE (
+	userid oid,
+	usename name,
+	dbid oid,
+	datname name,
+	query_id bigint,
+	calls bigint,
+	"rows" bigint,
+	shared_blks_hit bigint,
+	shared_blks_read bigint,
+	blks_per_row double precision,
+	suboverflowed_calls bigint,
+	subtrans_wait_samples bigint,
+	max_subxacts integer,
+	near_overflow_calls bigint,
+	overflow_events bigint,
+	standby_calls bigint,
+	first_seen timestamp with time zone,
+	last_seen timestamp with time zone,
+	query text,
+	application_name text
+)
+LANGUAGE sql STRICT VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
 	SELECT s.userid,
 		   r.rolname AS usename,
 		   s.dbid,
@@ -56,7 +89,7 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		   s.last_seen,
 		   s.query,
 		   s.application_name
-	  FROM @extschema@.pg_contention_statements() AS s
+	  FROM @extschema@.pg_contention_statements(subtrans_only) AS s
 	  LEFT JOIN (SELECT p.dbid, p.roleid, p.query_id,
 						sum(p.samples)::bigint AS subtrans_wait_samples
 				   FROM @extschema@.pg_contention_waits() AS p
@@ -66,5 +99,14 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
 		ON w.dbid = s.dbid AND w.roleid = s.userid AND w.query_id = s.query_id
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = s.userid;
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_statements AS
+	SELECT s.userid, s.usename, s.dbid, s.datname, s.query_id, s.calls, s."rows",
+		   s.shared_blks_hit, s.shared_blks_read, s.blks_per_row, s.suboverflowed_calls,
+		   s.subtrans_wait_samples, s.max_subxacts, s.near_overflow_calls,
+		   s.overflow_events, s.standby_calls, s.first_seen, s.last_seen, s.query,
+		   s.application_name
+	  FROM @extschema@.pg_contention_statements_view(false) AS s;
 
 GRANT SELECT ON @extschema@.pg_contention_statements TO PUBLIC;
