@@ -20,7 +20,9 @@
 
 EXTENSION = pg_contention
 MODULE_big = pg_contention
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# src/ holds the module's entry, the shared header and the compat files;
+# each subsystem is a folder with its private header (doc/internals.md).
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 DATA = $(wildcard pg_contention--*.sql)
 PGFILEDESC = "pg_contention - names the causes of contention"
 
@@ -80,7 +82,7 @@ tapcheck:
 	$(prove_installcheck)
 
 # PGXS does not track header dependencies for extensions.
-$(OBJS): src/pg_contention.h src/compat.h
+$(OBJS): src/pg_contention.h src/compat.h $(wildcard src/*/*.h)
 
 # The client program, after PGXS's own targets (the first rule is the default).
 .PHONY: client-all client-install client-uninstall client-clean

@@ -140,6 +140,20 @@ extern pg_crc32c pgc_writer_crc(const PgcWriter *writer);
 /* ---- stores.c: the registry of stores ---- */
 
 /*
+ * The stores' capacities a file's header names: what the server that
+ * wrote it could hold (persist.c), for each store's largest_section.
+ */
+typedef struct PgcFileCapacities
+{
+	int32		max_events;
+	int32		max_statements;
+	int32		max_profile_entries;
+	int32		history_seconds;
+	int32		max_query_length;
+	int32		max_incidents;
+} PgcFileCapacities;
+
+/*
  * One store: a block of shared memory, a section of the file, or both.
  * shmem.c walks the table for sizes, creation and reset, persist.c for
  * saving and loading, each in table order.
@@ -155,6 +169,13 @@ typedef struct PgcStore
 	/* The file (file_id 0: not saved).  Ids never change meaning. */
 	uint32		file_id;
 	uint32		(*record_size) (void);	/* a record's fixed part */
+
+	/*
+	 * The most bytes the section's records can take in a file written by a
+	 * server of the given capacities (its leading counters not counted):
+	 * the loader refuses a larger file unread.
+	 */
+	uint64		(*largest_section) (const PgcFileCapacities *capacities);
 
 	/*
 	 * Write the section through writer and set *count to the records
@@ -200,16 +221,20 @@ extern void pgc_persist_info(TimestampTz *last_saved, TimestampTz *last_loaded,
 
 /* Each store's section of the file (see PgcStore), by store file. */
 extern uint32 pgc_events_record_size(void);
+extern uint64 pgc_events_largest_section(const PgcFileCapacities *capacities);
 extern void pgc_events_save(PgcWriter *writer, bool take_locks, uint64 *count);
 extern void pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept);
 extern uint32 pgc_statements_record_size(void);
+extern uint64 pgc_statements_largest_section(const PgcFileCapacities *capacities);
 extern void pgc_statements_save(PgcWriter *writer, bool take_locks,
 								uint64 *count);
 extern void pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept);
 extern uint32 pgc_profile_record_size(void);
+extern uint64 pgc_profile_largest_section(const PgcFileCapacities *capacities);
 extern void pgc_profile_save(PgcWriter *writer, bool take_locks, uint64 *count);
 extern void pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept);
 extern uint32 pgc_history_record_size(void);
+extern uint64 pgc_history_largest_section(const PgcFileCapacities *capacities);
 extern void pgc_history_save(PgcWriter *writer, bool take_locks, uint64 *count);
 extern void pgc_history_load(PgcReader *reader, uint64 count, uint64 *kept);
 
@@ -571,7 +596,7 @@ extern void pgc_incidents_info(int *used, int64 *evictions,
 							   int64 *not_opened, int64 *open_evictions,
 							   char **opened_json);
 extern uint32 pgc_incidents_record_size(void);
-extern uint64 pgc_incidents_record_max(void);
+extern uint64 pgc_incidents_largest_section(const PgcFileCapacities *capacities);
 extern void pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count);
 extern void pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept);
 

@@ -11,6 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test qw(crash_recovered);
 
 my $node = PostgreSQL::Test::Cluster->new('persist');
 $node->init(allows_streaming => 1);
@@ -120,7 +123,7 @@ $victim->query_safe('BEGIN; INSERT INTO v VALUES (1)');
 my $log_offset = -s $node->logfile;
 kill 'KILL', $victim_pid;
 $victim->{run}->kill_kill;
-ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
+ok(crash_recovered($node, $log_offset), 'the server recovered from the crash');
 ok($node->log_contains(qr/terminated by signal 9/, $log_offset), 'it was a crash');
 is(figures(), $saved, 'after the crash: what was saved is back');
 ok($node->log_contains(qr/pg_contention: loaded 3 overflow events/, $log_offset),
@@ -158,7 +161,7 @@ my $reader = start_reader();
 $log_offset = -s $node->logfile;
 kill 'KILL', $overflowed_pid;
 $overflowed->{run}->kill_kill;
-ok($node->poll_query_until('postgres', 'SELECT true'), 'killed in an overflowed transaction: recovered');
+ok(crash_recovered($node, $log_offset), 'killed in an overflowed transaction: recovered');
 $reader->kill_kill;
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_contention_overflow_events'), '4',
 	'the four saved events are back');
@@ -169,7 +172,7 @@ my $sampler_pid = $node->safe_psql('postgres', 'SELECT pid FROM pg_contention_sa
 $reader = start_reader();
 $log_offset = -s $node->logfile;
 kill 'KILL', $sampler_pid;
-ok($node->poll_query_until('postgres', 'SELECT true'), 'sampler killed: recovered');
+ok(crash_recovered($node, $log_offset), 'sampler killed: recovered');
 $reader->kill_kill;
 ok($node->log_contains(qr/pg_contention sampler.*terminated by signal 9/, $log_offset),
 	'the postmaster saw the sampler killed');

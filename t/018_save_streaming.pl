@@ -23,11 +23,19 @@ sub proc_status_kb
 	return $status =~ /^$field:\s+(\d+) kB/m ? $1 : undef;
 }
 
+# The save interval set, and taken by the sampler: with it the sample
+# period moves by a millisecond, which the sampler publishes when it has
+# read its configuration again (a save it began before goes on at the old
+# interval until then: under load, after the reload returns).
 sub set_save_interval
 {
 	my ($node, $interval) = @_;
+	my $period = $node->safe_psql('postgres', 'SELECT period_ms FROM pg_contention_sampler_status') == 10 ? 11 : 10;
 	$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.save_interval = '$interval'");
+	$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.sample_period = $period");
 	$node->reload;
+	$node->poll_query_until('postgres', "SELECT period_ms = $period FROM pg_contention_sampler_status")
+	  or die 'the sampler did not take the new settings';
 }
 
 # ---- many statements ----

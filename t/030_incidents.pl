@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(savepoint_script wait_for_log_line);
+use PgContention::Test qw(savepoint_script wait_for_log_line crash_recovered);
 
 my $node = PostgreSQL::Test::Cluster->new('incidents');
 $node->init(allows_streaming => 1);
@@ -71,7 +71,7 @@ sub crash
 	my $offset = -s $node->logfile;
 	kill 'KILL', $victim_pid;
 	$victim->{run}->kill_kill;
-	ok($node->poll_query_until('postgres', 'SELECT true'), 'the server recovered from the crash');
+	ok(crash_recovered($node, $offset), 'the server recovered from the crash');
 	ok($node->log_contains(qr/terminated by signal 9/, $offset), 'it was a crash');
 	return;
 }

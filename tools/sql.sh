@@ -20,7 +20,7 @@
 # never regenerated: src/sql/released.sha256 lists them, and --check proves
 # them unchanged.
 #
-# --check also proves that the kept findings (src/findings_latest.c) know
+# --check also proves that the kept findings (src/stores/findings_latest.c) know
 # every setting a rule reads: a setting the kept rows do not compare would
 # let a session read rows computed under another value.
 set -euo pipefail
@@ -136,12 +136,12 @@ for f in pg_contention--*.sql; do
 done
 # Every setting a rule reads is one the kept findings compare, or one that
 # cannot differ between sessions (fixed at start).
-known=$({ sed -n '/^static const char \*const finding_settings\[\]/,/^};/p' src/findings_latest.c | grep -o '"[^"]*"' | tr -d '"'
-	sed -n '/^ \* fixed at start: /,/^ \*\/$/p' src/findings_latest.c | sed 's/^ \* fixed at start: //; s/^ \*\/\?//' | tr ' ' '\n'; } |
+known=$({ sed -n '/^static const char \*const finding_settings\[\]/,/^};/p' src/stores/findings_latest.c | grep -o '"[^"]*"' | tr -d '"'
+	sed -n '/^ \* fixed at start: /,/^ \*\/$/p' src/stores/findings_latest.c | sed 's/^ \* fixed at start: //; s/^ \*\/\?//' | tr ' ' '\n'; } |
 	grep -v '^$' | sort -u)
 unknown=$(grep -rhoE "current_setting\('[^']+'" "$src" | sed "s/current_setting('//; s/'\$//" | sort -u |
 	while read -r name; do grep -qxF "$name" <<<"$known" || echo "$name"; done)
 check "$([ -n "$known" ] && [ -z "$unknown" ]; echo $?)" \
-	"every setting the rules read is known to the kept findings (src/findings_latest.c)${unknown:+ (not: $(echo $unknown))}"
+	"every setting the rules read is known to the kept findings (src/stores/findings_latest.c)${unknown:+ (not: $(echo $unknown))}"
 echo "sql: $passed $failed 0"
 [ "$failed" -eq 0 ]

@@ -50,6 +50,16 @@
 #                                 evaluated the findings twice since now (it
 #                                 reports each evaluation's start and end in
 #                                 pg_stat_activity)
+#   crash_recovered($node, $offset)
+#                                 waits until the server log, after
+#                                 $offset, shows the postmaster
+#                                 reinitialising after a crash and then
+#                                 ready again; true when it did.  (Polling
+#                                 with a query instead races psql: a
+#                                 connection refused during the restart
+#                                 can end psql before the test library
+#                                 writes the query to it, and the write's
+#                                 broken pipe kills the test.)
 #   missing_test_module($node, $name)
 #                                 undef when the test-only extension $name
 #                                 (test/modules/$name) is installed where
@@ -69,7 +79,7 @@ use IPC::Run;
 use Time::HiRes ();
 
 our @EXPORT_OK = qw(subtrans_only_differences wait_for_log_line run_client client_on_terminal find_program screen_columns
-  savepoint_script finding history_settled wait_ticks evaluated_twice missing_test_module crc32c);
+  savepoint_script finding history_settled wait_ticks evaluated_twice crash_recovered missing_test_module crc32c);
 
 # SQL: how many rows pg_contention_statements(subtrans_only) and the
 # view's filter (ran suboverflowed, or waited on pg_subtrans) disagree on,
@@ -211,6 +221,14 @@ my @crc32c_table = map {
 	$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
 	$c
 } 0 .. 255;
+
+sub crash_recovered
+{
+	my ($node, $offset) = @_;
+	my $at = wait_for_log_line($node, qr/all server processes terminated; reinitializing/, $offset);
+	return 0 unless defined $at;
+	return defined wait_for_log_line($node, qr/database system is ready to accept connections/, $at);
+}
 
 sub missing_test_module
 {

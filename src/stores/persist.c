@@ -405,18 +405,20 @@ header_size(const FileHeader *header)
 static uint64
 largest_file(const FileHeader *header)
 {
-	uint64		text = sizeof(uint32) + (uint64) header->max_query_length;
+	PgcFileCapacities capacities = {
+		.max_events = header->max_events,
+		.max_statements = header->max_statements,
+		.max_profile_entries = header->max_profile_entries,
+		.history_seconds = header->history_seconds,
+		.max_query_length = header->max_query_length,
+		.max_incidents = header->max_incidents,
+	};
 	uint64		size = sizeof(FileHeader) + sizeof(pg_crc32c);
 
 	for (int i = 0; i < pgc_num_stores; i++)
 		if (pgc_stores[i].file_id != 0)
-			size += sizeof(SectionHeader) + 2 * sizeof(int64);
-	size += (uint64) header->max_events * (pgc_events_record_size() + text);
-	size += (uint64) header->max_statements * (pgc_statements_record_size() + text);
-	size += (uint64) header->max_profile_entries * pgc_profile_record_size();
-	size += (uint64) header->history_seconds * pgc_history_record_size();
-	/* Incidents: their counters, and each with its texts at their bounds. */
-	size += sizeof(int64) * 32 + (uint64) header->max_incidents * pgc_incidents_record_max();
+			size += sizeof(SectionHeader) + 2 * sizeof(int64) +
+				pgc_stores[i].largest_section(&capacities);
 	return size;
 }
 

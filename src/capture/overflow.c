@@ -1,0 +1,154 @@
+/*-------------------------------------------------------------------------
+ *
+ * overflow.c
+ *		Subtransaction-cache overflows seen at a statement's end: this
+ *		backend's own cache checked, and an overflow written to the event
+ *		ring (stores/events.c) with the statement that caused it.
+ *
+ * Owns no shared state.  The overflow check reads only this backend's own
+ * PGPROC, which only this backend writes, so it takes no lock.  An
+ * overflow seen when a subtransaction aborts is written to the ring there
+ * (a lock and a copy, no allocation), but counted against its statement
+ * only at the next statement end: counting can create and evict statement
+ * entries, which allocates, and abort callbacks must not.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "../stores/events_store.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "tcop/tcopprot.h"
+
+static void record_event(int64 current_query_id, bool in_abort);
+
+
+/*
+ * The top-level transaction (local id) whose overflow was recorded.
+ * Exported for the inline test in pg_contention.h: a transaction that has
+ * overflowed checks again at every statement end.
+ */
+LocalTransactionId pgc_overflow_recorded_lxid = InvalidLocalTransactionId;
+
+/*
+ * An overflow recorded in a subtransaction's abort, to be counted against
+ * its statement at the next statement end.  The text buffer is allocated
+ * once, at start, so the abort path never allocates.
+ */
+bool		pgc_overflow_count_deferred = false;
+static Oid	deferred_userid;
+static int64 deferred_query_id;
+static char *deferred_text = NULL;
+
+/* What an overflow event adds to its statement's entry. */
+static const PgcExecution overflow_event = {.flags = PGC_COUNT_OVERFLOW_EVENT};
+
+/* At library load (postmaster or backend): the deferred count's buffer. */
+void
+pgc_subxact_init(void)
+{
+	deferred_text = MemoryContextAlloc(TopMemoryContext, pgc_max_query_length);
+}
+
+/*
+ * Count an overflow recorded in an aborted subtransaction against its
+ * statement: at the next statement end (pgc_check_overflow).
+ */
+static void
+count_deferred_overflow(void)
+{
+	pgc_overflow_count_deferred = false;
+	if (pgc_track_statements)
+		pgc_statement_count(deferred_userid, deferred_query_id, deferred_text,
+							-1, 0, &overflow_event);
+}
+
+/*
+ * Has this backend's subtransaction cache overflowed in a top-level
+ * transaction not yet recorded?  If so, record one event naming the
+ * top-level statement (and current_query_id, the innermost statement that
+ * just finished, when it differs; 0 when unknown) and count it against the
+ * top-level statement, at once or, in_abort, at the next statement end.
+ * Called through pgc_check_overflow() (pg_contention.h), whose inline test
+ * keeps the common path to a read of our own PGPROC and of the flag.
+ */
+bool
+pgc_record_overflow(int64 current_query_id, bool in_abort)
+{
+	if (unlikely(pgc_overflow_count_deferred) && !in_abort)
+		count_deferred_overflow();
+	if (PGC_MY_LXID() == pgc_overflow_recorded_lxid ||
+		!PGC_PROC_SUBXID_OVERFLOWED(MyProc) || pgc_shared == NULL)
+		return false;
+	record_event(current_query_id, in_abort);
+	return true;
+}
+
+/*
+ * Record the event of this transaction's overflow, and count it (see
+ * pgc_record_overflow).  Out of line: a transaction whose cache overflowed
+ * checks again at every statement end, and that check must stay short.
+ */
+static pg_noinline void
+record_event(int64 current_query_id, bool in_abort)
+{
+	TransactionId top_xid;
+	OverflowEvent *ev;
+	int64		query_id;
+	const char *text;
+	int			location;
+	int			len;
+
+	pgc_overflow_recorded_lxid = PGC_MY_LXID();
+	/* The parent takes its XID before any child, so top_xid is valid. */
+	top_xid = GetTopTransactionIdIfAny();
+
+	text = debug_query_string;
+	if (pgc_current_statement(&query_id, &location, &len))
+	{
+		/* The noted statement's slice of the client's string. */
+		size_t		textlen = strlen(text);
+
+		if (location < 0 || (size_t) location > textlen)
+			location = -1;
+		else if (len < 0 || (size_t) location + len > textlen)
+			len = 0;
+	}
+	else
+	{
+		/* No statement noted for this message: the client's whole string. */
+		query_id = current_query_id;
+		location = -1;
+		len = 0;
+	}
+
+	LWLockAcquire(events->lock, LW_EXCLUSIVE);
+	ev = EVENT_SLOT(event_ring, events->written % pgc_max_events);
+	ev->event_time = GetCurrentTimestamp();
+	ev->pid = MyProcPid;
+	ev->dbid = MyDatabaseId;
+	ev->userid = GetSessionUserId();
+	ev->top_xid = top_xid;
+	ev->query_id = query_id;
+	ev->nested_query_id = (current_query_id != query_id) ? current_query_id : 0;
+	ev->nesting_depth = GetCurrentTransactionNestLevel() - 1;
+	strlcpy(ev->application_name, application_name ? application_name : "",
+			NAMEDATALEN);
+	pgc_copy_statement_text(ev->query, pgc_max_query_length, text,
+							location, len);
+	events->written++;
+	LWLockRelease(events->lock);
+
+	if (in_abort)
+	{
+		/* The event's copy of the text is the same slice, already cut. */
+		pgc_overflow_count_deferred = true;
+		deferred_userid = GetUserId();
+		deferred_query_id = query_id;
+		pgc_copy_statement_text(deferred_text, pgc_max_query_length, text,
+								location, len);
+	}
+	else if (pgc_track_statements)
+		pgc_statement_count(InvalidOid, query_id, text, location, len,
+							&overflow_event);
+}

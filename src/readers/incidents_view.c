@@ -1,0 +1,249 @@
+/*-------------------------------------------------------------------------
+ *
+ * incidents_view.c
+ *		pg_contention_incidents(): the incidents as one reader may see
+ *		them, each with its details (the frozen evidence masked by who
+ *		reads it, frozen_mask.c).
+ *
+ * Owns no shared state.  It copies the slots under the store's lock in
+ * shared mode and builds the rows after releasing it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "../stores/incidents_store.h"
+
+#include "catalog/pg_authid.h"
+#include "funcapi.h"
+#include "utils/acl.h"
+#include "utils/datetime.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+
+static void
+append_json_time(StringInfo buf, TimestampTz t)
+{
+	char		out[MAXDATELEN + 1];
+
+	if (t == 0)
+	{
+		appendStringInfoString(buf, "null");
+		return;
+	}
+	appendStringInfoChar(buf, '"');
+	appendStringInfoString(buf, JsonEncodeDateTime(out, TimestampTzGetDatum(t),
+												   TIMESTAMPTZOID, NULL));
+	appendStringInfoChar(buf, '"');
+}
+
+/* A stored text in the reader's encoding, as a C string. */
+static char *
+reader_text(const char *s, Oid dbid)
+{
+	return TextDatumGetCString(pgc_text_datum(s, dbid));
+}
+
+
+/* A composed text of an incident, or MASKED_TEXT for a reader without privileges. */
+#define MASKED_TEXT "<insufficient privilege>"
+
+static char *
+composed_text(bool privileged, const char *s, Oid dbid)
+{
+	return privileged ? reader_text(s, dbid) : pstrdup(MASKED_TEXT);
+}
+
+/*
+ * The details document of an incident (a copy, out of the lock): the
+ * frozen texts spliced into the contract's shape, each first made valid
+ * in the reader's encoding.  The texts that are JSON (finding, frozen)
+ * are checked again after that (a conversion may write a byte it cannot
+ * show as \xNN, which is no JSON escape): one that fails is left out.
+ *
+ * For a reader without pg_read_all_stats (privileged false): the
+ * subjects and evidence masked (the worker composed them from every
+ * role's statements), the finding's own details too ({"masked": true}:
+ * they hold query ids and the worst execution's constants), and each
+ * frozen statement and holder masked by the role it came from
+ * (pgc_mask_frozen).
+ */
+static char *
+details_text(const Incident *inc, bool privileged)
+{
+	StringInfoData buf;
+	char	   *finding = reader_text(inc->finding, inc->dbid);
+	char	   *as_kept = palloc(FROZEN_LEN);
+	char	   *frozen;
+
+	unpack_frozen(&inc->frozen, as_kept);
+	frozen = reader_text(as_kept, inc->dbid);
+	pfree(as_kept);
+
+	if (finding[0] != '\0' && !json_valid(finding))
+		finding = "";
+	if (frozen[0] != '{' || frozen[1] == '}' || !json_valid(frozen))
+		frozen = "";
+	if (!privileged)
+	{
+		if (finding[0] != '\0')
+			finding = "{\"masked\": true}";
+		if (frozen[0] != '\0')
+			frozen = pgc_mask_frozen(frozen);
+	}
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"key\": ");
+	escape_json(&buf, reader_text(inc->key, inc->dbid));
+	appendStringInfo(&buf, ", \"finding\": %s", finding[0] ? finding : "null");
+	appendStringInfoString(&buf, ", \"opened\": {\"at\": ");
+	append_json_time(&buf, inc->opened);
+	appendStringInfo(&buf, ", \"severity\": \"%s\", \"subject\": ",
+					 severity_name(inc->open_severity));
+	escape_json(&buf, composed_text(privileged, inc->open_subject, inc->dbid));
+	appendStringInfoString(&buf, ", \"evidence\": ");
+	escape_json(&buf, composed_text(privileged, inc->open_evidence, inc->dbid));
+	appendStringInfoString(&buf, "}, \"peak\": {\"at\": ");
+	append_json_time(&buf, inc->peak);
+	appendStringInfo(&buf, ", \"severity\": \"%s\", \"subject\": ",
+					 severity_name(inc->peak_severity));
+	escape_json(&buf, composed_text(privileged, inc->subject, inc->dbid));
+	appendStringInfoString(&buf, ", \"evidence\": ");
+	escape_json(&buf, composed_text(privileged, inc->evidence, inc->dbid));
+	appendStringInfoString(&buf, "}, \"closed\": ");
+	if (inc->closed != 0)
+	{
+		appendStringInfoString(&buf, "{\"at\": ");
+		append_json_time(&buf, inc->closed);
+		appendStringInfoString(&buf, ", \"evidence\": ");
+		escape_json(&buf, composed_text(privileged, inc->last_evidence, inc->dbid));
+		appendStringInfoChar(&buf, '}');
+	}
+	else
+		appendStringInfoString(&buf, "null");
+	/* frozen is an object: its members follow ours. */
+	if (frozen[0] != '\0')
+		appendStringInfo(&buf, ", %s", frozen + 1);
+	else
+		appendStringInfoString(&buf, ", \"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}");
+	/* Said once at the top, for the reports: the reader's view is masked. */
+	if (!privileged)
+	{
+		buf.data[--buf.len] = '\0';
+		appendStringInfoString(&buf, ", \"masked\": true}");
+	}
+	return buf.data;
+}
+
+/* ---- the view ---- */
+
+
+
+PG_FUNCTION_INFO_V1(pg_contention_incidents);
+
+static const PgcResultColumn incidents_columns[] = {
+	{"id", INT8OID, PGC_SQL_V(1, 4)},
+	{"problem", TEXTOID, PGC_SQL_V(1, 4)},
+	{"peak_severity", TEXTOID, PGC_SQL_V(1, 4)},
+	{"subject", TEXTOID, PGC_SQL_V(1, 4)},
+	{"opened", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"peak", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"closed", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"evidence", TEXTOID, PGC_SQL_V(1, 4)},
+	{"resolution", TEXTOID, PGC_SQL_V(1, 4)},
+	{"details", JSONBOID, PGC_SQL_V(1, 4)},
+	{"severity", TEXTOID, PGC_SQL_V(1, 4)},
+	{"advice", TEXTOID, PGC_SQL_V(1, 4)},
+	{"last_seen", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+};
+static const PgcResultShape incidents_shape = {
+	"pg_contention_incidents", incidents_columns, lengthof(incidents_columns)
+};
+
+#define INCIDENT_COLS lengthof(incidents_columns)
+
+/*
+ * pg_contention_incidents(with_details, incident): every incident kept
+ * (incident 0), else the one with that id, newest first.  Masked as the
+ * live views mask, by the role each text came from: the subject, evidence
+ * and advice (composed by the worker from every role's statements) are
+ * shown to roles with pg_read_all_stats only, others get "<insufficient
+ * privilege>"; in details, each frozen statement and holder is shown to
+ * its own role too (details_text).  Being the role the finding names
+ * grants nothing about other roles.  The problem, severity, times and the
+ * resolution (pids, slot names, prepared transactions' gids: what the
+ * live views show everyone) are shown to all.  details, the costly column
+ * (its frozen document unpacked, checked and parsed: about 3 ms for a
+ * full one), is NULL without with_details, for the readers that count or
+ * list incidents.
+ */
+Datum
+pg_contention_incidents(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	Incident   *copy;
+	int			n = 0;
+	bool		with_details = PG_NARGS() < 1 || PG_GETARG_BOOL(0);
+	int64		only_id = PG_NARGS() > 1 ? PG_GETARG_INT64(1) : 0;
+	bool		privileged;
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &incidents_shape, &tupdesc);
+	privileged = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+
+	/*
+	 * Slots are copied under the lock (bounded: max_incidents), without
+	 * their frozen document when details are not asked for.
+	 */
+	copy = palloc_extended(mul_size(pgc_max_incidents, sizeof(Incident)),
+						   MCXT_ALLOC_HUGE);
+	LWLockAcquire(incidents->lock, LW_SHARED);
+	for (int i = 0; i < pgc_max_incidents; i++)
+		if (slots[i].id != 0 && (only_id == 0 || slots[i].id == only_id))
+			memcpy(&copy[n++], &slots[i],
+				   with_details ? sizeof(Incident) : offsetof(Incident, frozen));
+	LWLockRelease(incidents->lock);
+
+	/* Newest first. */
+	qsort(copy, n, sizeof(Incident), compare_incident_ids);
+	for (int k = n - 1; k >= 0; k--)
+	{
+		Incident   *inc = &copy[k];
+		Datum		values[INCIDENT_COLS] = {0};
+		bool		nulls[INCIDENT_COLS] = {0};
+		const char *sev;
+
+		values[0] = Int64GetDatum(inc->id);
+		values[1] = pgc_text_datum(inc->problem, inc->dbid);
+		values[2] = CStringGetTextDatum(severity_name(inc->peak_severity));
+		values[3] = pgc_masked_text_datum(privileged, inc->subject, inc->dbid);
+		values[4] = TimestampTzGetDatum(inc->opened);
+		values[5] = TimestampTzGetDatum(inc->peak);
+		values[6] = TimestampTzGetDatum(inc->closed);
+		nulls[6] = (inc->closed == 0);
+		values[7] = pgc_masked_text_datum(privileged, inc->evidence, inc->dbid);
+		if (inc->closed == 0 || inc->resolution[0] == '\0')
+			nulls[8] = true;
+		else
+			values[8] = pgc_text_datum(inc->resolution, inc->dbid);
+		if (!with_details)
+			nulls[9] = true;
+		else
+		{
+			/* In the reader's encoding, masked for the reader, then parsed. */
+			values[9] = DirectFunctionCall1(jsonb_in,
+											CStringGetDatum(details_text(inc, privileged)));
+		}
+		sev = inc->closed == 0 ? severity_name(inc->severity) : NULL;
+		if (sev)
+			values[10] = CStringGetTextDatum(sev);
+		else
+			nulls[10] = true;
+		values[11] = pgc_masked_text_datum(privileged, inc->advice, inc->dbid);
+		values[12] = TimestampTzGetDatum(inc->last_seen);
+		nulls[12] = (inc->last_seen == 0);
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	pfree(copy);
+	return (Datum) 0;
+}

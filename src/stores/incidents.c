@@ -1,0 +1,443 @@
+/*-------------------------------------------------------------------------
+ *
+ * incidents.c
+ *		Incidents: the findings, evaluated by the server itself every
+ *		pg_contention.incident_interval by a background worker ("pg_contention
+ *		incidents", connected to pg_contention.incident_database), opened
+ *		when a finding reaches warning or critical for a subject, escalated
+ *		when its severity rises, closed when it has been gone (or below
+ *		warning) for pg_contention.incident_close_after, with their evidence
+ *		frozen at open and at the peak.  The view pg_contention_incidents,
+ *		the store's section of the stores' file, and the LOG lines.
+ *
+ * Owns the incident store (ShmemInitStruct "pg_contention incidents": a
+ * header, then max_incidents fixed-size slots, each with its texts cut at
+ * fixed sizes and its frozen evidence compressed, see FrozenText) and its
+ * LWLock.
+ *
+ * Locking: the worker is the only writer of incidents (reset empties the
+ * store, the postmaster loads it before any process exists).  The worker
+ * evaluates without the lock (SPI, in its own transaction): it copies the
+ * open incidents' keys under the lock in shared mode, runs the queries,
+ * then takes the lock exclusively once to apply what it found (memcpy of
+ * bounded texts, nothing that can ERROR), and LOGs after releasing it.  A
+ * reset between the copy and the apply is seen through reset_generation:
+ * that evaluation's updates are dropped.  Readers copy the slots under
+ * the lock in shared mode and build rows after releasing it.  The
+ * sampler reads worker_pid without the lock (an aligned int written by
+ * the worker alone) to leave the worker's own samples out.
+ *
+ * What the worker runs is kept out of the stores it reads: it turns
+ * pg_contention.track_statements off for itself (no statement counted;
+ * jit too: compiling its queries costs more than running them),
+ * the sampler skips its pid, and pg_contention_horizon leaves out the
+ * process that reads it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "incidents_store.h"
+
+#include "common/pg_lzcompress.h"
+#include "mb/pg_wchar.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+
+IncidentsShared *incidents = NULL;
+Incident   *slots = NULL;
+
+/* ---- shared memory ---- */
+
+Size
+pgc_incidents_shmem_size(void)
+{
+	return add_size(MAXALIGN(sizeof(IncidentsShared)),
+					mul_size(pgc_max_incidents, sizeof(Incident)));
+}
+
+void
+pgc_incidents_shmem_init(LWLock *lock)
+{
+	bool		found;
+
+	incidents = ShmemInitStruct("pg_contention incidents",
+								pgc_incidents_shmem_size(), &found);
+	slots = (Incident *) ((char *) incidents + MAXALIGN(sizeof(IncidentsShared)));
+	if (!found)
+	{
+		memset(incidents, 0, pgc_incidents_shmem_size());
+		incidents->next_id = 1;
+	}
+	incidents->lock = lock;
+}
+
+void
+pgc_incidents_reset(void)
+{
+	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+	memset(slots, 0, mul_size(pgc_max_incidents, sizeof(Incident)));
+	incidents->next_id = 1;
+	incidents->evictions = 0;
+	incidents->not_opened = 0;
+	incidents->open_evictions = 0;
+	memset(incidents->opened, 0, sizeof(incidents->opened));
+	incidents->reset_generation++;
+	LWLockRelease(incidents->lock);
+}
+
+/* The worker's pid, for the sampler: an aligned int only the worker writes. */
+int
+pgc_incidents_worker_pid(void)
+{
+	if (incidents == NULL)
+		return 0;
+	return *((volatile int *) &incidents->worker_pid);
+}
+
+int
+counted_index(const char *problem)
+{
+	for (int i = 0; i < (int) NUM_COUNTED - 1; i++)
+		if (strcmp(problem, counted_problems[i]) == 0)
+			return i;
+	return NUM_COUNTED - 1;
+}
+
+/*
+ * For pg_contention_info: capacity, fill, evictions, and the incidents
+ * opened since the reset by problem and severity as a jsonb text
+ * ({"xmin_horizon_held": {"warning": 2, "critical": 0}, ...}: only the
+ * problems with any).
+ */
+void
+pgc_incidents_info(int *used, int64 *evictions, int64 *not_opened,
+				   int64 *open_evictions, char **opened_json)
+{
+	int64		opened[NUM_COUNTED][2];
+	StringInfoData buf;
+	bool		first = true;
+
+	*used = 0;
+	LWLockAcquire(incidents->lock, LW_SHARED);
+	for (int i = 0; i < pgc_max_incidents; i++)
+		if (slots[i].id != 0)
+			(*used)++;
+	*evictions = incidents->evictions;
+	*not_opened = incidents->not_opened;
+	*open_evictions = incidents->open_evictions;
+	memcpy(opened, incidents->opened, sizeof(opened));
+	LWLockRelease(incidents->lock);
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < (int) NUM_COUNTED; i++)
+	{
+		if (opened[i][0] == 0 && opened[i][1] == 0)
+			continue;
+		appendStringInfo(&buf, "%s\"%s\": {\"warning\": " INT64_FORMAT ", \"critical\": " INT64_FORMAT "}",
+						 first ? "" : ", ", counted_problems[i], opened[i][0], opened[i][1]);
+		first = false;
+	}
+	appendStringInfoChar(&buf, '}');
+	*opened_json = buf.data;
+}
+
+/* ---- texts ---- */
+
+const char *
+severity_name(int severity)
+{
+	switch (severity)
+	{
+		case SEV_INFO:
+			return "info";
+		case SEV_WARNING:
+			return "warning";
+		case SEV_CRITICAL:
+			return "critical";
+	}
+	return NULL;
+}
+
+int
+severity_from_name(const char *name)
+{
+	if (name == NULL)
+		return SEV_NONE;
+	if (strcmp(name, "critical") == 0)
+		return SEV_CRITICAL;
+	if (strcmp(name, "warning") == 0)
+		return SEV_WARNING;
+	return SEV_INFO;
+}
+
+/* Copy src into a slot's field of size "size", cut at a character boundary. */
+void
+put_text(char *dest, int size, const char *src)
+{
+	int			len;
+
+	if (src == NULL)
+		src = "";
+	len = strlen(src);
+	if (len >= size)
+		len = pg_mbcliplen(src, len, size - 1);
+	memcpy(dest, src, len);
+	dest[len] = '\0';
+}
+
+/*
+ * Keep a frozen document (shorter than FROZEN_LEN) in a slot's form:
+ * compressed when that makes it smaller, else as it is.  False when it
+ * fits neither way, or no memory was left for the work (out then holds
+ * none).  Nothing here can ERROR: the postmaster loads with it.
+ */
+bool
+pack_frozen(const char *text, FrozenText *out)
+{
+	int32		len = strlen(text);
+	char	   *buf = NULL;
+	int32		stored = -1;
+
+	out->len = 0;
+	out->stored = 0;
+	if (len == 0)
+		return true;
+	if (len >= FROZEN_LEN)
+		return false;
+	if (len > FROZEN_STORED_LEN / 4)
+		buf = palloc_extended(PGLZ_MAX_OUTPUT(len), MCXT_ALLOC_NO_OOM);
+	if (buf != NULL)
+		stored = pglz_compress(text, len, buf, PGLZ_strategy_default);
+	if (stored > 0 && stored < len && stored <= FROZEN_STORED_LEN)
+		memcpy(out->data, buf, stored);
+	else if (len <= FROZEN_STORED_LEN)
+		memcpy(out->data, text, stored = len);
+	else
+		stored = -1;
+	if (buf != NULL)
+		pfree(buf);
+	if (stored < 0)
+		return false;
+	out->len = len;
+	out->stored = stored;
+	return true;
+}
+
+/*
+ * A slot's frozen document as text, into dest (at least FROZEN_LEN
+ * bytes); "" if it has none.  The slot is this store's own writing, but
+ * its lengths are checked before use all the same.
+ */
+void
+unpack_frozen(const FrozenText *in, char *dest)
+{
+	dest[0] = '\0';
+	if (in->len <= 0 || in->len >= FROZEN_LEN ||
+		in->stored <= 0 || in->stored > Min(in->len, FROZEN_STORED_LEN))
+		return;
+	if (in->stored == in->len)
+		memcpy(dest, in->data, in->len);
+	else if (pglz_decompress(in->data, in->stored, dest, in->len, true) != in->len)
+	{
+		dest[0] = '\0';		/* it wrote some of it */
+		return;
+	}
+	dest[in->len] = '\0';
+}
+
+/*
+ * A text for a LOG line: on one line (control characters written as
+ * \xNN), at most 200 bytes, cut at a character boundary.
+ */
+char *
+log_text(const char *s)
+{
+	StringInfoData buf;
+	int			len = strlen(s);
+
+	if (len > 200)
+		len = pg_mbcliplen(s, len, 200);
+	initStringInfo(&buf);
+	for (int i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) s[i];
+
+		if (c < 0x20 || c == 0x7f)
+			appendStringInfo(&buf, "\\x%02x", c);
+		else
+			appendStringInfoChar(&buf, (char) c);
+	}
+	if (len < (int) strlen(s))
+		appendStringInfoString(&buf, "...");
+	return buf.data;
+}
+
+/*
+ * Is s one JSON value (RFC 8259, as jsonb_in reads it), nested at most
+ * 32 deep, with \u escapes of ASCII characters only and exponents of at
+ * most 4 digits (what the stored texts have: jsonb's output and
+ * escape_json's)?  Iterative: a damaged file's text cannot exhaust the stack.
+ * What loading checks before a text may reach jsonb_in in a view.
+ */
+bool
+json_valid(const char *s)
+{
+	char		stack[32];		/* '{' or '[' */
+	int			depth = 0;
+	bool		expect_value = true;	/* else a ',' or a closer */
+	bool		expect_key = false;
+	const char *p = s;
+
+#define SKIP_WS() while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++
+
+	for (;;)
+	{
+		SKIP_WS();
+		if (expect_value)
+		{
+			if (*p == '{' || *p == '[')
+			{
+				if (depth == lengthof(stack))
+					return false;
+				stack[depth++] = *p++;
+				SKIP_WS();
+				if ((stack[depth - 1] == '{' && *p == '}') ||
+					(stack[depth - 1] == '[' && *p == ']'))
+				{
+					p++;
+					depth--;
+					expect_value = false;
+				}
+				else
+					expect_key = (stack[depth - 1] == '{');
+				if (expect_key)
+				{
+					if (*p != '"')
+						return false;
+				}
+				if (!expect_value)
+					goto after_value;
+				continue;
+			}
+			if (*p == '"')
+			{
+				p++;
+				while (*p != '"')
+				{
+					if (*p == '\0' || (unsigned char) *p < 0x20)
+						return false;
+					if (*p == '\\')
+					{
+						p++;
+						if (*p == 'u')
+						{
+							unsigned int code = 0;
+
+							for (int i = 1; i <= 4; i++)
+							{
+								char		c = p[i];
+
+								if (!isxdigit((unsigned char) c))
+									return false;
+								code = code * 16 + (isdigit((unsigned char) c) ? c - '0' :
+													(tolower((unsigned char) c) - 'a' + 10));
+							}
+							/* ASCII only: others fail in a non-UTF-8 database. */
+							if (code == 0 || code >= 0x80)
+								return false;
+							p += 4;
+						}
+						else if (strchr("\"\\/bfnrt", *p) == NULL || *p == '\0')
+							return false;
+					}
+					p++;
+				}
+				p++;
+				if (expect_key)
+				{
+					SKIP_WS();
+					if (*p++ != ':')
+						return false;
+					expect_key = false;
+					continue;	/* the member's value */
+				}
+			}
+			else if (strncmp(p, "true", 4) == 0)
+				p += 4;
+			else if (strncmp(p, "false", 5) == 0)
+				p += 5;
+			else if (strncmp(p, "null", 4) == 0)
+				p += 4;
+			else if (*p == '-' || isdigit((unsigned char) *p))
+			{
+				if (*p == '-')
+					p++;
+				if (!isdigit((unsigned char) *p))
+					return false;
+				if (*p == '0')
+					p++;
+				else
+					while (isdigit((unsigned char) *p))
+						p++;
+				if (*p == '.')
+				{
+					p++;
+					if (!isdigit((unsigned char) *p))
+						return false;
+					while (isdigit((unsigned char) *p))
+						p++;
+				}
+				if (*p == 'e' || *p == 'E')
+				{
+					p++;
+					if (*p == '+' || *p == '-')
+						p++;
+					if (!isdigit((unsigned char) *p))
+						return false;
+					/* At most 4 digits: within numeric's range. */
+					for (int i = 0; isdigit((unsigned char) *p); i++, p++)
+						if (i == 4)
+							return false;
+				}
+			}
+			else
+				return false;
+			expect_value = false;
+		}
+after_value:
+		SKIP_WS();
+		if (depth == 0)
+			return *p == '\0';
+		if (*p == ',')
+		{
+			p++;
+			expect_value = true;
+			if (stack[depth - 1] == '{')
+			{
+				SKIP_WS();
+				if (*p != '"')
+					return false;
+				expect_key = true;
+			}
+			continue;
+		}
+		if ((stack[depth - 1] == '{' && *p == '}') ||
+			(stack[depth - 1] == '[' && *p == ']'))
+		{
+			p++;
+			depth--;
+			goto after_value;
+		}
+		return false;
+	}
+#undef SKIP_WS
+}
+
+int
+compare_incident_ids(const void *a, const void *b)
+{
+	int64		ia = ((const Incident *) a)->id;
+	int64		ib = ((const Incident *) b)->id;
+
+	return (ia > ib) - (ia < ib);
+}

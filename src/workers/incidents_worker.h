@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * incidents_worker.h
+ *		What the incidents worker's two files share: a finding of one
+ *		evaluation, the copies of the open and recently closed incidents it
+ *		judges them against, and the planning of openings
+ *		(incident_plan.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGC_INCIDENTS_WORKER_H
+#define PGC_INCIDENTS_WORKER_H
+
+#include "../stores/incidents_store.h"
+
+/* A finding of one evaluation, in the worker's evaluation context. */
+typedef struct Found
+{
+	char	   *problem;
+	int			severity;
+	char	   *subject;
+	char	   *evidence;
+	char	   *advice;
+	char	   *details;
+	char	   *key;
+	Oid			culprit;
+	TimestampTz since;			/* 0: unknown */
+	bool		cause_gone;		/* what it describes is over (key.sql) */
+	char	   *touched;		/* what it is about within its key, or NULL */
+	int			members;		/* findings of its key it stands for */
+	/* What the evaluation decided. */
+	int64		match_id;		/* the open incident it belongs to, or 0 */
+	bool		open;			/* opens a new incident */
+	bool		escalate;		/* raises match_id's peak */
+	bool		refused;		/* would open, but no slot is its to take */
+	int64		evict_id;		/* opens in this open incident's slot */
+	FrozenText *frozen;
+} Found;
+
+/* A closed incident, as the evaluation copied it. */
+typedef struct ClosedCopy
+{
+	char		problem[PROBLEM_LEN];
+	char		key[KEY_LEN];
+	TimestampTz closed;
+} ClosedCopy;
+
+/* An open incident, as the evaluation copied it. */
+typedef struct OpenCopy
+{
+	int64		id;
+	char		problem[PROBLEM_LEN];
+	char		key[KEY_LEN];
+	int			peak_severity;
+	Oid			culprit;
+	TimestampTz opened;
+	TimestampTz last_seen;
+	bool		seen;			/* at warning or above this time */
+	bool		close;
+	bool		evicted;		/* gives its slot to another role's */
+	char	   *finding;		/* for the resolution query */
+	char	   *resolution;
+} OpenCopy;
+
+/* incident_plan.c */
+extern int group_findings(Found *found, int nfound);
+extern OpenCopy *continues_incident(const Found *f, OpenCopy *open, int nopen);
+extern void plan_openings(Found *found, int nfound, OpenCopy *open, int nopen, int room);
+
+#endif							/* PGC_INCIDENTS_WORKER_H */
