@@ -289,7 +289,7 @@ ok($chart_max{overflowed} >= 1, 'the overflowed-backends chart shows the overflo
 ok($chart_max{lookups} > 0, 'the lookups chart shows the pg_subtrans lookups');
 ok($chart_max{horizon} >= 100, 'the horizon chart shows the held horizon\'s age');
 ok($chart_max{active} > 0, 'the wait-class chart shows active backends');
-like($page, qr{<g class="series" data-series="(LWLock|CPU)" data-max="[1-9]}, 'a wait class is stacked');
+like($page, qr{<g class="series" data-series="[^"]+" data-max="[1-9]}, 'a wait class is stacked');
 # (Server text among the page's own words in a <bdi>, isolated from its direction.)
 like($page, qr{<section class="finding critical"><h3><span class="sev">critical</span> <bdi>dead_tuple_index_scan</bdi></h3>},
 	'the critical finding is on the page');

@@ -12,6 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test ();
 
 my $python = -x '/usr/bin/python3' ? '/usr/bin/python3' : 'python3';
 if (system($python, '-c', 'import psycopg') != 0)

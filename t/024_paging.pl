@@ -20,6 +20,9 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/lib";
+use PgContention::Test ();
 
 my $node = PostgreSQL::Test::Cluster->new('paging');
 $node->init;

@@ -195,7 +195,7 @@ run_in() {
 	mount --bind "$top" "$dir/pgc" && mounted+=("$dir/pgc")
 	# The checkout is bound read-write but never written: the suite copies it.
 	chroot "$dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C HOME=/root \
-		PGC_KEEP="${PGC_KEEP:-}" PROVE_TESTS="${PROVE_TESTS:-}" "$@"
+		PGC_KEEP="${PGC_KEEP:-}" PROVE_TESTS="${PROVE_TESTS:-}" PGC_PROVE_JOBS="${PGC_PROVE_JOBS:-}" "$@"
 }
 
 case "${1:-}" in

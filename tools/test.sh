@@ -5,15 +5,13 @@
 #                          then the whole suite (regression, isolation, TAP)
 #                          on this machine's own PostgreSQL (15 on Debian 12);
 #                          about 8 minutes on 2 cores
-#   tools/test.sh --all    the matrix, which CI runs (.ci/run): the same, then
-#                          PostgreSQL 13, 17 and 18 in Debian chroots,
-#                          PostgreSQL 15's own regression and isolation
-#                          schedules with and without pg_contention, the suite
-#                          and sqlsmith on an assertion-enabled 15, and the
-#                          Debian package built, installed, tested, removed;
-#                          in three lanes side by side (the parts spend most
-#                          of their time waiting for their servers), about
-#                          30 minutes on 2 cores
+#   tools/test.sh --all    the matrix, which CI runs (.ci/run): the tree
+#                          checks, the suite on PostgreSQL 13, 17 and 18 in
+#                          Debian chroots and on an assertion-enabled 15 with
+#                          sqlsmith, PostgreSQL 15's own regression and
+#                          isolation schedules with and without pg_contention,
+#                          and the Debian package built, installed, tested,
+#                          removed; in two lanes side by side
 #
 #   PGC_PG_VERSIONS="13 17" tools/test.sh --all   only those versions
 #   PGC_CORE=0, PGC_CASSERT=0, PGC_PACKAGE=0      --all without that part
@@ -169,14 +167,15 @@ else
 	# once.
 	export PG_TEST_PORT_DIR=$results/portlock
 	mkdir -p "$PG_TEST_PORT_DIR" && chmod 1777 "$PG_TEST_PORT_DIR" "$results"
-	lane_host=() lane_chroots=() lane_cassert=()
-	n=10
-	for v in $versions; do
-		n=$((n + 1))
-		if [ "$v" = "$host_version" ]; then lane_host+=("$n:$v"); else lane_chroots+=("$n:$v"); fi
-	done
-	native15=0
-	[[ " $versions " == *" 15 "* ]] && [ "$host_version" = 15 ] && native15=1
+	# Two lanes, each running its TAP scripts one at a time
+	# (PGC_PROVE_JOBS=1): two scripts at a time on the machine, as the
+	# quick loop runs them.  PostgreSQL 15's suite runs on the
+	# assertion-enabled build (the same tests, and the server's assertions
+	# besides); Debian's own 15 is what the package part and PostgreSQL's
+	# schedules run against, and what tools/test.sh runs.  PGC_CASSERT=0
+	# runs Debian's 15 in its place.
+	export PGC_PROVE_JOBS=${PGC_PROVE_JOBS:-1}
+	lane_a=() lane_b=()
 	lane() {	# N:MAJOR or N:PART...
 		local item
 		for item in "$@"; do
@@ -188,17 +187,28 @@ else
 			esac
 		done
 	}
-	if [ "$native15" -eq 1 ]; then
-		[ "${PGC_CORE:-1}" != 0 ] && lane_host+=("20:core")
-		[ "${PGC_PACKAGE:-1}" != 0 ] && lane_host+=("22:package")
-		[ "${PGC_CASSERT:-1}" != 0 ] && lane_cassert+=("21:cassert")
+	native15=0
+	[ "$host_version" = 15 ] && native15=1
+	n=10
+	for v in $versions; do
+		n=$((n + 1))
+		case "$v" in
+			15)
+				if [ "$native15" -eq 1 ] && [ "${PGC_CASSERT:-1}" != 0 ]; then
+					lane_a+=("$n:cassert")
+				else
+					lane_a+=("$n:$v")
+				fi ;;
+			18) lane_a+=("$n:$v") ;;
+			*) lane_b+=("$n:$v") ;;
+		esac
+	done
+	if [[ " $versions " == *" 15 "* ]] && [ "$native15" -eq 1 ]; then
+		[ "${PGC_PACKAGE:-1}" != 0 ] && lane_a+=("22:package")
+		[ "${PGC_CORE:-1}" != 0 ] && lane_b+=("20:core")
 	fi
-	# The longest lane first: the chroots' versions; the host's version
-	# with the core schedules and the package (which installs into the
-	# system's PostgreSQL, so after the host's suite); the assertion build.
-	[ ${#lane_chroots[@]} -gt 0 ] && lane "${lane_chroots[@]}" &
-	[ ${#lane_host[@]} -gt 0 ] && lane "${lane_host[@]}" &
-	[ ${#lane_cassert[@]} -gt 0 ] && lane "${lane_cassert[@]}" &
+	[ ${#lane_a[@]} -gt 0 ] && lane "${lane_a[@]}" &
+	[ ${#lane_b[@]} -gt 0 ] && lane "${lane_b[@]}" &
 	wait
 	log "all parts ended in $(($(date +%s) - started)) s"
 fi

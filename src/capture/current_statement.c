@@ -66,7 +66,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "capture.h"
 
 #include "access/xact.h"
 #include "miscadmin.h"

@@ -40,7 +40,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "capture.h"
 
 #include "access/parallel.h"
 #include "access/xact.h"

@@ -47,7 +47,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "capture.h"
 
 #include "executor/instrument.h"
 #include "nodes/execnodes.h"

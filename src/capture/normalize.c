@@ -37,7 +37,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "capture.h"
 
 #include "common/keywords.h"
 #include "mb/pg_wchar.h"

@@ -15,6 +15,7 @@
  *-------------------------------------------------------------------------
  */
 #include "../stores/events_store.h"
+#include "capture.h"
 
 #include "access/transam.h"
 #include "access/xact.h"

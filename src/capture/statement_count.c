@@ -14,6 +14,7 @@
  *-------------------------------------------------------------------------
  */
 #include "../stores/statements_store.h"
+#include "capture.h"
 
 #include "access/xact.h"
 #include "common/hashfn.h"

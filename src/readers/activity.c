@@ -10,7 +10,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "readers.h"
 
 #include "catalog/pg_authid.h"
 #include "mb/pg_wchar.h"
@@ -111,7 +111,7 @@ pgc_collect_backends(int *n)
 	int			nbackends = pgstat_fetch_stat_numbackends();
 	PgcBackend *backends = palloc(sizeof(PgcBackend) * Max(nbackends, 1));
 	int			count = 0;
-	int			incidents_pid = pgc_incidents_worker_pid();
+	int			incidents_pid = pgc_own_pid(PGC_WORKER_INCIDENTS);
 
 	for (int i = 1; i <= nbackends; i++)
 	{

@@ -20,7 +20,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "readers.h"
 
 #include "miscadmin.h"
 #include "utils/builtins.h"

@@ -13,7 +13,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "readers.h"
 
 #include "access/transam.h"
 #include "catalog/pg_type.h"

@@ -11,6 +11,7 @@
  *-------------------------------------------------------------------------
  */
 #include "../stores/incidents_store.h"
+#include "readers.h"
 
 #include "catalog/pg_authid.h"
 #include "funcapi.h"

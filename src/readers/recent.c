@@ -13,6 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "../stores/statements_store.h"
+#include "readers.h"
 
 #include <ctype.h>
 
@@ -192,18 +193,6 @@ recent_cache_gone(void *arg)
 	cache->rows = NIL;
 }
 
-/*
- * The worst execution's constants, masked like the query text: NULL when
- * none were kept.
- */
-void
-put_literals(const char *literals, bool visible, Oid dbid, Datum *values,
-			 bool *nulls, int col)
-{
-	nulls[col] = literals[0] == '\0';
-	if (!nulls[col])
-		values[col] = pgc_masked_text_datum(visible, literals, dbid);
-}
 
 /* One index's executions in the periods: columns col to col + 10. */
 static void

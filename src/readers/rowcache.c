@@ -18,7 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "readers.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"

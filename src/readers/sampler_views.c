@@ -14,7 +14,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "readers.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

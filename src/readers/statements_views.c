@@ -10,12 +10,26 @@
  *-------------------------------------------------------------------------
  */
 #include "../stores/statements_store.h"
+#include "readers.h"
 
 #include "funcapi.h"
 #include "utils/builtins.h"
 PG_FUNCTION_INFO_V1(pg_contention_statements);
 PG_FUNCTION_INFO_V1(pg_contention_index_scans);
 
+
+/*
+ * The worst execution's constants, masked like the query text: NULL when
+ * none were kept.
+ */
+void
+put_literals(const char *literals, bool visible, Oid dbid, Datum *values,
+			 bool *nulls, int col)
+{
+	nulls[col] = literals[0] == '\0';
+	if (!nulls[col])
+		values[col] = pgc_masked_text_datum(visible, literals, dbid);
+}
 
 /*
  * The key columns both views start with: user, database, and the query id,

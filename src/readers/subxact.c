@@ -13,6 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "../stores/events_store.h"
+#include "readers.h"
 
 #include "access/transam.h"
 #include "catalog/pg_type.h"

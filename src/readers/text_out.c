@@ -31,7 +31,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "readers.h"
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"

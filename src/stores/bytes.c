@@ -24,7 +24,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "stores.h"
 
 #include <unistd.h>
 

@@ -16,6 +16,7 @@
  *-------------------------------------------------------------------------
  */
 #include "events_store.h"
+#include "stores.h"
 
 #include "storage/shmem.h"
 

@@ -10,6 +10,7 @@
  *-------------------------------------------------------------------------
  */
 #include "events_store.h"
+#include "stores.h"
 
 /* A saved event: its fixed part, then its text. */
 uint32

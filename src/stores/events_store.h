@@ -13,7 +13,7 @@
 #ifndef PGC_EVENTS_STORE_H
 #define PGC_EVENTS_STORE_H
 
-#include "pg_contention.h"
+#include "stores.h"
 
 /* One overflow event (a ring slot); query[] has max_query_length bytes. */
 typedef struct OverflowEvent

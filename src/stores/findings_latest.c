@@ -32,7 +32,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "stores.h"
 
 #include "catalog/pg_authid.h"
 #include "funcapi.h"

@@ -24,8 +24,8 @@
  * reset between the copy and the apply is seen through reset_generation:
  * that evaluation's updates are dropped.  Readers copy the slots under
  * the lock in shared mode and build rows after releasing it.  The
- * sampler reads worker_pid without the lock (an aligned int written by
- * the worker alone) to leave the worker's own samples out.
+ * sampler and the views of backends leave the worker out by its pid
+ * (pgc_own_pid, stores/shmem.c).
  *
  * What the worker runs is kept out of the stores it reads: it turns
  * pg_contention.track_statements off for itself (no statement counted;
@@ -36,6 +36,7 @@
  *-------------------------------------------------------------------------
  */
 #include "incidents_store.h"
+#include "stores.h"
 
 #include "common/pg_lzcompress.h"
 #include "mb/pg_wchar.h"
@@ -84,14 +85,6 @@ pgc_incidents_reset(void)
 	LWLockRelease(incidents->lock);
 }
 
-/* The worker's pid, for the sampler: an aligned int only the worker writes. */
-int
-pgc_incidents_worker_pid(void)
-{
-	if (incidents == NULL)
-		return 0;
-	return *((volatile int *) &incidents->worker_pid);
-}
 
 int
 counted_index(const char *problem)

@@ -12,6 +12,7 @@
  *-------------------------------------------------------------------------
  */
 #include "incidents_store.h"
+#include "stores.h"
 
 #include "utils/builtins.h"
 

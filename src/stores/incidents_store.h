@@ -14,7 +14,7 @@
 #ifndef PGC_INCIDENTS_STORE_H
 #define PGC_INCIDENTS_STORE_H
 
-#include "pg_contention.h"
+#include "stores.h"
 
 /* Severities as stored: 0 none (NULL), then info, warning, critical. */
 #define SEV_NONE		0
@@ -96,7 +96,6 @@ typedef struct Incident
 typedef struct IncidentsShared
 {
 	LWLock	   *lock;
-	int			worker_pid;		/* 0: not running */
 	uint64		reset_generation;
 	int64		next_id;
 	int64		evictions;		/* closed incidents evicted */

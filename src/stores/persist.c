@@ -65,7 +65,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "stores.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -15,6 +15,7 @@
  *-------------------------------------------------------------------------
  */
 #include "sampler_store.h"
+#include "stores.h"
 
 #include "miscadmin.h"
 #include "storage/latch.h"

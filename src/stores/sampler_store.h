@@ -14,7 +14,7 @@
 #ifndef PGC_SAMPLER_STORE_H
 #define PGC_SAMPLER_STORE_H
 
-#include "pg_contention.h"
+#include "stores.h"
 
 #include "storage/latch.h"
 

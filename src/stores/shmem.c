@@ -35,7 +35,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "stores.h"
 
 #include <unistd.h>
 
@@ -50,6 +50,7 @@ typedef struct RegistryHeader
 	slock_t		mutex;
 	TimestampTz started_at;
 	TimestampTz stats_reset;	/* last pg_contention_reset(), or start */
+	int			own_pids[PGC_NUM_WORKERS];	/* 0: not running */
 } RegistryHeader;
 
 void	   *pgc_shared = NULL;
@@ -125,6 +126,7 @@ pgc_shmem_startup(void)
 		SpinLockInit(&header->mutex);
 		header->started_at = GetCurrentTimestamp();
 		header->stats_reset = header->started_at;
+		memset(header->own_pids, 0, sizeof(header->own_pids));
 	}
 	locks = GetNamedLWLockTranche(PGC_TRANCHE_NAME);
 	for (int i = 0; i < pgc_num_stores; i++)
@@ -287,4 +289,33 @@ pg_contention_info(PG_FUNCTION_ARGS)
 		values[16] = Int64GetDatum(open_evictions);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+
+/*
+ * Which process runs one of pg_contention's workers (0: none).  Read
+ * without a lock by anyone, written only by the worker itself at its start
+ * and exit: an aligned int, so a reader sees the old pid or the new one,
+ * and a pid seen a moment late only leaves one sample of the worker in or
+ * out.
+ */
+int
+pgc_own_pid(PgcWorker which)
+{
+	RegistryHeader *header = (RegistryHeader *) pgc_shared;
+
+	if (header == NULL)
+		return 0;
+	return *((volatile int *) &header->own_pids[which]);
+}
+
+void
+pgc_set_own_pid(PgcWorker which, int pid)
+{
+	RegistryHeader *header = (RegistryHeader *) pgc_shared;
+
+	Assert(which >= 0 && which < PGC_NUM_WORKERS);
+	Assert(pid == 0 || pid == MyProcPid);
+	if (header != NULL)
+		*((volatile int *) &header->own_pids[which]) = pid;
 }

@@ -55,6 +55,7 @@
  *-------------------------------------------------------------------------
  */
 #include "statements_store.h"
+#include "stores.h"
 
 #include <ctype.h>
 

@@ -10,6 +10,7 @@
  *-------------------------------------------------------------------------
  */
 #include "statements_store.h"
+#include "stores.h"
 
 #include "utils/memutils.h"
 

@@ -12,6 +12,7 @@
  *-------------------------------------------------------------------------
  */
 #include "statements_store.h"
+#include "stores.h"
 
 #include "common/hashfn.h"
 

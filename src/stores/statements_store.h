@@ -16,7 +16,7 @@
 #ifndef PGC_STATEMENTS_STORE_H
 #define PGC_STATEMENTS_STORE_H
 
-#include "pg_contention.h"
+#include "stores.h"
 
 #include "utils/hsearch.h"
 

@@ -16,7 +16,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "stores.h"
 
 const PgcStore pgc_stores[] = {
 	{

@@ -12,6 +12,7 @@
  *-------------------------------------------------------------------------
  */
 #include "incidents_worker.h"
+#include "workers.h"
 
 #include "utils/json.h"
 

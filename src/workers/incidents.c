@@ -24,8 +24,8 @@
  * reset between the copy and the apply is seen through reset_generation:
  * that evaluation's updates are dropped.  Readers copy the slots under
  * the lock in shared mode and build rows after releasing it.  The
- * sampler reads worker_pid without the lock (an aligned int written by
- * the worker alone) to leave the worker's own samples out.
+ * sampler and the views of backends leave the worker out by its pid
+ * (pgc_own_pid, stores/shmem.c).
  *
  * What the worker runs is kept out of the stores it reads: it turns
  * pg_contention.track_statements off for itself (no statement counted;
@@ -36,6 +36,7 @@
  *-------------------------------------------------------------------------
  */
 #include "incidents_worker.h"
+#include "workers.h"
 
 #include <limits.h>
 
@@ -171,15 +172,6 @@ incidents_sigint(SIGNAL_ARGS)
 {
 	if (evaluating)
 		StatementCancelHandler(postgres_signal_arg);
-}
-
-static void
-incidents_exit(int code, Datum arg)
-{
-	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
-	if (incidents->worker_pid == MyProcPid)
-		incidents->worker_pid = 0;
-	LWLockRelease(incidents->lock);
 }
 
 static char *
@@ -867,21 +859,8 @@ pgc_incidents_main(Datum main_arg)
 {
 	TimestampTz next;
 
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, incidents_sigterm);
-	pqsignal(SIGINT, incidents_sigint);
-	BackgroundWorkerUnblockSignals();
-
-	if (pgc_shared == NULL || incidents == NULL)
-	{
-		ereport(LOG,
-				(errmsg("pg_contention incidents not started: the library was not preloaded as \"pg_contention\""),
-				 errhint("List it as pg_contention in shared_preload_libraries.")));
-		proc_exit(0);
-	}
-
-	BackgroundWorkerInitializeConnection(pgc_incident_database, NULL, 0);
-	pgstat_report_appname("pg_contention incidents");
+	pgc_worker_start(PGC_WORKER_INCIDENTS, "pg_contention incidents", incidents != NULL,
+					 pgc_incident_database, incidents_sigterm, incidents_sigint);
 	/* Its own statements are not the workload's: counted nowhere. */
 	SetConfigOption("pg_contention.track_statements", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "pg_contention incidents", PGC_USERSET, PGC_S_OVERRIDE);
@@ -906,10 +885,6 @@ pgc_incidents_main(Datum main_arg)
 	eval_context = AllocSetContextCreate(TopMemoryContext,
 										 "pg_contention incidents",
 										 ALLOCSET_DEFAULT_SIZES);
-	before_shmem_exit(incidents_exit, (Datum) 0);
-	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
-	incidents->worker_pid = MyProcPid;
-	LWLockRelease(incidents->lock);
 
 	next = GetCurrentTimestamp();
 	for (;;)

@@ -12,6 +12,7 @@
 #define PGC_INCIDENTS_WORKER_H
 
 #include "../stores/incidents_store.h"
+#include "workers.h"
 
 /* A finding of one evaluation, in the worker's evaluation context. */
 typedef struct Found

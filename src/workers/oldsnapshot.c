@@ -24,7 +24,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "pg_contention.h"
+#include "workers.h"
 
 #include <math.h>
 

@@ -47,6 +47,7 @@
  *-------------------------------------------------------------------------
  */
 #include "../stores/sampler_store.h"
+#include "workers.h"
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -318,7 +319,7 @@ gather_tick(int *idle, int *overflowed)
 	uint32		nprocs = ProcGlobal->allProcCount;
 	int			slots = pgc_query_id_slots();
 	uint32		clients = (uint32) Min(Min(MaxConnections, slots), (int) nprocs);
-	int			incidents_pid = pgc_incidents_worker_pid();
+	int			incidents_pid = pgc_own_pid(PGC_WORKER_INCIDENTS);
 	int			n = 0;
 
 	*idle = 0;
@@ -943,33 +944,14 @@ pgc_sampler_main(Datum main_arg)
 	TimestampTz next_tick;
 	TimestampTz next_save;
 
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	/*
 	 * SIGTERM (shutdown, or pg_terminate_backend): leave quietly at the next
 	 * loop, with code 1 so that the postmaster starts the worker again
 	 * unless the server is stopping; die() would log a FATAL at every
 	 * shutdown.  pg_cancel_backend() has no statement to cancel here.
 	 */
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-	pqsignal(SIGINT, SIG_IGN);
-	BackgroundWorkerUnblockSignals();
-
-	/*
-	 * The worker loads the library as "pg_contention"; if the server
-	 * preloaded it under another path, this is a second copy without the
-	 * shared state.  Exit 0: the postmaster will not restart it.
-	 */
-	if (pgc_shared == NULL || sampler == NULL)
-	{
-		ereport(LOG,
-				(errmsg("pg_contention sampler not started: the library was not preloaded as \"pg_contention\""),
-				 errhint("List it as pg_contention in shared_preload_libraries.")));
-		proc_exit(0);
-	}
-
-	/* No database: only shared memory and the statistics are needed. */
-	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	pgstat_report_appname("pg_contention sampler");
+	pgc_worker_start(PGC_WORKER_SAMPLER, "pg_contention sampler", sampler != NULL,
+					 NULL, SignalHandlerForShutdownRequest, SIG_IGN);
 
 	tick_samples = MemoryContextAlloc(TopMemoryContext,
 									  sizeof(TickSample) * ProcGlobal->allProcCount);

@@ -8,7 +8,8 @@
 #   use lib "$FindBin::RealBin/lib";
 #   use PgContention::Test qw(run_client find_program);
 #
-# Nothing is exported unless asked for.  The helpers wait by polling, never
+# Loading it makes every background psql session restart its timeout
+# before each query (see below).  Nothing is exported unless asked for.  The helpers wait by polling, never
 # by sleeping, and assert nothing themselves: each test keeps its own
 # checks.
 #
@@ -77,6 +78,22 @@ use Encode qw(decode_utf8);
 use Exporter 'import';
 use IPC::Run;
 use Time::HiRes ();
+use PostgreSQL::Test::Cluster;
+
+# Every background psql session restarts its timeout before each query, as
+# one that is not long-lived would have it: a session that holds a
+# transaction across a test's slow part (on a loaded machine, minutes)
+# must not time out at its next query for the minutes it waited.  Loading
+# this module is enough.
+{
+	no warnings 'redefine';
+	my $background_psql = \&PostgreSQL::Test::Cluster::background_psql;
+	*PostgreSQL::Test::Cluster::background_psql = sub {
+		my $session = $background_psql->(@_);
+		$session->set_query_timer_restart if $session->can('set_query_timer_restart');
+		return $session;
+	};
+}
 
 our @EXPORT_OK = qw(subtrans_only_differences wait_for_log_line run_client client_on_terminal find_program screen_columns
   savepoint_script finding history_settled wait_ticks evaluated_twice crash_recovered missing_test_module crc32c);

@@ -1,24 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * pg_contention.c
- *		Module entry point: settings, hook registration, the shared memory
- *		request and the sampler's registration.
+ * settings.c
+ *		The pg_contention.* settings: their variables and their
+ *		definitions, with their ranges, contexts and units.
  *
- * Owns the pg_contention.* settings.  Everything here runs in the
- * postmaster at start-up, so there is no locking.
+ * Owns the settings.  They are defined in the postmaster at start-up
+ * (_PG_init), so there is no locking; each process reads its own copy.
  *
  *-------------------------------------------------------------------------
  */
 #include "pg_contention.h"
 
 #include <limits.h>
-
-#include "postmaster/bgworker.h"
-#include "storage/ipc.h"
-
-PGC_MODULE_MAGIC;
-
-PGDLLEXPORT void _PG_init(void);
 
 int			pgc_max_query_length = 1024;
 int			pgc_max_events = 1000;
@@ -60,30 +53,7 @@ static int	old_snapshot_probe_critical = 1000;
 static double old_snapshot_held_warning = 5.0;
 static double old_snapshot_held_critical = 15.0;
 
-#ifdef PGC_HAVE_SHMEM_REQUEST_HOOK
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-#ifdef PGC_HAVE_SHMEM_REQUEST_HOOK
-static void
-pgc_shmem_request_hook(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	pgc_shmem_request();
-}
-#endif
-
-static void
-pgc_shmem_startup_hook(void)
-{
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	pgc_shmem_startup();
-}
-
-static void
+void
 pgc_define_settings(void)
 {
 	DefineCustomIntVariable("pg_contention.max_query_length",
@@ -375,62 +345,4 @@ pgc_define_settings(void)
 							   NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_contention");
-}
-
-/*
- * Register one of the library's background workers: connected to shared
- * memory and (the function's choice) a database, started once the server
- * is consistent (on a hot standby too), restarted restart_seconds after it
- * exits.
- */
-void
-pgc_register_worker(const char *function, const char *name, int restart_seconds)
-{
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_ConsistentState;
-	worker.bgw_restart_time = restart_seconds;
-	strlcpy(worker.bgw_library_name, "pg_contention", sizeof(worker.bgw_library_name));
-	strlcpy(worker.bgw_function_name, function, sizeof(worker.bgw_function_name));
-	strlcpy(worker.bgw_name, name, sizeof(worker.bgw_name));
-	strlcpy(worker.bgw_type, name, sizeof(worker.bgw_type));
-	RegisterBackgroundWorker(&worker);
-}
-
-void
-_PG_init(void)
-{
-	/*
-	 * Without shared_preload_libraries there is no shared memory to work
-	 * with.  Do not error: CREATE EXTENSION must still succeed, and every
-	 * SQL function then explains what is missing (pgc_require_loaded).
-	 */
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
-	pgc_define_settings();
-
-	/*
-	 * Statements are identified by the server's query id; with
-	 * compute_query_id = auto (the default) it is computed only when a
-	 * module asks, as pg_stat_statements does.  PG13 gets a fallback.
-	 */
-	pgc_compat_init();
-
-#ifdef PGC_HAVE_SHMEM_REQUEST_HOOK
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = pgc_shmem_request_hook;
-#else
-	pgc_shmem_request();
-#endif
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = pgc_shmem_startup_hook;
-
-	pgc_hooks_install();
-	pgc_current_statement_init();
-	pgc_subxact_init();
-	pgc_sampler_register();
-	pgc_incidents_register();
 }

@@ -1,0 +1,155 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture.h
+ *		What the files of capture/ share: the executor's and the
+ *		transaction's path in every backend (hooks.c), the statement being
+ *		run (current_statement.c), its index scans (indexscan.c), its
+ *		counting (statement_count.c), overflows (overflow.c) and constants
+ *		(normalize.c).  The rest of the module sees capture/ through
+ *		pg_contention.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PGC_CAPTURE_H
+#define PGC_CAPTURE_H
+
+#include "pg_contention.h"
+
+/* ---- current_statement.c: the top-level statement this backend runs ---- */
+
+extern void pgc_statement_begin(int64 query_id, const char *source_text,
+								int stmt_location, int stmt_len,
+								bool ends_at_executor_end);
+
+extern bool pgc_client_utility_running;
+
+extern void pgc_statement_ended(void);
+
+extern void pgc_statement_end_utility(bool ends_transaction);
+
+extern void pgc_transaction_end(bool aborted);
+
+extern bool pgc_current_statement(int64 *query_id, int *stmt_location,
+								  int *stmt_len);
+
+/*
+ * At every ExecutorEnd: did the noted top-level statement's executor end
+ * (inside a transaction block; see current_statement.c)?  Inline, with the
+ * one variable it needs exported: this runs for every statement at every
+ * nesting level.
+ */
+extern const char *pgc_executor_end_text;
+
+static inline void
+pgc_statement_end(const char *source_text)
+{
+	if (unlikely(source_text == pgc_executor_end_text))
+		pgc_statement_ended();
+}
+
+/* ---- normalize.c: statement texts with constants replaced, and one
+ * execution's constants ---- */
+
+/*
+ * Write into out (outsize bytes, always terminated) the text of
+ * source_text[location, location + len) with each constant replaced by $n,
+ * as pg_stat_statements shows statements.  len < 0: to the end.
+ */
+extern void pgc_normalize_query(const char *source_text, int location, int len,
+								char *out, int outsize);
+
+/*
+ * Write into out (PGC_LITERALS_LEN bytes) the constants one execution ran
+ * with: its bind parameters, or the literals of its text, numbered as the
+ * normalised text numbers them.  Empty when there are none.  May call
+ * output functions: never under a spinlock or an LWLock.
+ */
+extern void pgc_execution_literals(QueryDesc *queryDesc, char *out);
+
+/* ---- statements.c: the statement hash ---- */
+
+#define PGC_SCAN_INDEX		1
+
+#define PGC_SCAN_INDEX_ONLY	2
+
+#define PGC_SCAN_BITMAP		3
+
+#define PGC_SCAN_MIXED		4	/* scanned by nodes of different kinds */
+
+typedef struct PgcIndexDelta
+{
+	Oid			indexoid;
+	uint8		kind;
+	bool		heap_measured;	/* bitmap: "fetched" is the heap's count */
+	int64		returned;		/* entries the index returned */
+	int64		fetched;		/* heap tuples found visible */
+	int64		lossy_pages;	/* bitmap: heap pages read whole */
+} PgcIndexDelta;
+
+/* What one execution (or event) adds to its statement's entry. */
+#define PGC_COUNT_CALL				0x01	/* an execution */
+
+#define PGC_COUNT_SUBOVERFLOWED		0x02	/* its snapshot was suboverflowed */
+
+#define PGC_COUNT_STANDBY			0x04	/* its snapshot was a standby's */
+
+#define PGC_COUNT_OVERFLOW_EVENT	0x08	/* it overflowed the cache */
+
+#define PGC_COUNT_TOP_LEVEL			0x10	/* rows and buffers are set */
+
+typedef struct PgcExecution
+{
+	int			flags;
+	int			subxacts;		/* subtransaction XIDs cached at its end */
+	int64		rows;			/* top level: rows processed */
+	int64		shared_blks_hit;	/* top level: its buffer usage */
+	int64		shared_blks_read;
+	int64		max_dead;		/* most dead entries one measured index met */
+	const char *literals;		/* NULL, or its constants (PGC_LITERALS_LEN) */
+	int			ndeltas;
+	PgcIndexDelta deltas[PGC_INDEX_SLOTS];
+} PgcExecution;
+
+extern void pgc_statement_count(Oid userid, int64 query_id,
+								const char *source_text,
+								int stmt_location, int stmt_len,
+								const PgcExecution *exec);
+
+/* ---- indexscan.c: the executors running now, and their index scans ---- */
+
+extern void pgc_index_scans_start(QueryDesc *queryDesc, int64 query_id,
+								  bool top_level);
+
+extern bool pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id,
+								PgcExecution *exec);
+
+extern void pgc_index_scans_forget(void);
+
+extern void pgc_index_scans_ran(QueryDesc *queryDesc);
+
+/* ---- subxact.c: overflow detection and the event ring ---- */
+
+extern bool pgc_overflow_count_deferred;
+
+extern LocalTransactionId pgc_overflow_recorded_lxid;
+
+extern bool pgc_record_overflow(int64 current_query_id, bool in_abort);
+
+/*
+ * At every statement end: has this backend's subtransaction cache
+ * overflowed in a transaction whose overflow is not recorded yet (or is
+ * an overflow's count waiting)?  Inline: the common path is two loads and
+ * a test, and a transaction already recorded adds one compare.  Only this
+ * backend writes its PGPROC's flag, so the read needs no lock.
+ */
+static inline bool
+pgc_check_overflow(int64 current_query_id, bool in_abort)
+{
+	if (likely((!PGC_PROC_SUBXID_OVERFLOWED(MyProc) ||
+				PGC_MY_LXID() == pgc_overflow_recorded_lxid) &&
+			   !pgc_overflow_count_deferred))
+		return false;
+	return pgc_record_overflow(current_query_id, in_abort);
+}
+
+#endif							/* PGC_CAPTURE_H */
