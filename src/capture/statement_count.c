@@ -501,7 +501,18 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 	if (!OidIsValid(userid))
 		userid = GetUserId();
 
-	/* Fast path: a cached entry, still live (see the header comment). */
+	/*
+	 * Fast path: a cached entry, still live.  Why the generation is enough
+	 * (stores/statements.c's header comment): a remover bumps it before it
+	 * takes a victim's spinlock.  Why taking the spinlock of an entry that
+	 * may have been removed is safe: the store's table is a dynahash table
+	 * in shared memory, which never moves an entry nor gives its memory
+	 * back: a removed entry's memory goes on the table's free list and is
+	 * reused only as another entry of this table, whose spinlock is
+	 * initialised (under it) when the entry is created.  So the cached
+	 * place is always an entry's, live or not, and its spinlock a
+	 * spinlock.  t/039 churns the store under cached places.
+	 */
 	slot = &local_cache[(uint32) (query_id ^ (query_id >> 32) ^ app_hash) % LOCAL_CACHE_SIZE];
 	entry = slot->entry;
 	if (entry != NULL && slot->key.query_id == query_id &&
@@ -510,6 +521,10 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 	{
 		SpinLockAcquire(&entry->mutex);
 		live = pg_atomic_read_u64(&stmts->generation) == slot->generation;
+		/* A live cached entry is the statement's, in its slot. */
+		Assert(!live || memcmp(&entry->key, &slot->key, sizeof(PgcStatementKey)) == 0);
+		Assert(!live || (entry->slot >= 0 && entry->slot < pgc_max_statements &&
+						 slot_entry[entry->slot] == entry));
 		if (live && update_entry(entry, now, exec, false))
 		{
 			SpinLockRelease(&entry->mutex);

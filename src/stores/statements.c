@@ -140,9 +140,13 @@ pgc_statements_shmem_size(void)
 bool
 take_slot(SharedStatement *entry)
 {
+	Assert(LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE));
+	Assert(stmts->nfree >= 0 && stmts->nfree <= pgc_max_statements);
 	if (stmts->nfree == 0)
 		return false;
 	entry->slot = free_slots[--stmts->nfree];
+	Assert(entry->slot >= 0 && entry->slot < pgc_max_statements);
+	Assert(slot_entry[entry->slot] == NULL);
 	slot_entry[entry->slot] = entry;
 	slot_query_id[entry->slot] = entry->key.query_id;
 	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
@@ -158,12 +162,17 @@ take_slot(SharedStatement *entry)
 static void
 release_slot(SharedStatement *entry)
 {
+	Assert(LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE));
+	Assert(entry->slot >= 0 && entry->slot < pgc_max_statements);
+	Assert(slot_entry[entry->slot] == entry);
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 		if (slot_record(entry, k) != NULL)
 			free_records[stmts->nfree_records++] = entry->index_record[k];
 	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
 	slot_entry[entry->slot] = NULL;
 	free_slots[stmts->nfree++] = entry->slot;
+	Assert(stmts->nfree <= pgc_max_statements);
+	Assert(stmts->nfree_records <= index_records_count());
 }
 
 /*
@@ -176,9 +185,11 @@ take_index_record(void)
 {
 	int32		r;
 
+	Assert(LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE));
 	if (stmts->nfree_records == 0)
 		return NO_RECORD;
 	r = free_records[--stmts->nfree_records];
+	Assert(r >= 0 && r < index_records_count());
 	memset(&index_records[r], 0, sizeof(IndexRecord));
 	return r;
 }
@@ -210,6 +221,8 @@ query_id_set_finish(QueryIdSet *set)
 pg_noinline void
 flag_slot(SharedStatement *entry, uint32 flag)
 {
+	Assert(entry->slot >= 0 && entry->slot < pgc_max_statements);
+	Assert(slot_entry[entry->slot] == entry);
 	pg_atomic_fetch_or_u32(&slot_flags[entry->slot], flag);
 }
 
@@ -321,6 +334,7 @@ evict_least_used(SharedStatement *keep)
 	long		i = 0;
 	long		victims;
 
+	Assert(LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE));
 	all = palloc(Max(n, 1) * sizeof(UsageOf));
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
