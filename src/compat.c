@@ -204,3 +204,20 @@ pgc_oldsnap_locks_held(int reads_per_lock)
 }
 
 #endif
+
+JsonParseErrorType
+pgc_json_parse(const char *s, size_t len, int encoding, JsonSemAction *sem)
+{
+#if PG_VERSION_NUM >= 170000
+	JsonLexContext lex;
+	JsonParseErrorType result;
+
+	makeJsonLexContextCstringLen(&lex, s, len, encoding, true);
+	result = pg_parse_json(&lex, sem);
+	freeJsonLexContext(&lex);
+	return result;
+#else
+	return pg_parse_json(makeJsonLexContextCstringLen(unconstify(char *, s), (int) len,
+													  encoding, true), sem);
+#endif
+}

@@ -446,4 +446,21 @@ pgc_proc_holds_main_locks(volatile PGPROC *proc)
  */
 #define PGC_PG_MAJOR_VERSION	(PG_VERSION_NUM / 100)
 
+/*
+ * Core's JSON parser (common/jsonapi.h): from 16 on the semantic actions
+ * return an error code; from 17 on a lexing context is made in place.
+ * pgc_json_parse() parses len bytes of s, with \u escapes decoded as in a
+ * database of the given encoding, calling sem's actions.
+ */
+#include "common/jsonapi.h"
+#if PG_VERSION_NUM >= 160000
+#define PGC_JSON_ACTION			JsonParseErrorType
+#define PGC_JSON_ACTION_DONE	return JSON_SUCCESS
+#else
+#define PGC_JSON_ACTION			void
+#define PGC_JSON_ACTION_DONE	return
+#endif
+extern JsonParseErrorType pgc_json_parse(const char *s, size_t len, int encoding,
+										 JsonSemAction *sem);
+
 #endif							/* PGC_COMPAT_H */

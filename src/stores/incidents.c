@@ -42,6 +42,7 @@
 #include "mb/pg_wchar.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 IncidentsShared *incidents = NULL;
 Incident   *slots = NULL;
@@ -266,164 +267,85 @@ log_text(const char *s)
 }
 
 /*
- * Is s one JSON value (RFC 8259, as jsonb_in reads it), nested at most
- * 32 deep, with \u escapes of ASCII characters only and exponents of at
- * most 4 digits (what the stored texts have: jsonb's output and
- * escape_json's)?  Iterative: a damaged file's text cannot exhaust the stack.
- * What loading checks before a text may reach jsonb_in in a view.
+ * Is s one JSON value that jsonb_in reads without an error in any
+ * database?  Core's parser, with \u escapes of ASCII characters only
+ * (decoded as in a SQL_ASCII database: a higher one is an error) and
+ * exponents of at most 4 digits (what the stored texts have: jsonb's
+ * output and escape_json's), nested at most JSON_MAX_DEPTH deep.  The
+ * depth is counted first, without recursion: the parser recurses once per
+ * level and raises an ERROR past the stack's limit, which in the
+ * postmaster loading a damaged file would stop the server.  What loading
+ * checks before a text may reach jsonb_in in a view.
  */
+#define JSON_MAX_DEPTH	32
+
+static bool
+json_depth_within(const char *s, int max_depth)
+{
+	int			depth = 0;
+	bool		in_string = false;
+
+	for (const char *p = s; *p != '\0'; p++)
+	{
+		if (in_string)
+		{
+			if (*p == '\\' && p[1] != '\0')
+				p++;
+			else if (*p == '"')
+				in_string = false;
+		}
+		else if (*p == '"')
+			in_string = true;
+		else if (*p == '{' || *p == '[')
+		{
+			if (++depth > max_depth)
+				return false;
+		}
+		else if (*p == '}' || *p == ']')
+			depth--;
+	}
+	return true;
+}
+
+static PGC_JSON_ACTION
+json_check_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	if (tokentype == JSON_TOKEN_NUMBER && token != NULL)
+	{
+		const char *e = strpbrk(token, "eE");
+
+		if (e != NULL)
+		{
+			e++;
+			if (*e == '+' || *e == '-')
+				e++;
+			if (strlen(e) > 4)
+				*((bool *) state) = false;
+		}
+	}
+	PGC_JSON_ACTION_DONE;
+}
+
 bool
 json_valid(const char *s)
 {
-	char		stack[32];		/* '{' or '[' */
-	int			depth = 0;
-	bool		expect_value = true;	/* else a ',' or a closer */
-	bool		expect_key = false;
-	const char *p = s;
+	bool		ok = true;
+	JsonSemAction sem = {0};
+	MemoryContext cxt;
+	MemoryContext old;
 
-#define SKIP_WS() while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++
-
-	for (;;)
-	{
-		SKIP_WS();
-		if (expect_value)
-		{
-			if (*p == '{' || *p == '[')
-			{
-				if (depth == lengthof(stack))
-					return false;
-				stack[depth++] = *p++;
-				SKIP_WS();
-				if ((stack[depth - 1] == '{' && *p == '}') ||
-					(stack[depth - 1] == '[' && *p == ']'))
-				{
-					p++;
-					depth--;
-					expect_value = false;
-				}
-				else
-					expect_key = (stack[depth - 1] == '{');
-				if (expect_key)
-				{
-					if (*p != '"')
-						return false;
-				}
-				if (!expect_value)
-					goto after_value;
-				continue;
-			}
-			if (*p == '"')
-			{
-				p++;
-				while (*p != '"')
-				{
-					if (*p == '\0' || (unsigned char) *p < 0x20)
-						return false;
-					if (*p == '\\')
-					{
-						p++;
-						if (*p == 'u')
-						{
-							unsigned int code = 0;
-
-							for (int i = 1; i <= 4; i++)
-							{
-								char		c = p[i];
-
-								if (!isxdigit((unsigned char) c))
-									return false;
-								code = code * 16 + (isdigit((unsigned char) c) ? c - '0' :
-													(tolower((unsigned char) c) - 'a' + 10));
-							}
-							/* ASCII only: others fail in a non-UTF-8 database. */
-							if (code == 0 || code >= 0x80)
-								return false;
-							p += 4;
-						}
-						else if (strchr("\"\\/bfnrt", *p) == NULL || *p == '\0')
-							return false;
-					}
-					p++;
-				}
-				p++;
-				if (expect_key)
-				{
-					SKIP_WS();
-					if (*p++ != ':')
-						return false;
-					expect_key = false;
-					continue;	/* the member's value */
-				}
-			}
-			else if (strncmp(p, "true", 4) == 0)
-				p += 4;
-			else if (strncmp(p, "false", 5) == 0)
-				p += 5;
-			else if (strncmp(p, "null", 4) == 0)
-				p += 4;
-			else if (*p == '-' || isdigit((unsigned char) *p))
-			{
-				if (*p == '-')
-					p++;
-				if (!isdigit((unsigned char) *p))
-					return false;
-				if (*p == '0')
-					p++;
-				else
-					while (isdigit((unsigned char) *p))
-						p++;
-				if (*p == '.')
-				{
-					p++;
-					if (!isdigit((unsigned char) *p))
-						return false;
-					while (isdigit((unsigned char) *p))
-						p++;
-				}
-				if (*p == 'e' || *p == 'E')
-				{
-					p++;
-					if (*p == '+' || *p == '-')
-						p++;
-					if (!isdigit((unsigned char) *p))
-						return false;
-					/* At most 4 digits: within numeric's range. */
-					for (int i = 0; isdigit((unsigned char) *p); i++, p++)
-						if (i == 4)
-							return false;
-				}
-			}
-			else
-				return false;
-			expect_value = false;
-		}
-after_value:
-		SKIP_WS();
-		if (depth == 0)
-			return *p == '\0';
-		if (*p == ',')
-		{
-			p++;
-			expect_value = true;
-			if (stack[depth - 1] == '{')
-			{
-				SKIP_WS();
-				if (*p != '"')
-					return false;
-				expect_key = true;
-			}
-			continue;
-		}
-		if ((stack[depth - 1] == '{' && *p == '}') ||
-			(stack[depth - 1] == '[' && *p == ']'))
-		{
-			p++;
-			depth--;
-			goto after_value;
-		}
+	if (!json_depth_within(s, JSON_MAX_DEPTH))
 		return false;
-	}
-#undef SKIP_WS
+	sem.semstate = &ok;
+	sem.scalar = json_check_scalar;
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_contention JSON check",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	if (pgc_json_parse(s, strlen(s), PG_SQL_ASCII, &sem) != JSON_SUCCESS)
+		ok = false;
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return ok;
 }
 
 int
