@@ -140,7 +140,7 @@ pgc_statements_shmem_size(void)
 bool
 take_slot(SharedStatement *entry)
 {
-	Assert(LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE));
+	AssertStoreChangeAllowed();
 	Assert(stmts->nfree >= 0 && stmts->nfree <= pgc_max_statements);
 	if (stmts->nfree == 0)
 		return false;
@@ -162,7 +162,7 @@ take_slot(SharedStatement *entry)
 static void
 release_slot(SharedStatement *entry)
 {
-	Assert(LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE));
+	AssertStoreChangeAllowed();
 	Assert(entry->slot >= 0 && entry->slot < pgc_max_statements);
 	Assert(slot_entry[entry->slot] == entry);
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
@@ -185,7 +185,7 @@ take_index_record(void)
 {
 	int32		r;
 
-	Assert(LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE));
+	AssertStoreChangeAllowed();
 	if (stmts->nfree_records == 0)
 		return NO_RECORD;
 	r = free_records[--stmts->nfree_records];
@@ -334,7 +334,7 @@ evict_least_used(SharedStatement *keep)
 	long		i = 0;
 	long		victims;
 
-	Assert(LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE));
+	AssertStoreChangeAllowed();
 	all = palloc(Max(n, 1) * sizeof(UsageOf));
 	hash_seq_init(&status, statements);
 	while ((entry = hash_seq_search(&status)) != NULL)

@@ -18,6 +18,7 @@
 
 #include "stores.h"
 
+#include "miscadmin.h"
 #include "utils/hsearch.h"
 
 /* What one statement's scans of one index cost (indexscan.c). */
@@ -260,6 +261,15 @@ typedef struct QueryIdSet
 #define USAGE_DECAY_FACTOR	0.99
 #define EVICT_PERCENT		5
 #define EVICT_MIN			10
+
+/*
+ * Entries, slots and index records are taken and given back under the
+ * store's lock held exclusively, or by the postmaster loading the file at
+ * start, alone, before any backend exists (it has no PGPROC to take an
+ * LWLock with).
+ */
+#define AssertStoreChangeAllowed() \
+	Assert(!IsUnderPostmaster || LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE))
 
 /* The store's header and hash (statements.c). */
 extern StatementsShared *stmts;

@@ -242,9 +242,9 @@ my @crc32c_table = map {
 sub crash_recovered
 {
 	my ($node, $offset) = @_;
-	my $at = wait_for_log_line($node, qr/all server processes terminated; reinitializing/, $offset);
-	return 0 unless defined $at;
-	return defined wait_for_log_line($node, qr/database system is ready to accept connections/, $at);
+	return defined wait_for_log_line($node,
+		qr/all server processes terminated; reinitializing.*database system is ready to accept connections/s,
+		$offset);
 }
 
 sub missing_test_module
