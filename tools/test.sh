@@ -4,14 +4,15 @@
 #   tools/test.sh          the loop to run after a change: the tree checks,
 #                          then the whole suite (regression, isolation, TAP)
 #                          on this machine's own PostgreSQL (15 on Debian 12);
-#                          about 8 minutes on 2 cores
+#                          about 9 minutes on 2 cores
 #   tools/test.sh --all    the matrix, which CI runs (.ci/run): the tree
 #                          checks, the suite on PostgreSQL 13, 17 and 18 in
 #                          Debian chroots and on an assertion-enabled 15 with
 #                          sqlsmith, PostgreSQL 15's own regression and
 #                          isolation schedules with and without pg_contention,
 #                          and the Debian package built, installed, tested,
-#                          removed; in two lanes side by side
+#                          removed; in two lanes side by side, about 34
+#                          minutes on 2 cores
 #
 #   PGC_PG_VERSIONS="13 17" tools/test.sh --all   only those versions
 #   PGC_CORE=0, PGC_CASSERT=0, PGC_PACKAGE=0      --all without that part
