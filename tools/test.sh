@@ -82,17 +82,20 @@ record() {	# N KEY LABEL LOG [STATUS]
 	echo "$p $f $k $label: $status" >"$results/$n.result"
 }
 
+# What the suite needs on the host for PostgreSQL MAJOR.
+suite_packages() {
+	echo "postgresql-$1 postgresql-server-dev-$1 libipc-run-perl gcc make" \
+		"postgresql-$1-pg-wait-sampling postgresql-$1-cron libpq-dev tmux python3-psycopg pgbouncer" \
+		"chromium fonts-dejavu-core prometheus-postgres-exporter prometheus"
+}
+
 version_part() {	# N MAJOR
 	local n=$1 v=$2 release out=$results/$1.log label="PostgreSQL $2"
 	release=$(release_for "$v")
 	if [ "$release" = unknown ]; then
 		record "$n" suite "$label" "$out" "FAILED (not a supported version: use 13, 15, 17 or 18)"
 	elif [ "$release" = "$host_codename" ]; then
-		if [ "$(id -u)" -eq 0 ]; then
-			apt_install "postgresql-$v" "postgresql-server-dev-$v" libipc-run-perl gcc make \
-				"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron" libpq-dev tmux python3-psycopg pgbouncer \
-				chromium fonts-dejavu-core prometheus-postgres-exporter prometheus >>"$out" 2>&1
-		fi
+		[ "$(id -u)" -eq 0 ] && apt_install $(suite_packages "$v") >>"$out" 2>&1
 		timeout "$part_timeout" "$here/suite.sh" "$v" >>"$out" 2>&1
 		record "$n" suite "$label" "$out"
 	elif [ "$(id -u)" -ne 0 ]; then
@@ -155,10 +158,7 @@ else
 	# at a time): the suite's, the package's, the assertion build's and the
 	# chroots' debootstrap.
 	if [ "$(id -u)" -eq 0 ] && [ -n "$host_version" ]; then
-		v=$host_version
-		apt_install "postgresql-$v" "postgresql-server-dev-$v" libipc-run-perl gcc make \
-			"postgresql-$v-pg-wait-sampling" "postgresql-$v-cron" libpq-dev tmux python3-psycopg pgbouncer \
-			chromium fonts-dejavu-core prometheus-postgres-exporter prometheus \
+		apt_install $(suite_packages "$host_version") \
 			dpkg-dev debhelper postgresql-server-dev-all bison flex perl sqlsmith debootstrap
 	fi
 	# The lanes.  Servers of different lanes never meet: each server's
