@@ -271,17 +271,20 @@ pgc_local_beentry(int index)
 /*
  * Rows an execution processed: PG16 added es_total_processed, summed over
  * every ExecutorRun (a cursor's fetches, a portal run with a row limit);
- * before, es_processed holds the last run's only.  There hooks.c installs
- * an ExecutorRun hook (PGC_SUM_ROWS_AFTER_RUN) that sums them into the
- * execution's frame, and "summed" is that sum (its parameters:
- * PGC_EXECUTOR_RUN_PARAMS above).
+ * before, es_processed holds the last run's only, and each run resets it
+ * as it starts.  There hooks.c installs an ExecutorRun hook
+ * (PGC_SUM_ROWS_BEFORE_RUN) that adds the previous run's to the
+ * execution's frame before the next run resets them, and "summed" is that
+ * sum: the last run's are still in es_processed at ExecutorEnd (its
+ * parameters: PGC_EXECUTOR_RUN_PARAMS above).
  */
 #if PG_VERSION_NUM >= 160000
 #define PGC_EXECUTION_ROWS(estate, summed)	((int64) (estate)->es_total_processed)
-#define PGC_SUM_ROWS_AFTER_RUN		false
+#define PGC_SUM_ROWS_BEFORE_RUN		false
 #else
-#define PGC_EXECUTION_ROWS(estate, summed)	(summed)
-#define PGC_SUM_ROWS_AFTER_RUN		true
+#define PGC_EXECUTION_ROWS(estate, summed) \
+	((summed) + (int64) (estate)->es_processed)
+#define PGC_SUM_ROWS_BEFORE_RUN		true
 #endif
 
 /* PG16 dropped the n_ prefix of the per-database statistics. */
@@ -438,6 +441,16 @@ pgc_proc_holds_main_locks(volatile PGPROC *proc)
 #define pgc_verify_char(encoding, s, len)	pg_encoding_verifymb(encoding, s, len)
 #define pgc_convert_prefix(proc, src_encoding, dest_encoding, src, srclen, dest, destlen) \
 	((dest)[0] = '\0', 0)
+#endif
+
+/*
+ * ModifyTable's subplans: a list of their own before PG14 (mt_plans, which
+ * only the server's generic walker visits), its outer plan from PG14 on.
+ */
+#if PG_VERSION_NUM >= 140000
+#define PGC_MODIFY_TABLE_HAS_PLAN_LIST	false
+#else
+#define PGC_MODIFY_TABLE_HAS_PLAN_LIST	true
 #endif
 
 /*

@@ -121,17 +121,19 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 /*
  * Installed only where the server keeps no total of an execution's rows
- * over several runs (before PG16, see compat.h): add each run's to the
- * execution's frame.
+ * over several runs (before PG16, see compat.h): before a run resets
+ * es_processed, add the previous run's to the execution's frame.  The
+ * first run finds none (the common case: one compare).
  */
-static PGC_FLATTEN void
+static void
 pgc_ExecutorRun(PGC_EXECUTOR_RUN_PARAMS)
 {
+	if (unlikely(queryDesc->estate->es_processed != 0))
+		pgc_index_scans_ran(queryDesc);
 	if (prev_ExecutorRun)
 		prev_ExecutorRun(PGC_EXECUTOR_RUN_ARGS);
 	else
 		standard_ExecutorRun(PGC_EXECUTOR_RUN_ARGS);
-	pgc_index_scans_ran(queryDesc);
 }
 
 static PGC_FLATTEN void
@@ -392,7 +394,7 @@ pgc_hooks_install(void)
 {
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = pgc_ExecutorStart;
-	if (PGC_SUM_ROWS_AFTER_RUN)
+	if (PGC_SUM_ROWS_BEFORE_RUN)
 	{
 		prev_ExecutorRun = ExecutorRun_hook;
 		ExecutorRun_hook = pgc_ExecutorRun;

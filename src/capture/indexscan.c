@@ -73,7 +73,7 @@ typedef struct ExecutorFrame
 	int			n;
 	int64		blks_hit;		/* top level: the backend's buffer usage */
 	int64		blks_read;
-	int64		rows;			/* before PG16: rows summed over its runs */
+	int64		rows;			/* before PG16: its runs' rows but the last */
 	IndexBaseline nodes[PGC_INDEX_SLOTS];	/* further indexes are not counted */
 } pg_attribute_aligned(512) ExecutorFrame;
 
@@ -90,10 +90,28 @@ fetch_source(const IndexBaseline *b)
 	return b->heap != NULL ? b->heap : b->rel;
 }
 
+/*
+ * A bitmap baseline's heap turns out to be shared: its fetches are read
+ * from the index instead (nothing has run since they were noted).
+ */
+static pg_noinline void
+unattribute_heap(IndexBaseline *b)
+{
+	if (b->heap == NULL)
+		return;
+	b->heap = NULL;
+	b->fetched = PGC_REL_TUPLES_FETCHED(b->rel);
+}
+
+/*
+ * Note an index the plan scans, with its counters as they are now (after
+ * the plan's initialisation, before it runs).
+ */
 static pg_attribute_always_inline void
 note_index(ExecutorFrame *f, Relation rel, uint8 kind, Relation heap,
 		   BitmapHeapScanState *bitmap_heap)
 {
+	IndexBaseline *b;
 	int			i;
 
 	if (rel == NULL)
@@ -107,30 +125,40 @@ note_index(ExecutorFrame *f, Relation rel, uint8 kind, Relation heap,
 	 */
 	for (i = 0; i < f->n; i++)
 	{
-		IndexBaseline *b = &f->nodes[i];
-
+		b = &f->nodes[i];
 		if (b->rel == rel)
 		{
 			if (b->kind != kind || b->heap != NULL)
 			{
 				b->kind = PGC_SCAN_MIXED;
-				b->heap = NULL;
+				unattribute_heap(b);
 			}
 			return;
 		}
 		if (heap != NULL && b->heap == heap)
 		{
-			b->heap = NULL;
+			unattribute_heap(b);
 			heap = NULL;
 		}
 	}
 	if (f->n >= PGC_INDEX_SLOTS)
 		return;
-	f->nodes[f->n].rel = rel;
-	f->nodes[f->n].kind = kind;
-	f->nodes[f->n].heap = heap;
-	f->nodes[f->n].bitmap_heap = bitmap_heap;
-	f->n++;
+
+	/* Its counters now: the plan is initialised, nothing has run yet. */
+	b = &f->nodes[f->n++];
+	b->rel = rel;
+	b->kind = kind;
+	b->heap = heap;
+	b->bitmap_heap = bitmap_heap;
+	pgc_attach_pending_stats(rel);
+	b->returned = PGC_REL_TUPLES_RETURNED(rel);
+	if (likely(heap == NULL))
+		b->fetched = PGC_REL_TUPLES_FETCHED(rel);
+	else
+	{
+		pgc_attach_pending_stats(heap);
+		b->fetched = PGC_REL_TUPLES_FETCHED(heap);
+	}
 }
 
 static bool
@@ -182,12 +210,15 @@ collect_index_scans(PlanState *ps, void *context)
 			}
 		case T_AppendState:
 		case T_MergeAppendState:
-		case T_ModifyTableState:
 		case T_BitmapAndState:
 		case T_BitmapOrState:
 		case T_SubqueryScanState:
 		case T_CustomScanState:
 			return planstate_tree_walker(ps, collect_index_scans, context);
+		case T_ModifyTableState:
+			if (PGC_MODIFY_TABLE_HAS_PLAN_LIST)
+				return planstate_tree_walker(ps, collect_index_scans, context);
+			/* FALLTHROUGH */
 		default:
 			if (ps->initPlan != NIL || ps->subPlan != NIL)
 				return planstate_tree_walker(ps, collect_index_scans, context);
@@ -221,20 +252,6 @@ pgc_index_scans_start(QueryDesc *queryDesc, int64 query_id, bool top_level)
 		(void) collect_index_scans(queryDesc->planstate, f);
 	if (f->n == 0 && !top_level)
 		return;
-	for (int i = 0; i < f->n; i++)
-	{
-		IndexBaseline *b = &f->nodes[i];
-
-		pgc_attach_pending_stats(b->rel);
-		b->returned = PGC_REL_TUPLES_RETURNED(b->rel);
-		if (b->heap == NULL)
-			b->fetched = PGC_REL_TUPLES_FETCHED(b->rel);
-		else
-		{
-			pgc_attach_pending_stats(b->heap);
-			b->fetched = PGC_REL_TUPLES_FETCHED(b->heap);
-		}
-	}
 	f->queryDesc = queryDesc;
 	f->query_id = query_id;
 	f->top_level = top_level;
@@ -373,22 +390,15 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 }
 
 /*
- * After each ExecutorRun, before PG16 (hooks.c): add the run's rows to
- * the client statement's frame, most often the newest one.  (An executor
- * has its estate from ExecutorStart to ExecutorEnd.)
+ * Before each ExecutorRun but the first, before PG16 (hooks.c): add the
+ * previous run's rows, still in es_processed, to the client statement's
+ * frame, most often the newest one.  (An executor has its estate from
+ * ExecutorStart to ExecutorEnd.)
  */
 void
 pgc_index_scans_ran(QueryDesc *queryDesc)
 {
-	int			k = nrunning - 1;
-
-	if (likely(k >= 0 && running[k].queryDesc == queryDesc))
-	{
-		if (running[k].top_level)
-			running[k].rows += (int64) queryDesc->estate->es_processed;
-		return;
-	}
-	while (--k >= 0)
+	for (int k = nrunning - 1; k >= 0; k--)
 	{
 		if (running[k].queryDesc == queryDesc)
 		{

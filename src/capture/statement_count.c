@@ -35,44 +35,93 @@ static LocalCacheSlot local_cache[LOCAL_CACHE_SIZE];
 /*
  * This backend's application: application_name as the statement store
  * keeps it (cut at NAMEDATALEN - 1 bytes, as pg_stat_activity shows it),
- * and its hash, the key's app_hash.
+ * in words so that it can be compared a word at a time, and its hash, the
+ * key's app_hash.
  */
-static char current_app_name[NAMEDATALEN];
+#define APP_NAME_WORDS	(NAMEDATALEN / sizeof(uint64))
+static union
+{
+	char		name[NAMEDATALEN];
+	uint64		words[APP_NAME_WORDS];
+}			current_app;
+static int	current_app_words = 1;	/* words up to its terminating zero */
 static uint64 current_app_hash = 0;
 
+StaticAssertDecl(NAMEDATALEN % sizeof(uint64) == 0,
+				 "NAMEDATALEN must be a multiple of 8");
 
-/* application_name changed: note the new name and hash it, once. */
+/*
+ * application_name changed: note the new name (the NAMEDATALEN bytes from
+ * "name", which hold it) and hash it, once.
+ */
 static pg_noinline void
-application_changed(const char *name)
+application_changed(const char *name, bool whole_buffer)
 {
-	strlcpy(current_app_name, name, NAMEDATALEN);
-	current_app_hash = current_app_name[0] == '\0' ? 0 :
-		hash_bytes_extended((const unsigned char *) current_app_name,
-							strlen(current_app_name), 0);
+	size_t		len;
+
+	if (whole_buffer)
+		memcpy(current_app.name, name, NAMEDATALEN);
+	else
+		strncpy(current_app.name, name, NAMEDATALEN);
+	current_app.name[NAMEDATALEN - 1] = '\0';
+	len = strlen(current_app.name);
+	current_app_words = len / sizeof(uint64) + 1;
+	current_app_hash = len == 0 ? 0 :
+		hash_bytes_extended((const unsigned char *) current_app.name, len, 0);
+}
+
+/*
+ * Without a status entry: compare the setting's string itself (strncmp,
+ * which reads no further than its end).
+ */
+static pg_noinline uint64
+current_application_from_setting(void)
+{
+	const char *name = application_name ? application_name : "";
+
+	if (strncmp(name, current_app.name, NAMEDATALEN - 1) != 0)
+		application_changed(name, false);
+	return current_app_hash;
 }
 
 /*
  * The key's app_hash for this backend's statement now.  The hash is
- * computed only when application_name changes; what tells is a comparison
- * of the string with the name last hashed (strncmp, which ends at the
- * first byte that differs or at the name's end: about 35 instructions per
- * statement in all, measured in BENCHMARKS.md; an inline test of the first
- * byte measured no cheaper).  The variable's pointer would not do: a SET
- * frees the old string, and two assignments between two counted
- * statements ("RESET ALL; SET application_name = 'b'", as a pool does on
- * checkout) can leave a different name at the address seen last, so a
- * pointer test would need the string test behind it anyway.  The GUC's
- * check hook keeps the name printable ASCII, so a cut at any byte is a
- * whole character.  Two names with the same 64-bit hash would share
- * entries (under the first one's name).
+ * computed only when application_name changes.  What tells is this
+ * backend's status entry (pg_stat_activity's application_name): every
+ * assignment of the setting copies the name there (assign_application_name
+ * calls pgstat_report_appname, on every version), into a buffer of
+ * NAMEDATALEN bytes that only this backend writes, so it can be read here
+ * without the entry's change count, a word at a time, and no further than
+ * its NAMEDATALEN bytes.  The words up to our copy's terminating zero are
+ * equal exactly when the name is (bytes after a terminating zero are
+ * whatever an earlier, longer name left: a difference there only makes us
+ * copy the buffer again).  The setting's pointer would not do: a SET frees
+ * the old string, and two assignments between two counted statements
+ * ("RESET ALL; SET application_name = 'b'", as a pool does on checkout)
+ * can leave a different name at the address seen last.  The GUC's check
+ * hook keeps the name printable ASCII, so a cut at any byte is a whole
+ * character.  Two names with the same 64-bit hash would share entries
+ * (under the first one's name).
  */
 static inline uint64
 current_application(void)
 {
-	const char *name = application_name ? application_name : "";
+	const char *status_name;
 
-	if (unlikely(strncmp(name, current_app_name, NAMEDATALEN - 1) != 0))
-		application_changed(name);
+	if (unlikely(MyBEEntry == NULL))
+		return current_application_from_setting();
+	status_name = MyBEEntry->st_appname;
+	for (int i = 0; i < current_app_words; i++)
+	{
+		uint64		word;
+
+		memcpy(&word, status_name + i * sizeof(uint64), sizeof(uint64));
+		if (unlikely(word != current_app.words[i]))
+		{
+			application_changed(status_name, true);
+			break;
+		}
+	}
 	return current_app_hash;
 }
 
@@ -115,7 +164,7 @@ enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 		entry->first_seen = now;
 		/* The name of this backend's application, the key's app_hash. */
 		if (key->app_hash == current_app_hash)
-			strlcpy(entry->application_name, current_app_name, NAMEDATALEN);
+			strlcpy(entry->application_name, current_app.name, NAMEDATALEN);
 		SpinLockRelease(&entry->mutex);
 
 		/* Only readers under the LWLock read the text: we hold it. */
