@@ -444,6 +444,17 @@ pgc_proc_holds_main_locks(volatile PGPROC *proc)
 #endif
 
 /*
+ * This backend's status entry (pg_stat_activity's row): PG14 exported it
+ * as MyBEEntry; before, it was private to pgstat.c, and callers fall back
+ * on what they would read in it.
+ */
+#if PG_VERSION_NUM >= 140000
+#define PGC_MY_STATUS_ENTRY()	MyBEEntry
+#else
+#define PGC_MY_STATUS_ENTRY()	((PgBackendStatus *) NULL)
+#endif
+
+/*
  * ModifyTable's subplans: a list of their own before PG14 (mt_plans, which
  * only the server's generic walker visits), its outer plan from PG14 on.
  */

@@ -71,8 +71,8 @@ application_changed(const char *name, bool whole_buffer)
 }
 
 /*
- * Without a status entry: compare the setting's string itself (strncmp,
- * which reads no further than its end).
+ * Without a status entry (PG13, or a process that has none): compare the
+ * setting's string itself (strncmp, which reads no further than its end).
  */
 static pg_noinline uint64
 current_application_from_setting(void)
@@ -106,11 +106,12 @@ current_application_from_setting(void)
 static inline uint64
 current_application(void)
 {
+	PgBackendStatus *status = PGC_MY_STATUS_ENTRY();
 	const char *status_name;
 
-	if (unlikely(MyBEEntry == NULL))
+	if (unlikely(status == NULL))
 		return current_application_from_setting();
-	status_name = MyBEEntry->st_appname;
+	status_name = status->st_appname;
 	for (int i = 0; i < current_app_words; i++)
 	{
 		uint64		word;
