@@ -22,7 +22,7 @@ shared_preload_libraries = 'pg_contention'
 pg_contention.incident_interval = 1s
 pg_contention.incident_close_after = 3s
 pg_contention.findings_window = 10s
-pg_contention.history_seconds = 40
+pg_contention.history_seconds = 15
 pg_contention.subtrans_lookups_warning = 1
 pg_contention.save_interval = 1s
 max_prepared_transactions = 5
@@ -184,7 +184,7 @@ is($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents 
 	"the holder of the xmin horizon, pid $holder_pid, ended its transaction", 'the resolution: the transaction ended');
 $holder->quit;
 
-# ---- (h) The history that backed it wraps (history_seconds = 40); the
+# ---- (h) The history that backed it wraps (history_seconds = 15); the
 # frozen history stays.
 ok($node->poll_query_until('postgres',
 	"SELECT min(h.bucket_start) > (SELECT peak FROM pg_contention_incidents WHERE id = $id) FROM pg_contention_history AS h"),

@@ -192,6 +192,23 @@ sub client_commands
 
 # ---- Every view and every function of the extension, read as the DBA
 # reads them (default search_path), and as other roles.
+# Statements run one by one in one session of $role (each on a line of its
+# own, an error not stopping the next): psql's exit code, then each
+# statement's error message, or undef.
+sub each_statement
+{
+	my ($db, $role, @statements) = @_;
+	my $script = join('', map { ($_ =~ s/\s+/ /gr) . ";\n" } @statements);
+	my ($ret, $out, $err) = $node->psql($db, $script, on_error_stop => 0,
+		extra_params => [ '-U', $role ]);
+	my @errors = (undef) x @statements;
+	while ($err =~ /^psql:<stdin>:(\d+): (?:ERROR|FATAL|PANIC):  (.*)$/mg)
+	{
+		$errors[ $1 - 1 ] //= $2;
+	}
+	return ($ret, @errors);
+}
+
 sub read_everything
 {
 	my ($db, $role) = @_;
@@ -229,19 +246,24 @@ sub read_everything
 		   AND e.extname = 'pg_contention' AND p.proname <> 'pg_contention_reset'
 		 ORDER BY 1});
 	ok(@views >= 10 && @calls >= 30, "$db: " . scalar(@views) . ' views and ' . scalar(@calls) . ' functions to read');
-	for my $view (@views)
-	{
-		my ($ret, $out, $err) = $node->psql($db, "SELECT * FROM $schema.$view", extra_params => [ '-U', $role ]);
-		is($ret, 0, "$db: $role reads $view") or diag($err);
-	}
+	my @statements = map { "SELECT * FROM $schema.$_" } @views;
 	for my $call (@calls)
 	{
 		(my $sql = $call) =~ s/%1\$s/$schema/g;
 		my $from = $call =~ /\bf\.\w/ ? " FROM $schema.pg_contention_findings() AS f" : '';
-		my ($ret, $out, $err) = $node->psql($db, "SELECT $schema.$sql$from",
-			extra_params => [ '-U', $role ]);
+		push @statements, "SELECT $schema.$sql$from";
+	}
+	my ($ret, @errors) = each_statement($db, $role, @statements);
+	is($ret, 0, "$db: $role's session read every view and called every function");
+	for my $i (0 .. $#views)
+	{
+		ok(!defined $errors[$i], "$db: $role reads $views[$i]") or diag($errors[$i]);
+	}
+	for my $i (0 .. $#calls)
+	{
+		my $err = $errors[ @views + $i ];
 		# Refused to roles that may not run it is fine; running it is the point.
-		ok($ret == 0 || $err =~ /permission denied for function/, "$db: $role calls $sql")
+		ok(!defined $err || $err =~ /permission denied for function/, "$db: $role calls $calls[$i]")
 		  or diag($err);
 	}
 	return;

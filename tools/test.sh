@@ -9,7 +9,8 @@
 #                          checks, the suite on PostgreSQL 13, 17 and 18 in
 #                          Debian chroots and on an assertion-enabled 15 with
 #                          sqlsmith, PostgreSQL 15's own regression and
-#                          isolation schedules with and without pg_contention,
+#                          isolation schedules with pg_contention (against a
+#                          kept run without it),
 #                          and the Debian package built, installed, tested,
 #                          removed; in two lanes side by side, about 34
 #                          minutes on 2 cores
@@ -200,7 +201,7 @@ else
 				else
 					lane_a+=("$n:$v")
 				fi ;;
-			18) lane_a+=("$n:$v") ;;
+			17) lane_a+=("$n:$v") ;;
 			*) lane_b+=("$n:$v") ;;
 		esac
 	done
