@@ -43,6 +43,23 @@ compare_pid(const void *a, const void *b)
 }
 
 /*
+ * A parallel worker's leader, or 0.  Read as pg_stat_activity's leader_pid
+ * is, without the lock group's partition lock: a worker joins its group
+ * before it runs anything and leaves it as it exits, and a PGPROC is never
+ * freed, so the pointer read is at worst a moment stale, never invalid; a
+ * pid is four aligned bytes.
+ */
+static int
+parallel_leader_pid(volatile PGPROC *proc)
+{
+	volatile PGPROC *leader = proc->lockGroupLeader;
+
+	if (leader == NULL || leader == proc)
+		return 0;
+	return leader->pid;
+}
+
+/*
  * Copy the transaction state of every live PGPROC, sorted by pid, into a
  * palloc'd array; *n is set to the count.
  *
@@ -80,6 +97,7 @@ pgc_collect_procs(int *n)
 		states[count].subxact_overflowed = PGC_PROC_SUBXID_OVERFLOWED(proc);
 		states[count].status_flags = PGC_PROC_STATUS_FLAGS(proc);
 		states[count].dbid = proc->databaseId;
+		states[count].leader_pid = parallel_leader_pid(proc);
 		count++;
 	}
 	LWLockRelease(ProcArrayLock);

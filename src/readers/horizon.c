@@ -125,7 +125,11 @@ add_slots(Tuplestorestate *tupstore, TupleDesc tupdesc)
  * its xmin, and reports its own xid apart (the view tells from it which
  * holders only follow another's transaction); backends running VACUUM or
  * logical decoding are skipped, as the server skips them when it computes
- * the horizon.  The querying backend is left out.
+ * the horizon.  The querying backend is left out.  A parallel worker is
+ * not a holder of its own: its snapshot is its leader's, which ends the
+ * workers with the query, so it is folded into its leader's row (the older
+ * of their xmins); a worker whose leader is not in the array (it is exiting)
+ * is left out.
  */
 Datum
 pg_contention_horizon_holders(PG_FUNCTION_ARGS)
@@ -133,22 +137,42 @@ pg_contention_horizon_holders(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	PgcBackend *backends;
+	TransactionId *held;		/* each backend's xmin, its workers' folded in */
 	int			n;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &horizon_shape, &tupdesc);
 	backends = pgc_collect_backends(&n);
+	held = palloc(sizeof(TransactionId) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		held[i] = backends[i].proc->xmin;
+	for (int i = 0; i < n; i++)
+	{
+		PgcProcState *worker = backends[i].proc;
+
+		if (worker->leader_pid == 0 || !TransactionIdIsValid(worker->xmin))
+			continue;
+		for (int j = 0; j < n; j++)
+		{
+			if (backends[j].proc->pid != worker->leader_pid)
+				continue;
+			if (!TransactionIdIsValid(held[j]) ||
+				TransactionIdPrecedes(worker->xmin, held[j]))
+				held[j] = worker->xmin;
+			break;
+		}
+	}
 
 	for (int i = 0; i < n; i++)
 	{
 		PgBackendStatus *be = backends[i].status;
 		PgcProcState *st = backends[i].proc;
-		TransactionId xmin = st->xmin;
+		TransactionId xmin = held[i];
 		bool		walsender;
 		Datum		values[HORIZON_COLS] = {0};
 		bool		nulls[HORIZON_COLS] = {0};
 
-		if (st->pid == MyProcPid ||
+		if (st->pid == MyProcPid || st->leader_pid != 0 ||
 			(st->status_flags & (PROC_IN_VACUUM | PROC_IN_LOGICAL_DECODING)) != 0)
 			continue;
 		if (TransactionIdIsValid(st->xid) &&

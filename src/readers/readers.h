@@ -27,6 +27,7 @@ typedef struct PgcProcState
 	bool		subxact_overflowed;
 	uint8		status_flags;	/* PROC_IN_VACUUM, PROC_IN_LOGICAL_DECODING, ... */
 	Oid			dbid;
+	int			leader_pid;		/* a parallel worker's leader, else 0 */
 } PgcProcState;
 
 typedef struct PgcBackend
