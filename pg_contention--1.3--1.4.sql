@@ -1424,20 +1424,29 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
--- The window's overflow events per statement, backend and application:
--- a few rows where the ring holds a thousand events, so the culprits are
--- told from these (each with its latest event's text) and the events are
--- sorted once, not once per question asked of them.
+-- This server run's start (as pg_contention_before_restart tells it): an
+-- event before it is a process of an earlier run, whose pid may be
+-- another process now.
+run AS MATERIALIZED (
+	SELECT greatest(pg_catalog.pg_postmaster_start_time(), i.last_loaded) AS started
+	  FROM @extschema@.pg_contention_info() AS i
+),
+-- The window's overflow events per statement, backend (of this server run
+-- or an earlier one) and application: a few rows where the ring holds a
+-- thousand events, so the culprits are told from these (each with its
+-- latest event's text) and the events are sorted once, not once per
+-- question asked of them.
 event_groups AS MATERIALIZED (
 	SELECT e.datid, e.usesysid, e.query_id, e.pid, e.application_name,
+		   e.event_time < run.started AS earlier_run,
 		   count(*) AS ring_events, min(e.event_time) AS first_event,
 		   max(e.event_time) AS last_event,
 		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS last_text,
 		   max(e.nested_query_id) AS nested_query_id,
 		   max(e.nesting_depth) AS nesting_depth
-	  FROM @extschema@.pg_contention_overflow_events() AS e, params
+	  FROM @extschema@.pg_contention_overflow_events() AS e, params, run
 	 WHERE e.event_time >= params.cutoff
-	 GROUP BY e.datid, e.usesysid, e.query_id, e.pid, e.application_name
+	 GROUP BY e.datid, e.usesysid, e.query_id, e.pid, e.application_name, e.event_time < run.started
 ),
 live AS MATERIALIZED (
 	SELECT s.* FROM @extschema@.pg_contention_subxact() AS s
@@ -1528,9 +1537,11 @@ overflow_sums AS (
 overflow_who AS (
 	SELECT k.datid, k.stmt_text, k.masked_user,
 		   min(g.first_event) AS first_event, max(g.last_event) AS last_event,
-		   count(DISTINCT g.pid) AS backends,
+		   count(DISTINCT ROW(g.pid, g.earlier_run)) AS backends,
 		   (pg_catalog.array_agg(g.pid ORDER BY g.last_event DESC))[1] AS last_pid,
-		   jsonb_agg(DISTINCT g.pid) AS pids,
+		   -- Pids to act on are this run's; an earlier run's are kept apart.
+		   coalesce(jsonb_agg(DISTINCT g.pid) FILTER (WHERE NOT g.earlier_run), '[]') AS pids,
+		   jsonb_agg(DISTINCT g.pid) FILTER (WHERE g.earlier_run) AS earlier_run_pids,
 		   (pg_catalog.array_agg(g.application_name ORDER BY g.last_event DESC))[1] AS application_name,
 		   max(g.nested_query_id) AS nested_query_id,
 		   max(g.nesting_depth) AS nesting_depth
@@ -1544,7 +1555,8 @@ overflow_statements AS (
 	SELECT s.datid, s.stmt_text AS query, s.events, s.since, s.query_id, s.usesysid,
 		   s.query_ids, s.query_ids_text, s.n_query_ids,
 		   w.first_event, w.last_event,
-		   w.backends, w.last_pid, w.pids, w.application_name, w.nested_query_id, w.nesting_depth
+		   w.backends, w.last_pid, w.pids, w.earlier_run_pids, w.application_name,
+		   w.nested_query_id, w.nesting_depth
 	  FROM overflow_sums AS s
 	  JOIN overflow_who AS w
 		ON w.datid = s.datid AND w.stmt_text = s.stmt_text
@@ -1553,7 +1565,7 @@ overflow_statements AS (
 overflow_culprits AS (
 	SELECT o.datid, o.usesysid, o.query_id, o.query_ids,
 		   o.events, o.backends, o.since,
-		   o.pids, o.nested_query_id, o.nesting_depth,
+		   o.pids, o.earlier_run_pids, o.nested_query_id, o.nesting_depth,
 		   'statement ' || @extschema@.pg_contention_shorten(o.query)
 		   || coalesce(' (query id' || CASE WHEN o.n_query_ids > 1 THEN 's ' ELSE ' ' END
 					   || o.query_ids_text || ')', '')
@@ -1592,7 +1604,7 @@ overflow_culprits AS (
 	SELECT l.datid, l.usesysid, l.query_id,
 		   CASE WHEN l.query_id IS NOT NULL THEN jsonb_build_array(l.query_id) END,
 		   0, 1, l.xact_start,
-		   jsonb_build_array(l.pid), NULL, NULL,
+		   jsonb_build_array(l.pid), NULL, NULL, NULL,
 		   'pid ' || l.pid || ' ('
 		   || concat_ws(', ', 'application ' || nullif(l.application_name, ''),
 						'user ' || a.usename,
@@ -1620,7 +1632,7 @@ paid_by AS MATERIALIZED (
 	  FROM @extschema@.pg_contention_victims_texts(
 			   window_length, 'suboverflowed_snapshots',
 			   (SELECT coalesce(jsonb_agg(jsonb_build_object(
-						   'culprit', o.culprit_key, 'pids', o.pids,
+						   'culprit', o.culprit_key, 'pids', o.pids || coalesce(o.earlier_run_pids, '[]'),
 						   'query_ids', coalesce(o.query_ids, '[]'::jsonb)
 										|| jsonb_build_array(o.query_id, o.nested_query_id))), '[]'::jsonb)
 				  FROM culprits_keyed AS o)) AS t
@@ -1642,7 +1654,8 @@ overflow_findings AS (
 				   THEN '; on PostgreSQL 17 and later a larger subtransaction_buffers shortens the pg_subtrans waits, not the lookups.'
 				   ELSE '.' END AS advice,
 		   jsonb_build_object(
-			   'pids', o.pids, 'query_id', o.query_id, 'query_ids', o.query_ids,
+			   'pids', o.pids, 'earlier_run_pids', o.earlier_run_pids,
+			   'query_id', o.query_id, 'query_ids', o.query_ids,
 			   'database_oid', o.datid::bigint,
 			   'user_oid', o.usesysid::bigint, 'overflow_events', o.events,
 			   'nested_query_id', o.nested_query_id, 'nesting_depth', o.nesting_depth,
@@ -3013,6 +3026,10 @@ BEGIN
 						ELSE '[]' END) AS e
 		 WHERE pg_catalog.jsonb_typeof(e.value) = 'number';
 		IF pids IS NULL THEN
+			-- Every culprit was a process of an earlier server run.
+			IF pg_catalog.jsonb_typeof(details -> 'earlier_run_pids') = 'array' THEN
+				RETURN 'the overflowing sessions, of the previous server run, ended with its restart';
+			END IF;
 			RETURN NULL;
 		END IF;
 		SELECT pg_catalog.array_agg(a.pid) INTO alive

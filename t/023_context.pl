@@ -118,4 +118,22 @@ like($node->safe_psql('postgres', $subjects),
 	qr/INSERT INTO u .* in [23] backends \([^)]*partly before the restart at \Q$start\E\)/,
 	'a statement that overflowed in both runs is marked as partly before the restart');
 
+# The pids to act on are this run's only; the earlier run's are apart.
+my $details = "SELECT details FROM pg_contention_findings
+				WHERE problem = 'subxact_overflow' AND subject LIKE '%INSERT INTO %s %%'";
+my $new_pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_contention_overflow_events WHERE query LIKE 'INSERT INTO u%'
+	  ORDER BY event_time DESC LIMIT 1");
+is($node->safe_psql('postgres', "SELECT (d -> 'pids')::text || ' ' || (d -> 'earlier_run_pids')::text
+	FROM (" . sprintf($details, 't') . ") AS f(d)"),
+	"[] [$old_pid]", 'a culprit of the previous run only: no pid to act on, its pid among the earlier run\'s');
+my ($pids, $earlier) = split / /, $node->safe_psql('postgres',
+	"SELECT (d -> 'pids')::text || ' ' || jsonb_array_length(d -> 'earlier_run_pids')
+	   FROM (" . sprintf($details, 'u') . ") AS f(d)");
+is("$pids $earlier", "[$new_pid] 2", 'a culprit of both runs: this run\'s pid to act on, the two earlier ones apart');
+like($node->safe_psql('postgres', "SELECT pg_contention_incident_resolution('subxact_overflow',
+	  (" . sprintf($details, 't') . "), now() - interval '1 hour')"),
+	qr/^the overflowing sessions, of the previous server run, ended with its restart$/,
+	'an incident whose culprits were all of the previous run: resolved by the restart');
+
 done_testing();

@@ -92,6 +92,10 @@ BEGIN
 						ELSE '[]' END) AS e
 		 WHERE pg_catalog.jsonb_typeof(e.value) = 'number';
 		IF pids IS NULL THEN
+			-- Every culprit was a process of an earlier server run.
+			IF pg_catalog.jsonb_typeof(details -> 'earlier_run_pids') = 'array' THEN
+				RETURN 'the overflowing sessions, of the previous server run, ended with its restart';
+			END IF;
 			RETURN NULL;
 		END IF;
 		SELECT pg_catalog.array_agg(a.pid) INTO alive
