@@ -335,6 +335,21 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 
 GRANT SELECT ON @extschema@.pg_contention_horizon TO PUBLIC;
 
+-- ---- src/sql/dead_tuples.sql ----
+
+--
+-- Dead tuples per database, read from any database (dead_tuples.c): every
+-- database's from PostgreSQL 15 on, the current one's before.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_database_dead_tuples(
+	OUT datid oid,
+	OUT dead_tuples bigint,
+	OUT tables bigint
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_database_dead_tuples'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
 -- ---- src/sql/waits.sql ----
 
 --
@@ -2376,15 +2391,41 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
-dead_here AS MATERIALIZED (
-	SELECT t.relid, t.schemaname, t.relname, t.n_dead_tup, t.n_live_tup,
-		   greatest(t.last_vacuum, t.last_autovacuum) AS last_vacuum
-	  FROM pg_catalog.pg_stat_user_tables AS t
+-- Each database's dead tuples, whichever database this runs in; NULL where
+-- they cannot be read from here (another database, before PostgreSQL 15).
+dead_by_db AS MATERIALIZED (
+	SELECT d.datname,
+		   CASE WHEN x.datid IS NOT NULL THEN x.dead_tuples
+				WHEN params.version_num >= 150000 OR d.datname = pg_catalog.current_database() THEN 0
+		   END AS dead_tuples
+	  FROM pg_catalog.pg_database AS d
+	  CROSS JOIN params
+	  LEFT JOIN @extschema@.pg_contention_database_dead_tuples() AS x ON x.datid = d.oid
+	 WHERE d.datallowconn
 ),
 root_holders AS MATERIALIZED (
 	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback,
-		   (row_number() OVER ())::text AS culprit_key
-	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r
+		   (row_number() OVER ())::text AS culprit_key,
+		   -- The databases whose cleanup it holds back, as the server computes
+		   -- horizons: on 13 every database; from 14 a backend's or a prepared
+		   -- transaction's own only, while a slot's xmin and a standby's
+		   -- feedback hold every database's.
+		   (params.version_num < 140000 OR r.datname IS NULL
+			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
+	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r, params
+),
+-- What those databases hold in dead tuples, and which could be read.
+held_dead AS MATERIALIZED (
+	SELECT h.culprit_key, h.all_databases,
+		   sum(b.dead_tuples) AS dead_tuples,
+		   count(b.dead_tuples) AS read,
+		   count(*) AS databases,
+		   pg_catalog.string_agg(b.datname::text, ', ' ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NOT NULL) AS read_names,
+		   pg_catalog.string_agg(b.datname::text, ', ' ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NULL) AS unread_names,
+		   jsonb_agg(b.datname ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NOT NULL) AS read_list
+	  FROM root_holders AS h
+	  JOIN dead_by_db AS b ON h.all_databases OR b.datname = h.datname
+	 GROUP BY h.culprit_key, h.all_databases
 ),
 -- Who pays, for every holder that is a finding, in one call.
 paid_by AS MATERIALIZED (
@@ -2428,9 +2469,20 @@ horizon_findings AS (
 							 THEN '; queries on that standby hold it through hot_standby_feedback'
 								  || ' (pg_contention_horizon on the standby names them)'
 							 ELSE '' END
-						|| '; the tables of database ' || pg_catalog.current_database() || ' hold '
-						|| pg_catalog.to_char((SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t), 'FM999,999,999,990')
-						|| ' dead tuples' END
+						|| coalesce((SELECT CASE WHEN d.read = 0
+												 THEN '; the dead tuples of database ' || d.unread_names
+													  || ' cannot be read from database ' || pg_catalog.current_database()
+													  || ' before PostgreSQL 15 (pg_contention_findings there counts them)'
+												 ELSE '; the tables of '
+													  || CASE WHEN d.all_databases AND d.databases > 1 AND d.read = d.databases
+															  THEN 'all ' || d.databases || ' databases'
+															  WHEN d.read > 1 THEN 'databases ' || d.read_names
+															  ELSE 'database ' || d.read_names END
+													  || ' hold ' || pg_catalog.to_char(d.dead_tuples, 'FM999,999,999,990') || ' dead tuples'
+													  || CASE WHEN d.read < d.databases
+															  THEN ' (those of ' || d.unread_names || ' cannot be read from here before PostgreSQL 15)'
+															  ELSE '' END END
+									   FROM held_dead AS d WHERE d.culprit_key = h.culprit_key), '') END
 		   || CASE WHEN (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder) > 0
 				   THEN '; it keeps the dead index entries of '
 						|| (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder)
@@ -2467,7 +2519,9 @@ horizon_findings AS (
 							  'catalog_only', h.catalog_only,
 							  -- a standby's own counts say nothing of what it holds
 							  'dead_tuples', CASE WHEN NOT params.standby
-												  THEN (SELECT coalesce(sum(t.n_dead_tup), 0) FROM dead_here AS t) END,
+												  THEN (SELECT d.dead_tuples FROM held_dead AS d WHERE d.culprit_key = h.culprit_key) END,
+							  'dead_tuples_databases', CASE WHEN NOT params.standby
+															THEN (SELECT d.read_list FROM held_dead AS d WHERE d.culprit_key = h.culprit_key) END,
 							  'index_findings', (SELECT coalesce(jsonb_agg(f.details -> 'indexrelid'), '[]')
 												   FROM index_findings AS f
 												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,

@@ -1,0 +1,97 @@
+/*-------------------------------------------------------------------------
+ *
+ * dead_tuples.c
+ *		Dead tuples per database, whichever database the reader is
+ *		connected to: what a holder of the xmin horizon keeps in the
+ *		databases whose cleanup it holds back (xmin_horizon_held), which
+ *		pg_stat_user_tables shows for the current database only.
+ *
+ * Owns no shared state.  The statistics are read by compat.c
+ * (pgc_dead_tuples_by_database): from PG15 every database's, from the
+ * shared statistics under their partition locks in shared mode; before,
+ * the current database's only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "readers.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/hsearch.h"
+
+PG_FUNCTION_INFO_V1(pg_contention_database_dead_tuples);
+
+static const PgcResultColumn dead_tuples_columns[] = {
+	{"datid", OIDOID, PGC_SQL_V(1, 4)},
+	{"dead_tuples", INT8OID, PGC_SQL_V(1, 4)},
+	{"tables", INT8OID, PGC_SQL_V(1, 4)},
+};
+static const PgcResultShape dead_tuples_shape = {
+	"pg_contention_database_dead_tuples", dead_tuples_columns, lengthof(dead_tuples_columns)
+};
+
+typedef struct DatabaseDead
+{
+	Oid			dboid;			/* the hash key */
+	int64		dead_tuples;
+	int64		tables;
+} DatabaseDead;
+
+static void
+add_table(Oid dboid, int64 dead, void *arg)
+{
+	HTAB	   *databases = (HTAB *) arg;
+	DatabaseDead *d;
+	bool		found;
+
+	d = hash_search(databases, &dboid, HASH_ENTER, &found);
+	if (!found)
+	{
+		d->dead_tuples = 0;
+		d->tables = 0;
+	}
+	/* A counter can dip below zero for a moment (a rollback's delta). */
+	d->dead_tuples += Max(dead, 0);
+	d->tables++;
+}
+
+/*
+ * pg_contention_database_dead_tuples(): one row per database whose table
+ * statistics this backend can read and that has any: its dead tuples
+ * (n_dead_tup summed over its user tables, TOAST tables and catalogs) and
+ * how many tables have statistics.  Before PG15 only the current database
+ * is readable; callers tell "unreadable" from "none" by the version.
+ */
+Datum
+pg_contention_database_dead_tuples(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Tuplestorestate *tupstore;
+	HASHCTL		ctl;
+	HTAB	   *databases;
+	HASH_SEQ_STATUS status;
+	DatabaseDead *d;
+
+	tupstore = pgc_materialize(fcinfo, &dead_tuples_shape, &tupdesc);
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(DatabaseDead);
+	ctl.hcxt = CurrentMemoryContext;
+	databases = hash_create("pg_contention dead tuples", 16, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	(void) pgc_dead_tuples_by_database(add_table, databases);
+
+	hash_seq_init(&status, databases);
+	while ((d = hash_seq_search(&status)) != NULL)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = ObjectIdGetDatum(d->dboid);
+		values[1] = Int64GetDatum(d->dead_tuples);
+		values[2] = Int64GetDatum(d->tables);
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	hash_destroy(databases);
+	return (Datum) 0;
+}
