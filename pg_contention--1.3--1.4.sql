@@ -2332,7 +2332,7 @@ dead_by_db AS MATERIALIZED (
 	  FROM pg_catalog.pg_database AS d
 	  CROSS JOIN params
 	  LEFT JOIN @extschema@.pg_contention_database_dead_tuples() AS x ON x.datid = d.oid
-	 WHERE d.datallowconn
+	 WHERE d.datallowconn AND NOT d.datistemplate
 ),
 root_holders AS MATERIALIZED (
 	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback,
