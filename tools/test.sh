@@ -4,7 +4,7 @@
 #   tools/test.sh          the loop to run after a change: the tree checks,
 #                          then the whole suite (regression, isolation, TAP)
 #                          on this machine's own PostgreSQL (15 on Debian 12);
-#                          about 9 minutes on 2 cores
+#                          about 8 minutes on 2 cores
 #   tools/test.sh --all    the matrix, which CI runs (.ci/run): the tree
 #                          checks, the suite on PostgreSQL 13, 17 and 18 in
 #                          Debian chroots and on an assertion-enabled 15 with
@@ -12,7 +12,7 @@
 #                          isolation schedules with pg_contention (against a
 #                          kept run without it),
 #                          and the Debian package built, installed, tested,
-#                          removed; in two lanes side by side, about 34
+#                          removed; in two lanes side by side, about 32
 #                          minutes on 2 cores
 #
 #   PGC_PG_VERSIONS="13 17" tools/test.sh --all   only those versions
