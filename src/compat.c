@@ -225,8 +225,7 @@ pgc_json_parse(const char *s, size_t len, int encoding, JsonSemAction *sem)
 /*
  * Each database's dead tuples, as its tables' statistics count them
  * (n_dead_tup: user tables, TOAST tables and system catalogs alike): add()
- * is called once per table with its database and count.  Returns whether
- * every database could be read.
+ * is called once per table with its database and count.
  *
  * From PG15 the statistics live in shared memory, one entry per table of
  * every database: the shared hash is scanned as pg_stat_reset_shared's
@@ -235,20 +234,19 @@ pgc_json_parse(const char *s, size_t len, int encoding, JsonSemAction *sem)
  * one aligned 8-byte counter, which a flush cannot tear, and a count a
  * flush behind is what any reader of pg_stat_user_tables may see.  Before
  * PG15 the statistics collector's file is read for the current database
- * only (as pg_stat_user_tables does): the others' are not readable here,
- * and false is returned.
+ * only (as pg_stat_user_tables does): the others' are not readable here.
  */
 #if PG_VERSION_NUM >= 150000
 #include "utils/pgstat_internal.h"
 
-bool
+void
 pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void *arg)
 {
 	dshash_seq_status hstat;
 	PgStatShared_HashEntry *p;
 
 	if (pgStatLocal.shared_hash == NULL)
-		return false;
+		return;
 	dshash_seq_init(&hstat, pgStatLocal.shared_hash, false);
 	while ((p = dshash_seq_next(&hstat)) != NULL)
 	{
@@ -261,12 +259,11 @@ pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void
 		add(p->key.dboid, (int64) PGC_TABENTRY_DEAD_TUPLES(&shared->stats), arg);
 	}
 	dshash_seq_term(&hstat);
-	return true;
 }
 
 #else
 
-bool
+void
 pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void *arg)
 {
 	PgStat_StatDBEntry *db = pgstat_fetch_stat_dbentry(MyDatabaseId);
@@ -277,9 +274,8 @@ pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void
 	{
 		hash_seq_init(&status, db->tables);
 		while ((table = hash_seq_search(&status)) != NULL)
-			add(MyDatabaseId, (int64) table->n_dead_tuples, arg);
+			add(MyDatabaseId, (int64) PGC_TABENTRY_DEAD_TUPLES(table), arg);
 	}
-	return false;
 }
 
 #endif

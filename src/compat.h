@@ -473,14 +473,14 @@ pgc_proc_holds_main_locks(volatile PGPROC *proc)
 /*
  * Dead tuples per database (compat.c): n_dead_tup of every table the
  * backend can read, every database's from PG15 on, the current one's
- * before (returns false then).  PG16 renamed the counter.
+ * before.  PG16 renamed the counter.
  */
 #if PG_VERSION_NUM >= 160000
 #define PGC_TABENTRY_DEAD_TUPLES(entry)	((entry)->dead_tuples)
 #else
 #define PGC_TABENTRY_DEAD_TUPLES(entry)	((entry)->n_dead_tuples)
 #endif
-extern bool pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg),
+extern void pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg),
 										void *arg);
 
 /*

@@ -79,7 +79,7 @@ pg_contention_database_dead_tuples(PG_FUNCTION_ARGS)
 	ctl.hcxt = CurrentMemoryContext;
 	databases = hash_create("pg_contention dead tuples", 16, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	(void) pgc_dead_tuples_by_database(add_table, databases);
+	pgc_dead_tuples_by_database(add_table, databases);
 
 	hash_seq_init(&status, databases);
 	while ((d = hash_seq_search(&status)) != NULL)

@@ -137,15 +137,13 @@ pg_contention_horizon_holders(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	PgcBackend *backends;
-	TransactionId *held;		/* each backend's xmin, its workers' folded in */
 	int			n;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &horizon_shape, &tupdesc);
 	backends = pgc_collect_backends(&n);
-	held = palloc(sizeof(TransactionId) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		held[i] = backends[i].proc->xmin;
+
+	/* Each worker's xmin into its leader's (the states are our copies). */
 	for (int i = 0; i < n; i++)
 	{
 		PgcProcState *worker = backends[i].proc;
@@ -154,11 +152,13 @@ pg_contention_horizon_holders(PG_FUNCTION_ARGS)
 			continue;
 		for (int j = 0; j < n; j++)
 		{
-			if (backends[j].proc->pid != worker->leader_pid)
+			PgcProcState *leader = backends[j].proc;
+
+			if (leader->pid != worker->leader_pid)
 				continue;
-			if (!TransactionIdIsValid(held[j]) ||
-				TransactionIdPrecedes(worker->xmin, held[j]))
-				held[j] = worker->xmin;
+			if (!TransactionIdIsValid(leader->xmin) ||
+				TransactionIdPrecedes(worker->xmin, leader->xmin))
+				leader->xmin = worker->xmin;
 			break;
 		}
 	}
@@ -167,7 +167,7 @@ pg_contention_horizon_holders(PG_FUNCTION_ARGS)
 	{
 		PgBackendStatus *be = backends[i].status;
 		PgcProcState *st = backends[i].proc;
-		TransactionId xmin = held[i];
+		TransactionId xmin = st->xmin;
 		bool		walsender;
 		Datum		values[HORIZON_COLS] = {0};
 		bool		nulls[HORIZON_COLS] = {0};
