@@ -25,8 +25,9 @@ sub proc_status_kb
 
 # The save interval set, and taken by the sampler: with it the sample
 # period moves by a millisecond, which the sampler publishes when it has
-# read its configuration again (a save it began before goes on at the old
-# interval until then: under load, after the reload returns).
+# read its configuration again.  A save it began before ends before that;
+# once published, a longer interval postpones a save that was due (it
+# counts from the last save), so last_saved holds still from then on.
 sub set_save_interval
 {
 	my ($node, $interval) = @_;

@@ -943,6 +943,7 @@ pgc_sampler_main(Datum main_arg)
 	uint32		wait_event = pgc_sampler_wait_event();
 	TimestampTz next_tick;
 	TimestampTz next_save;
+	TimestampTz last_save;		/* the last save attempt, or the start */
 
 	/*
 	 * SIGTERM (shutdown, or pg_terminate_backend): leave quietly at the next
@@ -979,7 +980,8 @@ pgc_sampler_main(Datum main_arg)
 	publish_settings();
 
 	next_tick = GetCurrentTimestamp();
-	next_save = next_tick + (TimestampTz) pgc_save_interval * USECS_PER_SEC;
+	last_save = next_tick;
+	next_save = last_save + (TimestampTz) pgc_save_interval * USECS_PER_SEC;
 	for (;;)
 	{
 		TimestampTz now;
@@ -994,9 +996,13 @@ pgc_sampler_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			publish_settings();
-			/* A new interval counts from now. */
-			next_save = Min(next_save, GetCurrentTimestamp() +
-							(TimestampTz) pgc_save_interval * USECS_PER_SEC);
+
+			/*
+			 * A new interval counts from the last save: a shorter one may be
+			 * due at once, a longer one postpones a save that was due.  Once
+			 * the settings are published, no save follows at the old one.
+			 */
+			next_save = last_save + (TimestampTz) pgc_save_interval * USECS_PER_SEC;
 		}
 
 		now = GetCurrentTimestamp();
@@ -1028,6 +1034,7 @@ pgc_sampler_main(Datum main_arg)
 		if (pgc_save_enabled && pgc_save_interval > 0 && now >= next_save)
 		{
 			pgc_persist_save(true);
+			last_save = now;
 			next_save = now + (TimestampTz) pgc_save_interval * USECS_PER_SEC;
 		}
 
