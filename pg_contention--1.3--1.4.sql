@@ -316,12 +316,18 @@ GRANT SELECT ON @extschema@.pg_contention_horizon TO PUBLIC;
 
 --
 -- Dead tuples per database, read from any database (dead_tuples.c): every
--- database's from PostgreSQL 15 on, the current one's before.
+-- database's from PostgreSQL 15 on, the current one's before.  "Due" are
+-- those of tables past their autovacuum threshold (the global settings);
+-- "catalog" those of the system catalogs.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_database_dead_tuples(
 	OUT datid oid,
 	OUT dead_tuples bigint,
-	OUT tables bigint
+	OUT tables bigint,
+	OUT due_dead_tuples bigint,
+	OUT due_tables bigint,
+	OUT catalog_dead_tuples bigint,
+	OUT catalog_due_dead_tuples bigint
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_database_dead_tuples'
@@ -726,7 +732,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 	OUT probe_critical double precision,
 	OUT held_warning double precision,
 	OUT held_critical double precision,
-	OUT hot_chain_buffers double precision
+	OUT hot_chain_buffers double precision,
+	OUT overflow_ended_after interval
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
@@ -769,6 +776,7 @@ BEGIN
 	held_warning := pg_catalog.current_setting('pg_contention.old_snapshot_held_warning', true)::float8;
 	held_critical := pg_catalog.current_setting('pg_contention.old_snapshot_held_critical', true)::float8;
 	hot_chain_buffers := pg_catalog.current_setting('pg_contention.hot_chain_buffers_warning', true)::float8;
+	overflow_ended_after := pg_catalog.current_setting('pg_contention.overflow_ended_after', true)::interval;
 END
 $$;
 
@@ -789,6 +797,11 @@ $$;
 -- in the history, an overflow event, an execution on a suboverflowed
 -- snapshot), at subtrans_lookups_warning readers' lookups per second; else
 -- info.  Without an overflow, lookups alone are never more than info.
+-- An overflow that has ended is info too (the findings describe now):
+-- on a primary, no backend is overflowed now and none was for
+-- pg_contention.overflow_ended_after (overflow_ended_at: the end of the
+-- last second one was seen in, or the last overflow event); a standby
+-- cannot see the primary's end.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	window_length interval DEFAULT NULL,
@@ -808,7 +821,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	OUT slru_accesses numeric,
 	OUT xids_assigned numeric,
 	OUT overflow_seen boolean,
-	OUT lookups_past_warning boolean
+	OUT lookups_past_warning boolean,
+	OUT overflow_ended_at timestamp with time zone
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -827,6 +841,7 @@ cost AS (
 		   coalesce(sum(h.xids_assigned), 0) AS xids_assigned,
 		   count(*) FILTER (WHERE h.subtrans_reader_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
+		   max(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS last_overflow_second,
 		   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
 	  FROM params, @extschema@.pg_contention_history(params.cutoff) AS h
@@ -862,27 +877,38 @@ victims AS (
 -- event, or an execution on a suboverflowed snapshot (on a standby, the
 -- primary's overflow shows only there).
 overflow AS (
-	SELECT c.first_overflow_second IS NOT NULL
-		   OR v.calls > 0
-		   OR EXISTS (SELECT 1 FROM @extschema@.pg_contention_overflow_events() AS e
-					   WHERE e.event_time >= params.cutoff) AS seen
-	  FROM cost AS c, victims AS v, params
+	SELECT c.first_overflow_second IS NOT NULL OR v.calls > 0 OR e.last_event IS NOT NULL AS seen,
+		   greatest(c.last_overflow_second + interval '1 second', e.last_event) AS last_seen,
+		   EXISTS (SELECT 1 FROM @extschema@.pg_contention_subxact() AS s WHERE s.subxact_overflowed) AS now_overflowed
+	  FROM cost AS c, victims AS v, params,
+		   LATERAL (SELECT max(e0.event_time) AS last_event
+					  FROM @extschema@.pg_contention_overflow_events() AS e0
+					 WHERE e0.event_time >= params.cutoff) AS e
+),
+-- Ended: seen in the window, over for overflow_ended_after, on a primary.
+overflow_end AS (
+	SELECT o.*,
+		   CASE WHEN o.seen AND NOT params.standby AND NOT o.now_overflowed
+					 AND o.last_seen <= params.now - params.overflow_ended_after
+				THEN o.last_seen END AS ended_at
+	  FROM overflow AS o, params
 ),
 cost_judged AS (
-	SELECT c.*, o.seen AS overflow_seen,
+	SELECT c.*, o.seen AS overflow_seen, o.ended_at,
 		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
 		   CASE WHEN c.active_samples >= 100
 				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
 		   coalesce(c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning, false)
 			   AS lookups_past_warning,
-		   CASE WHEN c.active_samples >= 100
+		   CASE WHEN o.ended_at IS NOT NULL THEN 'info'
+				WHEN c.active_samples >= 100
 					 AND 100.0 * c.wait_samples / c.active_samples >= params.wait_critical THEN 'critical'
 				WHEN (c.active_samples >= 100
 					  AND 100.0 * c.wait_samples / c.active_samples >= params.wait_warning)
 					 OR (o.seen AND c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning)
 					THEN 'warning'
 				ELSE 'info' END AS level
-	  FROM cost AS c, overflow AS o, params
+	  FROM cost AS c, overflow_end AS o, params
 )
 SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 	   c.active_samples, c.lookup_rate, c.wait_pct, c.level,
@@ -901,11 +927,11 @@ SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 			   THEN ' (' || pg_catalog.to_char(c.wait_pct, 'FM990.0') || '% of active time)'
 			   ELSE ' (too little activity for a share)' END,
 	   v.calls, v.first_seen, v.query_ids, v.text,
-	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning
+	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning, c.ended_at
   INTO lookups, busy_seconds, first_overflow_second, wait_samples, active_samples,
 	   lookup_rate, wait_pct, level, cost_text,
 	   victim_calls, victim_first_seen, victim_query_ids, victims_text,
-	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning
+	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning, overflow_ended_at
   FROM cost_judged AS c, victims AS v;
 END
 $$;
@@ -1483,7 +1509,11 @@ subtrans AS MATERIALIZED (
 cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
 		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
-		   s.slru_accesses, s.xids_assigned
+		   s.slru_accesses, s.xids_assigned, s.overflow_ended_at AS ended_at,
+		   -- said first when it has ended: the figures are of the window
+		   coalesce('Ended at ' || pg_catalog.to_char(s.overflow_ended_at, 'HH24:MI:SS') || ', '
+					|| @extschema@.pg_contention_duration(pg_catalog.now() - s.overflow_ended_at)
+					|| ' ago: no transaction is overflowed now, so new snapshots are not suboverflowed. ', '') AS ended_text
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -1579,7 +1609,7 @@ overflow_statements AS (
 ),
 overflow_culprits AS (
 	SELECT o.datid, o.usesysid, o.query_id, o.query_ids,
-		   o.events, o.backends, o.since,
+		   o.events, o.backends, o.since, o.last_event,
 		   o.pids, o.earlier_run_pids, o.nested_query_id, o.nesting_depth,
 		   'statement ' || @extschema@.pg_contention_shorten(o.query)
 		   || coalesce(' (query id' || CASE WHEN o.n_query_ids > 1 THEN 's ' ELSE ' ' END
@@ -1618,7 +1648,7 @@ overflow_culprits AS (
 	UNION ALL
 	SELECT l.datid, l.usesysid, l.query_id,
 		   CASE WHEN l.query_id IS NOT NULL THEN jsonb_build_array(l.query_id) END,
-		   0, 1, l.xact_start,
+		   0, 1, l.xact_start, NULL::timestamptz,
 		   jsonb_build_array(l.pid), NULL, NULL, NULL,
 		   'pid ' || l.pid || ' ('
 		   || concat_ws(', ', 'application ' || nullif(l.application_name, ''),
@@ -1639,8 +1669,14 @@ overflow_culprits AS (
 -- Who pays, for every culprit in one call: each is left out of its own
 -- victims with every query id it has and the statement inside it.
 culprits_keyed AS MATERIALIZED (
-	SELECT (row_number() OVER ())::text AS culprit_key, o.*
-	  FROM overflow_culprits AS o
+	SELECT (row_number() OVER ())::text AS culprit_key, o.*,
+		   -- Its own overflow over (another culprit's may go on): none of
+		   -- its sessions overflowed now, and its last event overflow_ended_after old.
+		   CASE WHEN NOT params.standby AND o.last_event <= params.now - params.overflow_ended_after
+					 AND NOT EXISTS (SELECT 1 FROM live AS l
+									  WHERE l.subxact_overflowed AND o.pids @> pg_catalog.to_jsonb(l.pid))
+				THEN o.last_event END AS culprit_ended_at
+	  FROM overflow_culprits AS o, params
 ),
 paid_by AS MATERIALIZED (
 	SELECT t.culprit, t.sentence
@@ -1654,13 +1690,19 @@ paid_by AS MATERIALIZED (
 ),
 overflow_findings AS (
 	SELECT 'subxact_overflow'::text AS problem,
-		   c.level AS severity,
+		   CASE WHEN o.culprit_ended_at IS NOT NULL THEN 'info' ELSE c.level END AS severity,
 		   o.subject,
-		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
+		   CASE WHEN c.ended_at IS NOT NULL THEN c.ended_text
+				WHEN o.culprit_ended_at IS NOT NULL
+				THEN 'Its overflow has ended: none of its sessions is overflowed now (its last overflow event at '
+					 || pg_catalog.to_char(o.culprit_ended_at, 'HH24:MI:SS') || '); another transaction''s goes on. '
+				ELSE '' END
+		   || 'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
 		   || '; cost: ' || c.text || '.'
 		   || coalesce(' ' || pb.sentence, '') AS evidence,
-		   CASE c.level
-				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
+		   CASE WHEN c.ended_at IS NOT NULL OR o.culprit_ended_at IS NOT NULL
+				THEN 'Nothing to do now; to keep it from recurring, k'
+				WHEN c.level = 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
 				ELSE 'K' END
 		   || 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '
 		   || 'avoid an EXCEPTION block (a subtransaction) per row in PL/pgSQL, '
@@ -1678,7 +1720,8 @@ overflow_findings AS (
 			   'subtrans_lookups', c.lookups, 'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
 			   'subtrans_slru_accesses', c.slru_accesses, 'xids_assigned', c.xids_assigned,
 			   'subtrans_wait_samples', c.wait_samples, 'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
-			   'active_samples', c.active_samples, 'window_seconds', params.w_s) AS details,
+			   'active_samples', c.active_samples, 'window_seconds', params.w_s,
+			   'ended_at', coalesce(c.ended_at, o.culprit_ended_at)) AS details,
 		   o.since
 	  FROM culprits_keyed AS o
 	  LEFT JOIN paid_by AS pb ON pb.culprit = o.culprit_key
@@ -1749,7 +1792,8 @@ subtrans AS MATERIALIZED (
 cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
 		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
-		   s.slru_accesses, s.xids_assigned, s.overflow_seen, s.lookups_past_warning
+		   s.slru_accesses, s.xids_assigned, s.overflow_seen, s.lookups_past_warning,
+		   s.overflow_ended_at AS ended_at
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -1779,8 +1823,13 @@ slru_findings AS (
 				   WHEN c.overflow_seen
 				   THEN 'driven by an overflow in the window whose backend is no longer known'
 				   ELSE 'with no subtransaction overflow seen in the window' END AS subject,
-		   'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
-		   CASE WHEN (SELECT count(*) FROM overflow_findings) > 0
+		   coalesce('Ended at ' || pg_catalog.to_char(c.ended_at, 'HH24:MI:SS') || ', '
+					|| @extschema@.pg_contention_duration(pg_catalog.now() - c.ended_at)
+					|| ' ago: the overflow is over, so new snapshots are not suboverflowed. ', '')
+		   || 'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
+		   CASE WHEN c.ended_at IS NOT NULL
+				THEN 'Nothing to do now; to keep it from recurring, keep transactions under 64 subtransactions (see subxact_overflow)'
+				WHEN (SELECT count(*) FROM overflow_findings) > 0
 				THEN 'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
 				WHEN c.overflow_seen
 				THEN 'Remove the overflow: a transaction took more than 64 subtransactions in the window (its event is older than the window or was overwritten); keep transactions under 64 subtransactions, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
@@ -1794,7 +1843,7 @@ slru_findings AS (
 							  'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
 							  'subtrans_slru_accesses', c.slru_accesses,
 							  'xids_assigned', c.xids_assigned,
-							  'overflow_seen', c.overflow_seen,
+							  'overflow_seen', c.overflow_seen, 'ended_at', c.ended_at,
 							  'subtrans_wait_samples', c.wait_samples,
 							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 							  'active_samples', c.active_samples,
@@ -2298,7 +2347,11 @@ $$;
 --
 -- Rule xmin_horizon_held: a root holder of the xmin horizon past the
 -- thresholds (pg_contention.horizon_min_age / _min_xid_age), with the
--- dead_tuple_index_scan findings it causes.
+-- dead_tuple_index_scan findings it causes.  Its severity is what the hold
+-- costs, measured: dead tuples VACUUM would remove now (in tables past
+-- their autovacuum threshold, in the databases it holds back), index
+-- lookups reading dead entries, or an XID age past
+-- pg_contention.horizon_critical_xid_age; age alone is info.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_xmin_horizon_held(
 	window_length interval DEFAULT NULL,
@@ -2325,12 +2378,16 @@ WITH params AS MATERIALIZED (
 -- Each database's dead tuples, whichever database this runs in; NULL where
 -- they cannot be read from here (another database, before PostgreSQL 15).
 dead_by_db AS MATERIALIZED (
-	SELECT d.datname,
-		   CASE WHEN x.datid IS NOT NULL THEN x.dead_tuples
-				WHEN params.version_num >= 150000 OR d.datname = pg_catalog.current_database() THEN 0
-		   END AS dead_tuples
+	SELECT d.datname, r.readable,
+		   CASE WHEN r.readable THEN coalesce(x.dead_tuples, 0) END AS dead_tuples,
+		   CASE WHEN r.readable THEN coalesce(x.due_dead_tuples, 0) END AS due_dead_tuples,
+		   CASE WHEN r.readable THEN coalesce(x.due_tables, 0) END AS due_tables,
+		   CASE WHEN r.readable THEN coalesce(x.catalog_dead_tuples, 0) END AS catalog_dead_tuples,
+		   CASE WHEN r.readable THEN coalesce(x.catalog_due_dead_tuples, 0) END AS catalog_due_dead_tuples
 	  FROM pg_catalog.pg_database AS d
 	  CROSS JOIN params
+	  CROSS JOIN LATERAL (SELECT params.version_num >= 150000
+								 OR d.datname = pg_catalog.current_database() AS readable) AS r
 	  LEFT JOIN @extschema@.pg_contention_database_dead_tuples() AS x ON x.datid = d.oid
 	 WHERE d.datallowconn AND NOT d.datistemplate
 ),
@@ -2345,10 +2402,13 @@ root_holders AS MATERIALIZED (
 			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
 	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r, params
 ),
--- What those databases hold in dead tuples, and which could be read.
+-- What those databases hold in dead tuples (a logical slot: in their
+-- catalogs), how many VACUUM would remove now, and which could be read.
 held_dead AS MATERIALIZED (
 	SELECT h.culprit_key, h.all_databases,
-		   sum(b.dead_tuples) AS dead_tuples,
+		   sum(CASE WHEN h.catalog_only THEN b.catalog_dead_tuples ELSE b.dead_tuples END) AS dead_tuples,
+		   sum(CASE WHEN h.catalog_only THEN b.catalog_due_dead_tuples ELSE b.due_dead_tuples END) AS due_dead_tuples,
+		   sum(b.due_tables) FILTER (WHERE NOT h.catalog_only) AS due_tables,
 		   count(b.dead_tuples) AS read,
 		   count(*) AS databases,
 		   pg_catalog.string_agg(b.datname::text, ', ' ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NOT NULL) AS read_names,
@@ -2356,7 +2416,7 @@ held_dead AS MATERIALIZED (
 		   jsonb_agg(b.datname ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NOT NULL) AS read_list
 	  FROM root_holders AS h
 	  JOIN dead_by_db AS b ON h.all_databases OR b.datname = h.datname
-	 GROUP BY h.culprit_key, h.all_databases
+	 GROUP BY h.culprit_key, h.all_databases, h.catalog_only
 ),
 -- Who pays, for every holder that is a finding, in one call.
 paid_by AS MATERIALIZED (
@@ -2371,12 +2431,37 @@ paid_by AS MATERIALIZED (
 index_findings AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
 ),
+-- Each holder with what its hold costs, as measured.
+costed AS MATERIALIZED (
+	SELECT h.*, d.dead_tuples, d.due_dead_tuples, d.due_tables, d.read, d.databases,
+		   d.read_names, d.unread_names, d.read_list,
+		   i.index_count, i.index_critical, w.retained_wal,
+		   -- a standby's own counts say nothing of what it holds (its
+		   -- primary's walsender is the holder there, and counts them)
+		   (NOT params.standby AND coalesce(d.due_dead_tuples, 0) > 0
+			OR i.index_count > 0
+			OR h.xmin_age >= params.horizon_critical_xid_age) AS costs
+	  FROM root_holders AS h
+	  CROSS JOIN params
+	  LEFT JOIN held_dead AS d ON d.culprit_key = h.culprit_key
+	  CROSS JOIN LATERAL (SELECT count(*) AS index_count,
+								 coalesce(bool_or(f.severity = 'critical'), false) AS index_critical
+							FROM index_findings AS f
+						   WHERE f.details -> 'holder' ->> 'holder' = h.holder) AS i
+	  -- The WAL a slot keeps, from its restart_lsn.
+	  LEFT JOIN LATERAL (SELECT pg_catalog.pg_wal_lsn_diff(
+									CASE WHEN params.standby THEN pg_catalog.pg_last_wal_replay_lsn()
+										 ELSE pg_catalog.pg_current_wal_lsn() END, s.restart_lsn) AS retained_wal
+						   FROM pg_catalog.pg_replication_slots AS s
+						  WHERE h.kind = 'replication slot' AND s.slot_name = h.holder) AS w ON true
+	 WHERE h.blocks_cleanup
+),
 horizon_findings AS (
 	SELECT 'xmin_horizon_held'::text AS problem,
-		   CASE WHEN h.level = 'critical'
-					 OR EXISTS (SELECT 1 FROM index_findings AS f
-								 WHERE f.severity = 'critical' AND f.details -> 'holder' ->> 'holder' = h.holder)
-				THEN 'critical' ELSE 'warning' END AS severity,
+		   CASE WHEN h.xmin_age >= params.horizon_critical_xid_age OR h.index_critical
+					 OR (h.level = 'critical' AND h.costs) THEN 'critical'
+				WHEN h.costs THEN 'warning'
+				ELSE 'info' END AS severity,
 		   h.subject,
 		   -- A logical slot holds by its catalog_xmin: call it that.
 		   'Its ' || CASE WHEN h.catalog_only THEN 'catalog_xmin' ELSE 'xmin' END || ' is '
@@ -2384,8 +2469,7 @@ horizon_findings AS (
 		   || CASE WHEN h.xmin_age = 1 THEN ' transaction old' ELSE ' transactions old' END
 		   || coalesce(CASE WHEN h.kind = 'replication slot' THEN ', inactive for ' ELSE ', held for ' END
 					   || @extschema@.pg_contention_duration(h.held_for), '')
-		   || CASE WHEN h.catalog_only THEN '; it holds back the removal of dead catalog rows only'
-				   -- A standby vacuums nothing and its n_dead_tup are its own
+		   || CASE -- A standby vacuums nothing and its n_dead_tup are its own
 				   -- (near zero): what its horizon keeps is on the primary.
 				   WHEN params.standby AND h.feedback
 				   THEN '; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary,'
@@ -2396,33 +2480,53 @@ horizon_findings AS (
 				   WHEN params.standby
 				   THEN '; this is a standby with hot_standby_feedback off: it does not hold back the primary''s horizon,'
 						|| ' replay of the primary''s cleanup waits for it or cancels it (max_standby_streaming_delay)'
-				   ELSE CASE WHEN h.kind = 'standby feedback' OR (h.kind = 'replication slot' AND h.datname IS NULL)
+				   ELSE CASE WHEN h.catalog_only THEN '; it holds back the removal of dead catalog rows only'
+							 WHEN h.kind = 'standby feedback' OR (h.kind = 'replication slot' AND h.datname IS NULL)
 							 THEN '; queries on that standby hold it through hot_standby_feedback'
 								  || ' (pg_contention_horizon on the standby names them)'
 							 ELSE '' END
-						|| coalesce((SELECT CASE WHEN d.read = 0
-												 THEN '; the dead tuples of database ' || d.unread_names
-													  || ' cannot be read from database ' || pg_catalog.current_database()
-													  || ' before PostgreSQL 15 (pg_contention_findings there counts them)'
-												 ELSE '; the tables of '
-													  || CASE WHEN d.all_databases AND d.databases > 1 AND d.read = d.databases
-															  THEN 'all ' || d.databases || ' databases'
-															  WHEN d.read > 1 THEN 'databases ' || d.read_names
-															  ELSE 'database ' || d.read_names END
-													  || ' hold ' || pg_catalog.to_char(d.dead_tuples, 'FM999,999,999,990') || ' dead tuples'
-													  || CASE WHEN d.read < d.databases
-															  THEN ' (those of ' || d.unread_names || ' cannot be read from here before PostgreSQL 15)'
-															  ELSE '' END END
-									   FROM held_dead AS d WHERE d.culprit_key = h.culprit_key), '') END
-		   || CASE WHEN (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder) > 0
-				   THEN '; it keeps the dead index entries of '
-						|| (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder)
-						|| ' dead_tuple_index_scan finding(s)'
+						|| CASE WHEN h.read = 0
+								THEN '; the dead tuples of database ' || h.unread_names
+									 || ' cannot be read from database ' || pg_catalog.current_database()
+									 || ' before PostgreSQL 15 (pg_contention_findings there counts them)'
+								WHEN h.read > 0
+								THEN '; the ' || CASE WHEN h.catalog_only THEN 'system catalogs' ELSE 'tables' END || ' of '
+									 || CASE WHEN h.all_databases AND h.databases > 1 AND h.read = h.databases
+											 THEN 'all ' || h.databases || ' databases'
+											 WHEN h.read > 1 THEN 'databases ' || h.read_names
+											 ELSE 'database ' || h.read_names END
+									 || ' hold ' || pg_catalog.to_char(h.dead_tuples, 'FM999,999,999,990') || ' dead tuples'
+									 || CASE WHEN h.due_dead_tuples > 0
+											 THEN ', ' || pg_catalog.to_char(h.due_dead_tuples, 'FM999,999,999,990')
+												  || ' of them in '
+												  || CASE WHEN h.catalog_only THEN 'catalogs'
+														  WHEN h.due_tables = 1 THEN '1 table'
+														  ELSE h.due_tables || ' tables' END
+												  || ' due for autovacuum'
+											 ELSE ', none in a table due for autovacuum' END
+									 || CASE WHEN h.read < h.databases
+											 THEN ' (those of ' || h.unread_names || ' cannot be read from here before PostgreSQL 15)'
+											 ELSE '' END
+								ELSE '' END END
+		   || coalesce('; it retains ' || pg_catalog.pg_size_pretty(h.retained_wal) || ' of WAL', '')
+		   || CASE WHEN h.index_count > 0
+				   THEN '; it keeps the dead index entries of ' || h.index_count || ' dead_tuple_index_scan finding(s)'
 				   ELSE '' END || '.'
+		   || CASE WHEN NOT h.costs
+				   THEN ' Nothing measured pays for it yet (no table of its databases is due for autovacuum, no index lookup'
+						|| ' reads dead entries): it stays at info until something does.'
+				   ELSE '' END
 		   || coalesce(' ' || (SELECT pb.sentence FROM paid_by AS pb WHERE pb.culprit = h.culprit_key), '') AS evidence,
 		   CASE h.kind
 				WHEN 'backend' THEN
-					CASE WHEN h.state LIKE 'idle in transaction%'
+					-- A dump holds one snapshot to its end by design: a
+					-- timeout would fail the backup.
+					CASE WHEN h.application_name IN ('pg_dump', 'pg_dumpall')
+						 THEN 'A dump keeps one snapshot until it ends. Take it from a standby (with hot_standby_feedback off'
+							  || ' and max_standby_streaming_delay long enough), or dump the large, busy tables apart in'
+							  || ' shorter dumps; never under statement_timeout, which would fail the backup. SELECT pg_cancel_backend('
+							  || h.pid || ') frees the horizon now, and loses this dump.'
+						 WHEN h.state LIKE 'idle in transaction%'
 						 THEN 'End the transaction: have the application commit, or SELECT pg_terminate_backend(' || h.pid
 							  || '); idle_in_transaction_session_timeout keeps it from recurring.'
 						 ELSE 'If the statement can go, SELECT pg_cancel_backend(' || h.pid
@@ -2436,7 +2540,11 @@ horizon_findings AS (
 							  || ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it. '
 						 ELSE '' END ||
 					'If nothing consumes slot ' || h.holder || ' any more, drop it: SELECT pg_drop_replication_slot('
-					|| pg_catalog.quote_literal(h.holder) || '); otherwise get its consumer running again.'
+					|| pg_catalog.quote_literal(h.holder) || '); otherwise get its consumer running again'
+					|| CASE WHEN h.catalog_only
+							THEN ', or, if the changes it has not consumed are not needed, skip them: SELECT pg_replication_slot_advance('
+								 || pg_catalog.quote_literal(h.holder) || ', pg_current_wal_lsn()).'
+							ELSE '.' END
 				WHEN 'prepared transaction' THEN
 					'Finish it: COMMIT PREPARED ' || pg_catalog.quote_literal(h.holder) || ' or ROLLBACK PREPARED '
 					|| pg_catalog.quote_literal(h.holder) || ' (whoever prepared it should decide which).'
@@ -2449,16 +2557,16 @@ horizon_findings AS (
 							  'held_seconds', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric),
 							  'catalog_only', h.catalog_only,
 							  -- a standby's own counts say nothing of what it holds
-							  'dead_tuples', CASE WHEN NOT params.standby
-												  THEN (SELECT d.dead_tuples FROM held_dead AS d WHERE d.culprit_key = h.culprit_key) END,
-							  'dead_tuples_databases', CASE WHEN NOT params.standby
-															THEN (SELECT d.read_list FROM held_dead AS d WHERE d.culprit_key = h.culprit_key) END,
+							  'dead_tuples', CASE WHEN NOT params.standby THEN h.dead_tuples END,
+							  'due_dead_tuples', CASE WHEN NOT params.standby THEN h.due_dead_tuples END,
+							  'dead_tuples_databases', CASE WHEN NOT params.standby THEN h.read_list END,
+							  'costs', h.costs,
+							  'retained_wal_bytes', h.retained_wal,
 							  'index_findings', (SELECT coalesce(jsonb_agg(f.details -> 'indexrelid'), '[]')
 												   FROM index_findings AS f
 												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,
 		   params.now - h.held_for AS since
-	  FROM root_holders AS h, params
-	 WHERE h.blocks_cleanup
+	  FROM costed AS h, params
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM horizon_findings AS f;

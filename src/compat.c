@@ -225,14 +225,16 @@ pgc_json_parse(const char *s, size_t len, int encoding, JsonSemAction *sem)
 /*
  * Each database's dead tuples, as its tables' statistics count them
  * (n_dead_tup: user tables, TOAST tables and system catalogs alike): add()
- * is called once per table with its database and count.
+ * is called once per table with its database, its oid and its dead and
+ * live tuple counts.
  *
  * From PG15 the statistics live in shared memory, one entry per table of
  * every database: the shared hash is scanned as pg_stat_reset_shared's
  * neighbours do (dshash_seq_*, each partition under its lock in shared
  * mode), and each entry's count read without the entry's own lock: it is
- * one aligned 8-byte counter, which a flush cannot tear, and a count a
- * flush behind is what any reader of pg_stat_user_tables may see.  Before
+ * one aligned 8-byte counter, which a flush cannot tear (the live count
+ * likewise), and a count a flush behind is what any reader of
+ * pg_stat_user_tables may see.  Before
  * PG15 the statistics collector's file is read for the current database
  * only (as pg_stat_user_tables does): the others' are not readable here.
  */
@@ -240,7 +242,7 @@ pgc_json_parse(const char *s, size_t len, int encoding, JsonSemAction *sem)
 #include "utils/pgstat_internal.h"
 
 void
-pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void *arg)
+pgc_dead_tuples_by_database(PgcTableDeadFunc add, void *arg)
 {
 	dshash_seq_status hstat;
 	PgStatShared_HashEntry *p;
@@ -256,7 +258,8 @@ pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void
 			!OidIsValid(p->key.dboid))
 			continue;
 		shared = (PgStatShared_Relation *) dsa_get_address(pgStatLocal.dsa, p->body);
-		add(p->key.dboid, (int64) PGC_TABENTRY_DEAD_TUPLES(&shared->stats), arg);
+		add(p->key.dboid, PGC_STATS_OBJOID(p->key), (int64) PGC_TABENTRY_DEAD_TUPLES(&shared->stats),
+			(int64) PGC_TABENTRY_LIVE_TUPLES(&shared->stats), arg);
 	}
 	dshash_seq_term(&hstat);
 }
@@ -264,7 +267,7 @@ pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void
 #else
 
 void
-pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void *arg)
+pgc_dead_tuples_by_database(PgcTableDeadFunc add, void *arg)
 {
 	PgStat_StatDBEntry *db = pgstat_fetch_stat_dbentry(MyDatabaseId);
 	HASH_SEQ_STATUS status;
@@ -274,7 +277,8 @@ pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg), void
 	{
 		hash_seq_init(&status, db->tables);
 		while ((table = hash_seq_search(&status)) != NULL)
-			add(MyDatabaseId, (int64) PGC_TABENTRY_DEAD_TUPLES(table), arg);
+			add(MyDatabaseId, table->tableid, (int64) PGC_TABENTRY_DEAD_TUPLES(table),
+				(int64) PGC_TABENTRY_LIVE_TUPLES(table), arg);
 	}
 }
 

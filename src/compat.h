@@ -477,11 +477,37 @@ pgc_proc_holds_main_locks(volatile PGPROC *proc)
  */
 #if PG_VERSION_NUM >= 160000
 #define PGC_TABENTRY_DEAD_TUPLES(entry)	((entry)->dead_tuples)
+#define PGC_TABENTRY_LIVE_TUPLES(entry)	((entry)->live_tuples)
 #else
 #define PGC_TABENTRY_DEAD_TUPLES(entry)	((entry)->n_dead_tuples)
+#define PGC_TABENTRY_LIVE_TUPLES(entry)	((entry)->n_live_tuples)
 #endif
-extern void pgc_dead_tuples_by_database(void (*add) (Oid dboid, int64 dead, void *arg),
-										void *arg);
+/* PG18 made the shared statistics' object id 64 bits wide. */
+#if PG_VERSION_NUM >= 180000
+#define PGC_STATS_OBJOID(key)	((Oid) (key).objid)
+#else
+#define PGC_STATS_OBJOID(key)	((key).objoid)
+#endif
+/*
+ * The dead tuples past which autovacuum vacuums a table, from the global
+ * settings (a table's own reloptions are in its database's catalog, not
+ * readable from another); PG18 caps it (autovacuum_vacuum_max_threshold).
+ */
+#include "postmaster/autovacuum.h"
+
+static inline double
+pgc_autovacuum_threshold(double live_tuples)
+{
+	double		threshold = autovacuum_vac_thresh + autovacuum_vac_scale * Max(live_tuples, 0);
+
+#if PG_VERSION_NUM >= 180000
+	if (autovacuum_vac_max_thresh >= 0 && threshold > autovacuum_vac_max_thresh)
+		threshold = autovacuum_vac_max_thresh;
+#endif
+	return threshold;
+}
+typedef void (*PgcTableDeadFunc) (Oid dboid, Oid relid, int64 dead, int64 live, void *arg);
+extern void pgc_dead_tuples_by_database(PgcTableDeadFunc add, void *arg);
 
 /*
  * Core's JSON parser (common/jsonapi.h): from 16 on the semantic actions

@@ -48,6 +48,7 @@ static int	dead_visits_critical = 100000;
 static double dead_ratio_warning = 0.5;
 static int	horizon_critical_age = 3600;
 static int	horizon_critical_xid_age = 10000000;
+static int	overflow_ended_after = 10;
 static int	old_snapshot_probe_warning = 100;
 static int	old_snapshot_probe_critical = 1000;
 static double old_snapshot_held_warning = 5.0;
@@ -261,6 +262,15 @@ pgc_define_settings(void)
 							10000000, 0, INT_MAX,
 							PGC_USERSET,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.overflow_ended_after",
+							gettext_noop("How long no transaction must have been overflowed for the subtransaction findings to say the overflow ended."),
+							NULL,
+							&overflow_ended_after,
+							10, 1, INT_MAX / 1000,
+							PGC_USERSET,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("pg_contention.old_snapshot_probe_warning",

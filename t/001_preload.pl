@@ -34,7 +34,7 @@ for my $query ('SELECT * FROM pg_contention_findings', 'SELECT pg_contention_rep
 }
 
 # Preloaded: the same view works after a restart.
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'");
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'\npg_contention.overflow_ended_after = '1h'");
 $node->restart;
 is($node->safe_psql('postgres',
 	'SELECT count(*) >= 1 FROM pg_contention_subxact WHERE pid = pg_backend_pid()'),

@@ -15,7 +15,7 @@ use PgContention::Test ();
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'");
+$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'\npg_contention.overflow_ended_after = '1h'");
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE EXTENSION pg_contention; CREATE TABLE r (id int)');
 $primary->backup('b');
@@ -118,7 +118,7 @@ my $on_primary = $primary->safe_psql('postgres',
 	  WHERE problem = 'xmin_horizon_held' AND details ->> 'kind' = 'standby feedback'");
 note("primary: $on_primary");
 like($on_primary,
-	qr/^hot_standby_feedback of a standby \(application \Q$app\E, (client [^,]+, )?walsender pid \d+\) \| Its xmin is [0-9,]+ transactions? old; queries on that standby hold it through hot_standby_feedback .*; the tables of database postgres hold [0-9,]+ dead tuples\. \| A query on the standby \(application \Q$app\E\) holds it/,
+	qr/^hot_standby_feedback of a standby \(application \Q$app\E, (client [^,]+, )?walsender pid \d+\) \| Its xmin is [0-9,]+ transactions? old; queries on that standby hold it through hot_standby_feedback .*; the tables of database postgres hold [0-9,]+ dead tuples, [0-9,]+ of them in \d+ tables? due for autovacuum\. \| A query on the standby \(application \Q$app\E\) holds it/,
 	'primary: the finding names the standby whose queries hold the horizon through its feedback');
 
 # Without feedback the standby's query holds nothing on the primary.

@@ -16,6 +16,7 @@ my $node = PostgreSQL::Test::Cluster->new('privileges');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
+pg_contention.overflow_ended_after = '1h'
 max_prepared_transactions = 2
 });
 $node->start;

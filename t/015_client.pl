@@ -24,6 +24,7 @@ my $node = PostgreSQL::Test::Cluster->new('client');
 $node->init(allows_streaming => 1);
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
+pg_contention.overflow_ended_after = '1h'
 autovacuum = off
 max_connections = 30
 });

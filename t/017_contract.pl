@@ -17,7 +17,7 @@ my @versions = ('1.0', '1.1', '1.2', '1.3', '1.4');
 
 my $node = PostgreSQL::Test::Cluster->new('contract');
 $node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'");
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'\npg_contention.overflow_ended_after = '1h'");
 $node->start;
 
 # One database per released version, each with statements, an overflow

@@ -32,6 +32,7 @@ my $node = PostgreSQL::Test::Cluster->new('readers');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
+pg_contention.overflow_ended_after = '1h'
 autovacuum = off
 });
 $node->start;

@@ -26,6 +26,7 @@ my $node = PostgreSQL::Test::Cluster->new('normalized');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
+pg_contention.overflow_ended_after = '1h'
 });
 $node->start;
 $node->safe_psql('postgres',

@@ -19,6 +19,7 @@ my $node = PostgreSQL::Test::Cluster->new('context');
 $node->init(allows_streaming => 'logical');
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
+pg_contention.overflow_ended_after = '1h'
 autovacuum = off
 });
 $node->start;

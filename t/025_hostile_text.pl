@@ -31,6 +31,7 @@ my $node = PostgreSQL::Test::Cluster->new('hostile');
 $node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
+pg_contention.overflow_ended_after = '1h'
 autovacuum = off
 max_prepared_transactions = 5
 });

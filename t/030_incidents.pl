@@ -8,12 +8,13 @@
 # workload opens none; the frozen history outlives the history ring.
 use strict;
 use warnings;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(savepoint_script wait_for_log_line crash_recovered);
+use PgContention::Test qw(savepoint_script wait_for_log_line crash_recovered churn);
 
 my $node = PostgreSQL::Test::Cluster->new('incidents');
 $node->init(allows_streaming => 1);
@@ -98,8 +99,13 @@ $node->reload;
 $node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.findings_window = '5min'");
 $node->reload;
 my $offset = -s $node->logfile;
-$node->pgbench('-n -c 2 -j 2 -t 30', 0, [qr{processed}], [qr{^$}], '90 savepoints per transaction',
-	{ 'savepoints' => savepoint_script(90) });
+# The sessions overflow until the incident is open (an overflow over
+# before any evaluation saw it is info: the findings describe now).
+my $script = PostgreSQL::Test::Utils::tempdir() . '/savepoints.sql';
+PostgreSQL::Test::Utils::append_to_file($script, savepoint_script(90));
+my ($bench_out, $bench_err) = ('', '');
+my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '600', '-f', $script,
+	'-h', $node->host, '-p', $node->port, 'postgres' ], '>', \$bench_out, '2>', \$bench_err);
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'subxact_overflow'"),
 	'subxact_overflow: an incident opened, with no client reading the findings');
@@ -112,22 +118,28 @@ like($node->safe_psql('postgres', "SELECT jsonb_typeof(details -> 'finding') || 
 	|| ' ' || (jsonb_array_length(details -> 'history') > 0) || ' ' || (details -> 'statements' -> 0 ->> 'query' LIKE 'UPDATE contend%')
 	|| ' ' || (details -> 'opened' ->> 'severity') FROM pg_contention_incidents WHERE id = $id"),
 	qr/^object array true true (warning|critical)$/, 'the frozen evidence: the finding, the culprit statement first, the history');
-# The fix: the sessions ended (pgbench did).  Closed incident_close_after
-# later, with what ended it, while the findings' window still shows it
-# (it would otherwise stay open for the 5 minutes of the window).
+# The fix: the sessions end (pgbench is stopped).  Closed
+# incident_close_after later, with what ended it; the finding, still in
+# its window, says it has ended, at info (check and the incident agree).
+$bench->signal('INT');
+$bench->finish;
 ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = $id"),
 	'closed after the fix');
-is($node->safe_psql('postgres',
-	"SELECT count(*) > 0 FROM pg_contention_findings WHERE problem = 'subxact_overflow' AND severity <> 'info'"),
-	't', 'the finding still shows the overflow for its window');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_contention_findings WHERE problem = 'subxact_overflow' AND severity = 'info'
+	    AND evidence LIKE 'Ended at %' AND advice LIKE 'Nothing to do now;%'"),
+	'the finding, still in its window, says the overflow ended, at info');
 evaluated_twice();
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents WHERE problem = 'subxact_overflow'"),
 	'1', 'and opens no new incident while its window shows it');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_contention_findings WHERE problem IN ('subxact_overflow', 'subtrans_slru_contention') AND severity <> 'info'"),
+	'0', 'no subtransaction finding above info once it ended');
 like($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $id"),
 	qr/^the overflowing sessions? \(pids? \d+(, \d+)?\) ended$/, 'the resolution names the sessions that ended');
 ok($node->log_contains(qr/LOG:  pg_contention: incident $id closed after \d+ (s|min): the overflowing sessions? \(pids? [\d, ]+\) ended/, $offset),
 	'the close is logged with it');
-is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed' ->> 'evidence' LIKE 'In the last %' FROM pg_contention_incidents WHERE id = $id"),
+is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed' ->> 'evidence' ~ '^(Ended at .*)?In the last ' FROM pg_contention_incidents WHERE id = $id"),
 	't', 'closed: no current severity, the last evidence frozen');
 # (Its texts spelt in pieces: this query's own text is counted.)
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_statements
@@ -281,6 +293,7 @@ for my $g (1 .. 3)
 {
 	$node->safe_psql('postgres', "BEGIN; INSERT INTO side VALUES ($g); PREPARE TRANSACTION 'batch$g'");
 }
+churn($node, 'postgres');		# what they hold costs
 ok($node->poll_query_until('postgres',
 	"SELECT incident_evictions = $evictions + 2 AND incidents_not_opened = 1 FROM pg_contention_info"),
 	'full: the closed incidents were evicted, the third subject counted as not opened');
@@ -327,6 +340,7 @@ $node->append_conf('postgresql.conf', 'pg_contention.incident_log = off');
 $node->reload;
 $offset = -s $node->logfile;
 $node->safe_psql('postgres', "BEGIN; INSERT INTO side VALUES (9); PREPARE TRANSACTION 'quiet'");
+churn($node, 'postgres');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_contention_incidents WHERE id = 1"),
 	'after the reset the ids start at 1');
 $node->safe_psql('postgres', "ROLLBACK PREPARED 'quiet'");
@@ -429,6 +443,7 @@ $node->safe_psql('postgres', q{
 $node->restart;
 $offset = -s $node->logfile;
 $node->safe_psql('postgres', "BEGIN; INSERT INTO side VALUES ($_); PREPARE TRANSACTION 'p$_'") for 1 .. 2;
+churn($node, 'postgres');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 2 FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),
 	'two incidents opened, one with its evidence failing');

@@ -22,7 +22,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(run_client client_on_terminal find_program screen_columns);
+use PgContention::Test qw(run_client client_on_terminal find_program screen_columns churn);
 
 my $node = PostgreSQL::Test::Cluster->new('incidents_client');
 $node->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
@@ -107,6 +107,7 @@ my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
 $holder_pid =~ s/\s+//g;
 $holder->query_until(qr/hostile sent/,
 	"SELECT 'held' /* \e]0;QUERY\a $marker $rlo | */;\n\\echo hostile sent\n");
+churn($node, 'postgres');		# what the hold costs
 
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),

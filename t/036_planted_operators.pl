@@ -37,6 +37,7 @@ my $node = PostgreSQL::Test::Cluster->new('planted');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
+pg_contention.overflow_ended_after = '1h'
 pg_contention.incident_interval = 1s
 pg_contention.incident_close_after = 2s
 pg_contention.incident_database = 'shop'

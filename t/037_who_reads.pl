@@ -20,7 +20,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(run_client);
+use PgContention::Test qw(run_client churn);
 
 my $secret = 'alice-secret-2291';
 my $node = PostgreSQL::Test::Cluster->new('who_reads');
@@ -69,6 +69,7 @@ my $mallory = $node->background_psql('shop', extra_params => [ '-U', 'mallory' ]
 my $mallory_pid = $mallory->query_safe('SELECT pg_backend_pid()');
 $mallory_pid =~ s/\s+//g;
 $mallory->query_safe('BEGIN; SELECT txid_current(); SELECT 1 AS mallory_own_marker');
+churn($node, 'shop');			# what the holds cost
 ok($node->poll_query_until('shop', qq{
 	SELECT count(*) = 1 FROM pg_contention_incidents
 	 WHERE problem = 'xmin_horizon_held' AND details ->> 'key' = 'backend $mallory_pid'

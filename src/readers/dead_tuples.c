@@ -15,6 +15,7 @@
  */
 #include "readers.h"
 
+#include "catalog/catalog.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/hsearch.h"
@@ -25,6 +26,10 @@ static const PgcResultColumn dead_tuples_columns[] = {
 	{"datid", OIDOID, PGC_SQL_V(1, 4)},
 	{"dead_tuples", INT8OID, PGC_SQL_V(1, 4)},
 	{"tables", INT8OID, PGC_SQL_V(1, 4)},
+	{"due_dead_tuples", INT8OID, PGC_SQL_V(1, 4)},
+	{"due_tables", INT8OID, PGC_SQL_V(1, 4)},
+	{"catalog_dead_tuples", INT8OID, PGC_SQL_V(1, 4)},
+	{"catalog_due_dead_tuples", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape dead_tuples_shape = {
 	"pg_contention_database_dead_tuples", dead_tuples_columns, lengthof(dead_tuples_columns)
@@ -35,24 +40,40 @@ typedef struct DatabaseDead
 	Oid			dboid;			/* the hash key */
 	int64		dead_tuples;
 	int64		tables;
+	int64		due_dead_tuples;
+	int64		due_tables;
+	int64		catalog_dead_tuples;	/* of the system catalogs: what a */
+	int64		catalog_due_dead_tuples;	/* logical slot's catalog_xmin keeps */
 } DatabaseDead;
 
 static void
-add_table(Oid dboid, int64 dead, void *arg)
+add_table(Oid dboid, Oid relid, int64 dead, int64 live, void *arg)
 {
 	HTAB	   *databases = (HTAB *) arg;
 	DatabaseDead *d;
 	bool		found;
+	bool		due;
 
 	d = hash_search(databases, &dboid, HASH_ENTER, &found);
 	if (!found)
-	{
-		d->dead_tuples = 0;
-		d->tables = 0;
-	}
+		memset(((char *) d) + sizeof(Oid), 0, sizeof(DatabaseDead) - sizeof(Oid));
 	/* A counter can dip below zero for a moment (a rollback's delta). */
-	d->dead_tuples += Max(dead, 0);
+	dead = Max(dead, 0);
+	due = dead > 0 && dead > pgc_autovacuum_threshold((double) live);
+	d->dead_tuples += dead;
 	d->tables++;
+	if (due)
+	{
+		d->due_dead_tuples += dead;
+		d->due_tables++;
+	}
+	/* Catalogs and their TOAST tables: what catalog_xmin holds back. */
+	if (IsCatalogRelationOid(relid))
+	{
+		d->catalog_dead_tuples += dead;
+		if (due)
+			d->catalog_due_dead_tuples += dead;
+	}
 }
 
 /*
@@ -84,12 +105,16 @@ pg_contention_database_dead_tuples(PG_FUNCTION_ARGS)
 	hash_seq_init(&status, databases);
 	while ((d = hash_seq_search(&status)) != NULL)
 	{
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
+		Datum		values[7];
+		bool		nulls[7] = {0};
 
 		values[0] = ObjectIdGetDatum(d->dboid);
 		values[1] = Int64GetDatum(d->dead_tuples);
 		values[2] = Int64GetDatum(d->tables);
+		values[3] = Int64GetDatum(d->due_dead_tuples);
+		values[4] = Int64GetDatum(d->due_tables);
+		values[5] = Int64GetDatum(d->catalog_dead_tuples);
+		values[6] = Int64GetDatum(d->catalog_due_dead_tuples);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	hash_destroy(databases);

@@ -97,6 +97,7 @@ static const char *const finding_settings[] = {
 	"pg_contention.old_snapshot_held_warning",
 	"pg_contention.old_snapshot_held_critical",
 	"pg_contention.subxact_warn_level",
+	"pg_contention.overflow_ended_after",
 	"hot_standby_feedback",
 	"TimeZone",
 	"DateStyle",

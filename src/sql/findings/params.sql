@@ -25,7 +25,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings_params(
 	OUT probe_critical double precision,
 	OUT held_warning double precision,
 	OUT held_critical double precision,
-	OUT hot_chain_buffers double precision
+	OUT hot_chain_buffers double precision,
+	OUT overflow_ended_after interval
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
@@ -68,5 +69,6 @@ BEGIN
 	held_warning := pg_catalog.current_setting('pg_contention.old_snapshot_held_warning', true)::float8;
 	held_critical := pg_catalog.current_setting('pg_contention.old_snapshot_held_critical', true)::float8;
 	hot_chain_buffers := pg_catalog.current_setting('pg_contention.hot_chain_buffers_warning', true)::float8;
+	overflow_ended_after := pg_catalog.current_setting('pg_contention.overflow_ended_after', true)::interval;
 END
 $$;

@@ -13,6 +13,11 @@
 -- in the history, an overflow event, an execution on a suboverflowed
 -- snapshot), at subtrans_lookups_warning readers' lookups per second; else
 -- info.  Without an overflow, lookups alone are never more than info.
+-- An overflow that has ended is info too (the findings describe now):
+-- on a primary, no backend is overflowed now and none was for
+-- pg_contention.overflow_ended_after (overflow_ended_at: the end of the
+-- last second one was seen in, or the last overflow event); a standby
+-- cannot see the primary's end.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	window_length interval DEFAULT NULL,
@@ -32,7 +37,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	OUT slru_accesses numeric,
 	OUT xids_assigned numeric,
 	OUT overflow_seen boolean,
-	OUT lookups_past_warning boolean
+	OUT lookups_past_warning boolean,
+	OUT overflow_ended_at timestamp with time zone
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -51,6 +57,7 @@ cost AS (
 		   coalesce(sum(h.xids_assigned), 0) AS xids_assigned,
 		   count(*) FILTER (WHERE h.subtrans_reader_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
+		   max(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS last_overflow_second,
 		   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
 	  FROM params, @extschema@.pg_contention_history(params.cutoff) AS h
@@ -86,27 +93,38 @@ victims AS (
 -- event, or an execution on a suboverflowed snapshot (on a standby, the
 -- primary's overflow shows only there).
 overflow AS (
-	SELECT c.first_overflow_second IS NOT NULL
-		   OR v.calls > 0
-		   OR EXISTS (SELECT 1 FROM @extschema@.pg_contention_overflow_events() AS e
-					   WHERE e.event_time >= params.cutoff) AS seen
-	  FROM cost AS c, victims AS v, params
+	SELECT c.first_overflow_second IS NOT NULL OR v.calls > 0 OR e.last_event IS NOT NULL AS seen,
+		   greatest(c.last_overflow_second + interval '1 second', e.last_event) AS last_seen,
+		   EXISTS (SELECT 1 FROM @extschema@.pg_contention_subxact() AS s WHERE s.subxact_overflowed) AS now_overflowed
+	  FROM cost AS c, victims AS v, params,
+		   LATERAL (SELECT max(e0.event_time) AS last_event
+					  FROM @extschema@.pg_contention_overflow_events() AS e0
+					 WHERE e0.event_time >= params.cutoff) AS e
+),
+-- Ended: seen in the window, over for overflow_ended_after, on a primary.
+overflow_end AS (
+	SELECT o.*,
+		   CASE WHEN o.seen AND NOT params.standby AND NOT o.now_overflowed
+					 AND o.last_seen <= params.now - params.overflow_ended_after
+				THEN o.last_seen END AS ended_at
+	  FROM overflow AS o, params
 ),
 cost_judged AS (
-	SELECT c.*, o.seen AS overflow_seen,
+	SELECT c.*, o.seen AS overflow_seen, o.ended_at,
 		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
 		   CASE WHEN c.active_samples >= 100
 				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
 		   coalesce(c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning, false)
 			   AS lookups_past_warning,
-		   CASE WHEN c.active_samples >= 100
+		   CASE WHEN o.ended_at IS NOT NULL THEN 'info'
+				WHEN c.active_samples >= 100
 					 AND 100.0 * c.wait_samples / c.active_samples >= params.wait_critical THEN 'critical'
 				WHEN (c.active_samples >= 100
 					  AND 100.0 * c.wait_samples / c.active_samples >= params.wait_warning)
 					 OR (o.seen AND c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning)
 					THEN 'warning'
 				ELSE 'info' END AS level
-	  FROM cost AS c, overflow AS o, params
+	  FROM cost AS c, overflow_end AS o, params
 )
 SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 	   c.active_samples, c.lookup_rate, c.wait_pct, c.level,
@@ -125,11 +143,11 @@ SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 			   THEN ' (' || pg_catalog.to_char(c.wait_pct, 'FM990.0') || '% of active time)'
 			   ELSE ' (too little activity for a share)' END,
 	   v.calls, v.first_seen, v.query_ids, v.text,
-	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning
+	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning, c.ended_at
   INTO lookups, busy_seconds, first_overflow_second, wait_samples, active_samples,
 	   lookup_rate, wait_pct, level, cost_text,
 	   victim_calls, victim_first_seen, victim_query_ids, victims_text,
-	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning
+	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning, overflow_ended_at
   FROM cost_judged AS c, victims AS v;
 END
 $$;

@@ -40,7 +40,8 @@ subtrans AS MATERIALIZED (
 cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
 		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
-		   s.slru_accesses, s.xids_assigned, s.overflow_seen, s.lookups_past_warning
+		   s.slru_accesses, s.xids_assigned, s.overflow_seen, s.lookups_past_warning,
+		   s.overflow_ended_at AS ended_at
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -70,8 +71,13 @@ slru_findings AS (
 				   WHEN c.overflow_seen
 				   THEN 'driven by an overflow in the window whose backend is no longer known'
 				   ELSE 'with no subtransaction overflow seen in the window' END AS subject,
-		   'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
-		   CASE WHEN (SELECT count(*) FROM overflow_findings) > 0
+		   coalesce('Ended at ' || pg_catalog.to_char(c.ended_at, 'HH24:MI:SS') || ', '
+					|| @extschema@.pg_contention_duration(pg_catalog.now() - c.ended_at)
+					|| ' ago: the overflow is over, so new snapshots are not suboverflowed. ', '')
+		   || 'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
+		   CASE WHEN c.ended_at IS NOT NULL
+				THEN 'Nothing to do now; to keep it from recurring, keep transactions under 64 subtransactions (see subxact_overflow)'
+				WHEN (SELECT count(*) FROM overflow_findings) > 0
 				THEN 'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
 				WHEN c.overflow_seen
 				THEN 'Remove the overflow: a transaction took more than 64 subtransactions in the window (its event is older than the window or was overwritten); keep transactions under 64 subtransactions, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
@@ -85,7 +91,7 @@ slru_findings AS (
 							  'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
 							  'subtrans_slru_accesses', c.slru_accesses,
 							  'xids_assigned', c.xids_assigned,
-							  'overflow_seen', c.overflow_seen,
+							  'overflow_seen', c.overflow_seen, 'ended_at', c.ended_at,
 							  'subtrans_wait_samples', c.wait_samples,
 							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 							  'active_samples', c.active_samples,

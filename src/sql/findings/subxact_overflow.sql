@@ -70,7 +70,11 @@ subtrans AS MATERIALIZED (
 cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
 		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
-		   s.slru_accesses, s.xids_assigned
+		   s.slru_accesses, s.xids_assigned, s.overflow_ended_at AS ended_at,
+		   -- said first when it has ended: the figures are of the window
+		   coalesce('Ended at ' || pg_catalog.to_char(s.overflow_ended_at, 'HH24:MI:SS') || ', '
+					|| @extschema@.pg_contention_duration(pg_catalog.now() - s.overflow_ended_at)
+					|| ' ago: no transaction is overflowed now, so new snapshots are not suboverflowed. ', '') AS ended_text
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -166,7 +170,7 @@ overflow_statements AS (
 ),
 overflow_culprits AS (
 	SELECT o.datid, o.usesysid, o.query_id, o.query_ids,
-		   o.events, o.backends, o.since,
+		   o.events, o.backends, o.since, o.last_event,
 		   o.pids, o.earlier_run_pids, o.nested_query_id, o.nesting_depth,
 		   'statement ' || @extschema@.pg_contention_shorten(o.query)
 		   || coalesce(' (query id' || CASE WHEN o.n_query_ids > 1 THEN 's ' ELSE ' ' END
@@ -205,7 +209,7 @@ overflow_culprits AS (
 	UNION ALL
 	SELECT l.datid, l.usesysid, l.query_id,
 		   CASE WHEN l.query_id IS NOT NULL THEN jsonb_build_array(l.query_id) END,
-		   0, 1, l.xact_start,
+		   0, 1, l.xact_start, NULL::timestamptz,
 		   jsonb_build_array(l.pid), NULL, NULL, NULL,
 		   'pid ' || l.pid || ' ('
 		   || concat_ws(', ', 'application ' || nullif(l.application_name, ''),
@@ -226,8 +230,14 @@ overflow_culprits AS (
 -- Who pays, for every culprit in one call: each is left out of its own
 -- victims with every query id it has and the statement inside it.
 culprits_keyed AS MATERIALIZED (
-	SELECT (row_number() OVER ())::text AS culprit_key, o.*
-	  FROM overflow_culprits AS o
+	SELECT (row_number() OVER ())::text AS culprit_key, o.*,
+		   -- Its own overflow over (another culprit's may go on): none of
+		   -- its sessions overflowed now, and its last event overflow_ended_after old.
+		   CASE WHEN NOT params.standby AND o.last_event <= params.now - params.overflow_ended_after
+					 AND NOT EXISTS (SELECT 1 FROM live AS l
+									  WHERE l.subxact_overflowed AND o.pids @> pg_catalog.to_jsonb(l.pid))
+				THEN o.last_event END AS culprit_ended_at
+	  FROM overflow_culprits AS o, params
 ),
 paid_by AS MATERIALIZED (
 	SELECT t.culprit, t.sentence
@@ -241,13 +251,19 @@ paid_by AS MATERIALIZED (
 ),
 overflow_findings AS (
 	SELECT 'subxact_overflow'::text AS problem,
-		   c.level AS severity,
+		   CASE WHEN o.culprit_ended_at IS NOT NULL THEN 'info' ELSE c.level END AS severity,
 		   o.subject,
-		   'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
+		   CASE WHEN c.ended_at IS NOT NULL THEN c.ended_text
+				WHEN o.culprit_ended_at IS NOT NULL
+				THEN 'Its overflow has ended: none of its sessions is overflowed now (its last overflow event at '
+					 || pg_catalog.to_char(o.culprit_ended_at, 'HH24:MI:SS') || '); another transaction''s goes on. '
+				ELSE '' END
+		   || 'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
 		   || '; cost: ' || c.text || '.'
 		   || coalesce(' ' || pb.sentence, '') AS evidence,
-		   CASE c.level
-				WHEN 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
+		   CASE WHEN c.ended_at IS NOT NULL OR o.culprit_ended_at IS NOT NULL
+				THEN 'Nothing to do now; to keep it from recurring, k'
+				WHEN c.level = 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
 				ELSE 'K' END
 		   || 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '
 		   || 'avoid an EXCEPTION block (a subtransaction) per row in PL/pgSQL, '
@@ -265,7 +281,8 @@ overflow_findings AS (
 			   'subtrans_lookups', c.lookups, 'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
 			   'subtrans_slru_accesses', c.slru_accesses, 'xids_assigned', c.xids_assigned,
 			   'subtrans_wait_samples', c.wait_samples, 'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
-			   'active_samples', c.active_samples, 'window_seconds', params.w_s) AS details,
+			   'active_samples', c.active_samples, 'window_seconds', params.w_s,
+			   'ended_at', coalesce(c.ended_at, o.culprit_ended_at)) AS details,
 		   o.since
 	  FROM culprits_keyed AS o
 	  LEFT JOIN paid_by AS pb ON pb.culprit = o.culprit_key

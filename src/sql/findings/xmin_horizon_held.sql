@@ -1,7 +1,11 @@
 --
 -- Rule xmin_horizon_held: a root holder of the xmin horizon past the
 -- thresholds (pg_contention.horizon_min_age / _min_xid_age), with the
--- dead_tuple_index_scan findings it causes.
+-- dead_tuple_index_scan findings it causes.  Its severity is what the hold
+-- costs, measured: dead tuples VACUUM would remove now (in tables past
+-- their autovacuum threshold, in the databases it holds back), index
+-- lookups reading dead entries, or an XID age past
+-- pg_contention.horizon_critical_xid_age; age alone is info.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_xmin_horizon_held(
 	window_length interval DEFAULT NULL,
@@ -28,12 +32,16 @@ WITH params AS MATERIALIZED (
 -- Each database's dead tuples, whichever database this runs in; NULL where
 -- they cannot be read from here (another database, before PostgreSQL 15).
 dead_by_db AS MATERIALIZED (
-	SELECT d.datname,
-		   CASE WHEN x.datid IS NOT NULL THEN x.dead_tuples
-				WHEN params.version_num >= 150000 OR d.datname = pg_catalog.current_database() THEN 0
-		   END AS dead_tuples
+	SELECT d.datname, r.readable,
+		   CASE WHEN r.readable THEN coalesce(x.dead_tuples, 0) END AS dead_tuples,
+		   CASE WHEN r.readable THEN coalesce(x.due_dead_tuples, 0) END AS due_dead_tuples,
+		   CASE WHEN r.readable THEN coalesce(x.due_tables, 0) END AS due_tables,
+		   CASE WHEN r.readable THEN coalesce(x.catalog_dead_tuples, 0) END AS catalog_dead_tuples,
+		   CASE WHEN r.readable THEN coalesce(x.catalog_due_dead_tuples, 0) END AS catalog_due_dead_tuples
 	  FROM pg_catalog.pg_database AS d
 	  CROSS JOIN params
+	  CROSS JOIN LATERAL (SELECT params.version_num >= 150000
+								 OR d.datname = pg_catalog.current_database() AS readable) AS r
 	  LEFT JOIN @extschema@.pg_contention_database_dead_tuples() AS x ON x.datid = d.oid
 	 WHERE d.datallowconn AND NOT d.datistemplate
 ),
@@ -48,10 +56,13 @@ root_holders AS MATERIALIZED (
 			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
 	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r, params
 ),
--- What those databases hold in dead tuples, and which could be read.
+-- What those databases hold in dead tuples (a logical slot: in their
+-- catalogs), how many VACUUM would remove now, and which could be read.
 held_dead AS MATERIALIZED (
 	SELECT h.culprit_key, h.all_databases,
-		   sum(b.dead_tuples) AS dead_tuples,
+		   sum(CASE WHEN h.catalog_only THEN b.catalog_dead_tuples ELSE b.dead_tuples END) AS dead_tuples,
+		   sum(CASE WHEN h.catalog_only THEN b.catalog_due_dead_tuples ELSE b.due_dead_tuples END) AS due_dead_tuples,
+		   sum(b.due_tables) FILTER (WHERE NOT h.catalog_only) AS due_tables,
 		   count(b.dead_tuples) AS read,
 		   count(*) AS databases,
 		   pg_catalog.string_agg(b.datname::text, ', ' ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NOT NULL) AS read_names,
@@ -59,7 +70,7 @@ held_dead AS MATERIALIZED (
 		   jsonb_agg(b.datname ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NOT NULL) AS read_list
 	  FROM root_holders AS h
 	  JOIN dead_by_db AS b ON h.all_databases OR b.datname = h.datname
-	 GROUP BY h.culprit_key, h.all_databases
+	 GROUP BY h.culprit_key, h.all_databases, h.catalog_only
 ),
 -- Who pays, for every holder that is a finding, in one call.
 paid_by AS MATERIALIZED (
@@ -74,12 +85,37 @@ paid_by AS MATERIALIZED (
 index_findings AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
 ),
+-- Each holder with what its hold costs, as measured.
+costed AS MATERIALIZED (
+	SELECT h.*, d.dead_tuples, d.due_dead_tuples, d.due_tables, d.read, d.databases,
+		   d.read_names, d.unread_names, d.read_list,
+		   i.index_count, i.index_critical, w.retained_wal,
+		   -- a standby's own counts say nothing of what it holds (its
+		   -- primary's walsender is the holder there, and counts them)
+		   (NOT params.standby AND coalesce(d.due_dead_tuples, 0) > 0
+			OR i.index_count > 0
+			OR h.xmin_age >= params.horizon_critical_xid_age) AS costs
+	  FROM root_holders AS h
+	  CROSS JOIN params
+	  LEFT JOIN held_dead AS d ON d.culprit_key = h.culprit_key
+	  CROSS JOIN LATERAL (SELECT count(*) AS index_count,
+								 coalesce(bool_or(f.severity = 'critical'), false) AS index_critical
+							FROM index_findings AS f
+						   WHERE f.details -> 'holder' ->> 'holder' = h.holder) AS i
+	  -- The WAL a slot keeps, from its restart_lsn.
+	  LEFT JOIN LATERAL (SELECT pg_catalog.pg_wal_lsn_diff(
+									CASE WHEN params.standby THEN pg_catalog.pg_last_wal_replay_lsn()
+										 ELSE pg_catalog.pg_current_wal_lsn() END, s.restart_lsn) AS retained_wal
+						   FROM pg_catalog.pg_replication_slots AS s
+						  WHERE h.kind = 'replication slot' AND s.slot_name = h.holder) AS w ON true
+	 WHERE h.blocks_cleanup
+),
 horizon_findings AS (
 	SELECT 'xmin_horizon_held'::text AS problem,
-		   CASE WHEN h.level = 'critical'
-					 OR EXISTS (SELECT 1 FROM index_findings AS f
-								 WHERE f.severity = 'critical' AND f.details -> 'holder' ->> 'holder' = h.holder)
-				THEN 'critical' ELSE 'warning' END AS severity,
+		   CASE WHEN h.xmin_age >= params.horizon_critical_xid_age OR h.index_critical
+					 OR (h.level = 'critical' AND h.costs) THEN 'critical'
+				WHEN h.costs THEN 'warning'
+				ELSE 'info' END AS severity,
 		   h.subject,
 		   -- A logical slot holds by its catalog_xmin: call it that.
 		   'Its ' || CASE WHEN h.catalog_only THEN 'catalog_xmin' ELSE 'xmin' END || ' is '
@@ -87,8 +123,7 @@ horizon_findings AS (
 		   || CASE WHEN h.xmin_age = 1 THEN ' transaction old' ELSE ' transactions old' END
 		   || coalesce(CASE WHEN h.kind = 'replication slot' THEN ', inactive for ' ELSE ', held for ' END
 					   || @extschema@.pg_contention_duration(h.held_for), '')
-		   || CASE WHEN h.catalog_only THEN '; it holds back the removal of dead catalog rows only'
-				   -- A standby vacuums nothing and its n_dead_tup are its own
+		   || CASE -- A standby vacuums nothing and its n_dead_tup are its own
 				   -- (near zero): what its horizon keeps is on the primary.
 				   WHEN params.standby AND h.feedback
 				   THEN '; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary,'
@@ -99,33 +134,53 @@ horizon_findings AS (
 				   WHEN params.standby
 				   THEN '; this is a standby with hot_standby_feedback off: it does not hold back the primary''s horizon,'
 						|| ' replay of the primary''s cleanup waits for it or cancels it (max_standby_streaming_delay)'
-				   ELSE CASE WHEN h.kind = 'standby feedback' OR (h.kind = 'replication slot' AND h.datname IS NULL)
+				   ELSE CASE WHEN h.catalog_only THEN '; it holds back the removal of dead catalog rows only'
+							 WHEN h.kind = 'standby feedback' OR (h.kind = 'replication slot' AND h.datname IS NULL)
 							 THEN '; queries on that standby hold it through hot_standby_feedback'
 								  || ' (pg_contention_horizon on the standby names them)'
 							 ELSE '' END
-						|| coalesce((SELECT CASE WHEN d.read = 0
-												 THEN '; the dead tuples of database ' || d.unread_names
-													  || ' cannot be read from database ' || pg_catalog.current_database()
-													  || ' before PostgreSQL 15 (pg_contention_findings there counts them)'
-												 ELSE '; the tables of '
-													  || CASE WHEN d.all_databases AND d.databases > 1 AND d.read = d.databases
-															  THEN 'all ' || d.databases || ' databases'
-															  WHEN d.read > 1 THEN 'databases ' || d.read_names
-															  ELSE 'database ' || d.read_names END
-													  || ' hold ' || pg_catalog.to_char(d.dead_tuples, 'FM999,999,999,990') || ' dead tuples'
-													  || CASE WHEN d.read < d.databases
-															  THEN ' (those of ' || d.unread_names || ' cannot be read from here before PostgreSQL 15)'
-															  ELSE '' END END
-									   FROM held_dead AS d WHERE d.culprit_key = h.culprit_key), '') END
-		   || CASE WHEN (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder) > 0
-				   THEN '; it keeps the dead index entries of '
-						|| (SELECT count(*) FROM index_findings AS f WHERE f.details -> 'holder' ->> 'holder' = h.holder)
-						|| ' dead_tuple_index_scan finding(s)'
+						|| CASE WHEN h.read = 0
+								THEN '; the dead tuples of database ' || h.unread_names
+									 || ' cannot be read from database ' || pg_catalog.current_database()
+									 || ' before PostgreSQL 15 (pg_contention_findings there counts them)'
+								WHEN h.read > 0
+								THEN '; the ' || CASE WHEN h.catalog_only THEN 'system catalogs' ELSE 'tables' END || ' of '
+									 || CASE WHEN h.all_databases AND h.databases > 1 AND h.read = h.databases
+											 THEN 'all ' || h.databases || ' databases'
+											 WHEN h.read > 1 THEN 'databases ' || h.read_names
+											 ELSE 'database ' || h.read_names END
+									 || ' hold ' || pg_catalog.to_char(h.dead_tuples, 'FM999,999,999,990') || ' dead tuples'
+									 || CASE WHEN h.due_dead_tuples > 0
+											 THEN ', ' || pg_catalog.to_char(h.due_dead_tuples, 'FM999,999,999,990')
+												  || ' of them in '
+												  || CASE WHEN h.catalog_only THEN 'catalogs'
+														  WHEN h.due_tables = 1 THEN '1 table'
+														  ELSE h.due_tables || ' tables' END
+												  || ' due for autovacuum'
+											 ELSE ', none in a table due for autovacuum' END
+									 || CASE WHEN h.read < h.databases
+											 THEN ' (those of ' || h.unread_names || ' cannot be read from here before PostgreSQL 15)'
+											 ELSE '' END
+								ELSE '' END END
+		   || coalesce('; it retains ' || pg_catalog.pg_size_pretty(h.retained_wal) || ' of WAL', '')
+		   || CASE WHEN h.index_count > 0
+				   THEN '; it keeps the dead index entries of ' || h.index_count || ' dead_tuple_index_scan finding(s)'
 				   ELSE '' END || '.'
+		   || CASE WHEN NOT h.costs
+				   THEN ' Nothing measured pays for it yet (no table of its databases is due for autovacuum, no index lookup'
+						|| ' reads dead entries): it stays at info until something does.'
+				   ELSE '' END
 		   || coalesce(' ' || (SELECT pb.sentence FROM paid_by AS pb WHERE pb.culprit = h.culprit_key), '') AS evidence,
 		   CASE h.kind
 				WHEN 'backend' THEN
-					CASE WHEN h.state LIKE 'idle in transaction%'
+					-- A dump holds one snapshot to its end by design: a
+					-- timeout would fail the backup.
+					CASE WHEN h.application_name IN ('pg_dump', 'pg_dumpall')
+						 THEN 'A dump keeps one snapshot until it ends. Take it from a standby (with hot_standby_feedback off'
+							  || ' and max_standby_streaming_delay long enough), or dump the large, busy tables apart in'
+							  || ' shorter dumps; never under statement_timeout, which would fail the backup. SELECT pg_cancel_backend('
+							  || h.pid || ') frees the horizon now, and loses this dump.'
+						 WHEN h.state LIKE 'idle in transaction%'
 						 THEN 'End the transaction: have the application commit, or SELECT pg_terminate_backend(' || h.pid
 							  || '); idle_in_transaction_session_timeout keeps it from recurring.'
 						 ELSE 'If the statement can go, SELECT pg_cancel_backend(' || h.pid
@@ -139,7 +194,11 @@ horizon_findings AS (
 							  || ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it. '
 						 ELSE '' END ||
 					'If nothing consumes slot ' || h.holder || ' any more, drop it: SELECT pg_drop_replication_slot('
-					|| pg_catalog.quote_literal(h.holder) || '); otherwise get its consumer running again.'
+					|| pg_catalog.quote_literal(h.holder) || '); otherwise get its consumer running again'
+					|| CASE WHEN h.catalog_only
+							THEN ', or, if the changes it has not consumed are not needed, skip them: SELECT pg_replication_slot_advance('
+								 || pg_catalog.quote_literal(h.holder) || ', pg_current_wal_lsn()).'
+							ELSE '.' END
 				WHEN 'prepared transaction' THEN
 					'Finish it: COMMIT PREPARED ' || pg_catalog.quote_literal(h.holder) || ' or ROLLBACK PREPARED '
 					|| pg_catalog.quote_literal(h.holder) || ' (whoever prepared it should decide which).'
@@ -152,16 +211,16 @@ horizon_findings AS (
 							  'held_seconds', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric),
 							  'catalog_only', h.catalog_only,
 							  -- a standby's own counts say nothing of what it holds
-							  'dead_tuples', CASE WHEN NOT params.standby
-												  THEN (SELECT d.dead_tuples FROM held_dead AS d WHERE d.culprit_key = h.culprit_key) END,
-							  'dead_tuples_databases', CASE WHEN NOT params.standby
-															THEN (SELECT d.read_list FROM held_dead AS d WHERE d.culprit_key = h.culprit_key) END,
+							  'dead_tuples', CASE WHEN NOT params.standby THEN h.dead_tuples END,
+							  'due_dead_tuples', CASE WHEN NOT params.standby THEN h.due_dead_tuples END,
+							  'dead_tuples_databases', CASE WHEN NOT params.standby THEN h.read_list END,
+							  'costs', h.costs,
+							  'retained_wal_bytes', h.retained_wal,
 							  'index_findings', (SELECT coalesce(jsonb_agg(f.details -> 'indexrelid'), '[]')
 												   FROM index_findings AS f
 												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,
 		   params.now - h.held_for AS since
-	  FROM root_holders AS h, params
-	 WHERE h.blocks_cleanup
+	  FROM costed AS h, params
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM horizon_findings AS f;

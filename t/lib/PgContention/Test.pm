@@ -96,7 +96,8 @@ use PostgreSQL::Test::Cluster;
 }
 
 our @EXPORT_OK = qw(subtrans_only_differences wait_for_log_line run_client client_on_terminal find_program screen_columns
-  savepoint_script finding history_settled wait_ticks evaluated_twice crash_recovered missing_test_module crc32c);
+  savepoint_script finding history_settled wait_ticks evaluated_twice crash_recovered missing_test_module crc32c
+  churn);
 
 # SQL: how many rows pg_contention_statements(subtrans_only) and the
 # view's filter (ran suboverflowed, or waited on pg_subtrans) disagree on,
@@ -181,6 +182,22 @@ sub finding
 	$settings //= '';
 	return $node->safe_psql('postgres',
 		"$settings SELECT $column FROM pg_contention_findings WHERE problem = '$problem'");
+}
+
+# What a held horizon costs, made real: $rows rows of table pgc_churn in
+# database $db updated once (made with them on the first call), leaving
+# $rows dead tuples, past the autovacuum threshold (50 + 20% of $rows),
+# that VACUUM cannot remove while a holder older than this holds.  The
+# session ends, so its counts reach the statistics.
+sub churn
+{
+	my ($node, $db, $rows) = @_;
+	$rows //= 1000;
+	$node->safe_psql($db, qq{
+CREATE TABLE IF NOT EXISTS pgc_churn (id integer PRIMARY KEY, n integer NOT NULL);
+INSERT INTO pgc_churn SELECT g, 0 FROM generate_series(1, $rows) AS g ON CONFLICT DO NOTHING;
+UPDATE pgc_churn SET n = n + 1 WHERE id <= $rows;});
+	return;
 }
 
 sub history_settled
