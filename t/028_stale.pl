@@ -105,11 +105,12 @@ like($out, qr/Last \d+ seconds \(the sampler has stopped\)/, 'top: the history s
 like($out, qr/sampler_stale/, 'top: and shows the finding');
 
 # A critical finding still says CRITICAL: a transaction holding the
-# horizon, judged with thresholds of 0 through PGOPTIONS.
+# horizon, judged with thresholds of 0 through PGOPTIONS (an XID age past
+# horizon_critical_xid_age is a cost in itself).
 my $holder = $node->background_psql('postgres');
 $holder->query_safe('BEGIN; SELECT txid_current()');
 {
-	local $ENV{PGOPTIONS} = '-c pg_contention.horizon_min_age=0 -c pg_contention.horizon_critical_age=0';
+	local $ENV{PGOPTIONS} = '-c pg_contention.horizon_min_age=0 -c pg_contention.horizon_critical_xid_age=0';
 	($rc, $out) = client('check', '--live');
 }
 is($rc, 2, 'check: a critical finding beside a stale sampler is CRITICAL (2)') or diag($out);

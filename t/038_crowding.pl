@@ -27,7 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(evaluated_twice);
+use PgContention::Test qw(evaluated_twice churn);
 
 my $node = PostgreSQL::Test::Cluster->new('crowding');
 $node->init;
@@ -92,6 +92,7 @@ sub alice_opens_and_closes
 	my $pid = $alice->query_safe('SELECT pg_backend_pid()');
 	$pid =~ s/\s+//g;
 	$alice->query_safe('BEGIN; SELECT txid_current()');
+	churn($node, 'shop');		# what her hold costs
 	ok($node->poll_query_until('shop', qq{
 		SELECT count(*) = 1 FROM pg_contention_incidents
 		 WHERE problem = 'xmin_horizon_held' AND details ->> 'key' = 'backend $pid' AND closed IS NULL}),

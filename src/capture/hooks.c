@@ -55,6 +55,16 @@ static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
+/*
+ * EXEC_FLAG_EXPLAIN_ONLY while a client's EXPLAIN runs, else 0: the
+ * executors its ANALYZE runs are counted as the plain EXPLAIN's are, not
+ * at all.  A DBA's EXPLAIN (ANALYZE) of the application's lookup would
+ * otherwise name the application's statement with its own text, and its
+ * one bad execution keep an index finding alive after the application's
+ * own executions ran clean.  Or'd into the flags the hooks test anyway.
+ */
+static int	client_explain_flags = 0;
+
 static inline bool
 is_client_statement(const char *source_text)
 {
@@ -115,7 +125,7 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 							queryDesc->plannedstmt->stmt_len,
 							IsTransactionBlock());
 
-	if (pgc_track_statements && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+	if (pgc_track_statements && ((eflags | client_explain_flags) & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 		pgc_index_scans_start(queryDesc, query_id, top_level);
 }
 
@@ -144,7 +154,7 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 		PlannedStmt *stmt = queryDesc->plannedstmt;
 		bool		counted = pgc_track_statements &&
 			(queryDesc->estate == NULL ||
-			 (queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0);
+			 ((queryDesc->estate->es_top_eflags | client_explain_flags) & EXEC_FLAG_EXPLAIN_ONLY) == 0);
 		PgcExecution exec;
 		int64		query_id;
 		char		literals[PGC_LITERALS_LEN];
@@ -277,6 +287,7 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	 * cursor's, a statement of its own (current_statement.c).
 	 */
 	bool		whole_call = client_statement && !declares;
+	bool		explains = whole_call && IsA(pstmt->utilityStmt, ExplainStmt);
 
 	if (client_statement)
 		pgc_statement_begin(query_id, queryString,
@@ -290,6 +301,8 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	{
 		/* The transactions inside are not this statement's end, even on error. */
 		pgc_client_utility_running = true;
+		if (explains)
+			client_explain_flags = EXEC_FLAG_EXPLAIN_ONLY;
 		PG_TRY();
 		{
 			if (prev_ProcessUtility)
@@ -300,6 +313,7 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 		PG_FINALLY();
 		{
 			pgc_client_utility_running = false;
+			client_explain_flags = 0;
 		}
 		PG_END_TRY();
 	}
