@@ -2585,7 +2585,11 @@ horizon_findings AS (
 				   THEN ' Nothing measured pays for it yet (no table of its databases is due for autovacuum, no index lookup'
 						|| ' reads dead entries): it stays at info until something does.'
 				   ELSE '' END
-		   || coalesce(' ' || (SELECT pb.sentence FROM paid_by AS pb WHERE pb.culprit = h.culprit_key), '') AS evidence,
+		   -- Who pays: the dead index entries' lookups, said only where an
+		   -- index finding shows them to be this holder's.
+		   || CASE WHEN h.index_count > 0
+				   THEN coalesce(' ' || (SELECT pb.sentence FROM paid_by AS pb WHERE pb.culprit = h.culprit_key), '')
+				   ELSE '' END AS evidence,
 		   CASE h.kind
 				WHEN 'backend' THEN
 					-- A dump holds one snapshot to its end by design: a
