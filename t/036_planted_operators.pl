@@ -22,6 +22,7 @@
 use strict;
 use warnings;
 use File::Basename;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -156,18 +157,36 @@ for my $db (qw(shop crm))
 		  . ' SELECT pg_catalog.sum(id) FROM public.items WHERE k OPERATOR(pg_catalog.=) 7;' x 5,
 		extra_params => [ '-U', 'app' ]);
 }
-$node->command_ok([ 'pgbench', '-n', '-c', '2', '-j', '2', '-t', '20', '-U', 'app',
-		'-h', $node->host, '-p', $node->port, '-f', write_script(savepoint_script(70)), 'shop' ],
-	'pgbench: 70 savepoints per transaction in shop');
+# What the idle transaction costs besides: a job queue's 1,000 dead rows
+# (due for autovacuum), written without an operator or an unqualified
+# function.
+$node->safe_psql('shop', q{
+	CREATE TABLE public.queue (id integer);
+	INSERT INTO public.queue SELECT g FROM pg_catalog.generate_series(1, 1000) AS g;
+	DELETE FROM public.queue;});
+# The overflow and the lookups go on until the worker has seen what they
+# cost (with a 10 s window, a short run's figures can age out before an
+# evaluation on a loaded machine), then stop.
+my ($bench_out, $bench_err) = ('', '');
+my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '2', '-j', '2', '-T', '600', '-U', 'app',
+		'-h', $node->host, '-p', $node->port, '-f', write_script('savepoints.sql', savepoint_script(70)),
+		'-f', write_script('lookup.sql', "SET enable_seqscan = off;\nSET enable_bitmapscan = off;\n"
+			  . "SELECT pg_catalog.sum(id) FROM public.items WHERE k OPERATOR(pg_catalog.=) 7;\n"), 'shop' ],
+	'>', \$bench_out, '2>', \$bench_err);
 ok($node->poll_query_until('shop', q{
 	SELECT pg_catalog.count(DISTINCT problem) OPERATOR(pg_catalog.>=) 3 FROM pgc.pg_contention_incidents
 	 WHERE problem OPERATOR(pg_catalog.=) ANY ('{subxact_overflow,xmin_horizon_held,dead_tuple_index_scan}')}),
-	'the worker opened incidents of the three problems, with their evidence frozen');
+	'the worker opened incidents of the three problems, with their evidence frozen')
+  or diag($node->safe_psql('shop', 'SELECT problem, severity, subject FROM pgc.pg_contention_findings'));
+$bench->signal('INT');
+$bench->finish;
+isnt($node->safe_psql('shop', 'SELECT pg_catalog.count(*) FROM pgc.pg_contention_overflow_events'), '0',
+	'pgbench: 70 savepoints per transaction in shop, overflowed');
 
 sub write_script
 {
-	my ($text) = @_;
-	my $file = $node->basedir . '/savepoints.sql';
+	my ($name, $text) = @_;
+	my $file = $node->basedir . "/$name";
 	open my $fh, '>', $file or die "$file: $!";
 	print $fh $text;
 	close $fh;
