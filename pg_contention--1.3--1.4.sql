@@ -71,7 +71,8 @@ DROP FUNCTION @extschema@.pg_contention_info();
 -- 1.4 adds the incidents' (and the incidents opened, by problem and
 -- severity, since the reset), and the incidents worker's evaluations too
 -- large to keep for pg_contention check (findings_latest.c), and the open
--- incidents evicted to make room for another role's.
+-- incidents evicted to make room for another role's, and the index names
+-- noted for readers in other databases (index_names.sql).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT stats_reset timestamp with time zone,
@@ -90,7 +91,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT incidents_not_opened bigint,
 	OUT incidents_opened jsonb,
 	OUT findings_not_kept bigint,
-	OUT incident_open_evictions bigint
+	OUT incident_open_evictions bigint,
+	OUT index_names_max integer,
+	OUT index_names integer,
+	OUT index_name_evictions bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'
@@ -100,6 +104,29 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_info AS
 	SELECT * FROM @extschema@.pg_contention_info();
 
 GRANT SELECT ON @extschema@.pg_contention_info TO PUBLIC;
+
+-- ---- src/sql/index_names.sql ----
+
+--
+-- The names of the indexes whose lookups met dead entries, and of their
+-- tables, as the backends that scanned them noted them in their own
+-- database (1.4): a reader in another database (the incidents worker,
+-- pg_contention check) names them from here.  Another database's only for
+-- roles with pg_read_all_stats.  Kept in memory, at most index_names_max
+-- (pg_contention_info counts the evictions).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_names(
+	OUT dbid oid,
+	OUT indexrelid oid,
+	OUT relid oid,
+	OUT schemaname name,
+	OUT relname name,
+	OUT indexrelname name,
+	OUT noted_at timestamp with time zone
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_index_names'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 -- ---- src/sql/index_scans.sql ----
 
@@ -139,7 +166,8 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 --
 -- The view's rows: per statement and index, the sums over applications,
--- with the index's, table's, schema's and database's names.  With
+-- with the index's, table's, schema's and database's names (another
+-- database's as the backends noted them there: pg_contention_index_names).  With
 -- dead_only, only the statements' indexes that visited dead entries (what
 -- the client's tables and the report show): the client reads this, not a
 -- copy of its SQL.  PL/pgSQL, so that a session plans the query once
@@ -177,9 +205,10 @@ AS $$
 BEGIN
 	RETURN QUERY
 		SELECT d.datname,
-			   n.nspname AS schemaname,
-			   t.relname,
-			   ic.relname AS indexrelname,
+			   -- This database's from its catalog; another's as noted there.
+			   CASE WHEN here THEN n.nspname ELSE nm.schemaname END AS schemaname,
+			   CASE WHEN here THEN t.relname ELSE nm.relname END AS relname,
+			   CASE WHEN here THEN ic.relname ELSE nm.indexrelname END AS indexrelname,
 			   s.dbid,
 			   s.indexrelid,
 			   s.query_id,
@@ -198,12 +227,14 @@ BEGIN
 			   max(s.worst_literals) AS worst_literals
 		  FROM @extschema@.pg_contention_index_scans(dead_only) AS s
 		  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
-		  LEFT JOIN pg_catalog.pg_class AS ic
-			ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()
+		  CROSS JOIN LATERAL (SELECT d.datname = pg_catalog.current_database() AS here) AS h
+		  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = s.indexrelid AND here
 		  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
 		  LEFT JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
 		  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
-		 GROUP BY d.datname, n.nspname, t.relname, ic.relname, s.dbid, s.indexrelid, s.query_id;
+		  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
+			ON nm.dbid = s.dbid AND nm.indexrelid = s.indexrelid AND NOT here
+		 GROUP BY 1, 2, 3, 4, s.dbid, s.indexrelid, s.query_id;
 END
 $$;
 
@@ -2043,7 +2074,7 @@ grouped AS (
 				   THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END
 ),
 index_rows AS (
-	SELECT r.*, i.indrelid,
+	SELECT r.*, coalesce(i.indrelid, nm.relid) AS indrelid,
 		   r.dead_visits::float8 / r.scans AS dead_per_scan,
 		   r.dead_visits::float8 / nullif(r.entries_read, 0) AS dead_ratio,
 		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call,
@@ -2052,8 +2083,14 @@ index_rows AS (
 		   -- The last execution that met the threshold (the worst, if the
 		   -- threshold was raised since).
 		   coalesce(r.last_bad_at, r.worst_at) AS last_bad,
-		   CASE WHEN r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-				THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) END AS index_name,
+		   -- This database's names from its catalog, another's as the
+		   -- backends that scanned the index noted them there (with its
+		   -- database in the texts: not the reader's).
+		   CASE WHEN here THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname)
+				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.indexrelname) END AS index_qname,
+		   CASE WHEN here THEN pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname)
+				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.relname) END AS table_qname,
+		   CASE WHEN here THEN '' ELSE ' in database ' || pg_catalog.quote_ident(r.datname) END AS in_database,
 		   -- Not in this database's catalog: dropped (a temporary one with
 		   -- its session), or not committed yet (then only the transaction
 		   -- that made it can use it).
@@ -2063,11 +2100,13 @@ index_rows AS (
 		   ic.relpersistence = 't' AS index_temporary, ic.relowner AS index_owner,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
 	  FROM grouped AS r
-	  LEFT JOIN pg_catalog.pg_class AS ic
-		ON ic.oid = r.indexrelid AND r.datname = pg_catalog.current_database()
+	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
+	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
 	  LEFT JOIN dead_here AS t ON t.relid = i.indrelid
+	  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
+		ON nm.dbid = r.dbid AND nm.indexrelid = r.indexrelid AND NOT here
 ),
 judged AS (
 	SELECT x.*, h.*,
@@ -2114,7 +2153,7 @@ index_findings AS (
 		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
 				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
 				ELSE 'warning' END AS severity,
-		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
+		   'index ' || coalesce(x.index_qname || x.in_database, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
 					   || x.query_ids_text || ')', '') AS subject,
@@ -2166,7 +2205,7 @@ index_findings AS (
 						|| ' (a crash restart, or pg_stat_reset()), after the last of these executions: whether vacuum has removed'
 						|| ' the dead entries since is unknown until the statement runs again.'
 				   WHEN 'unvacuumed' THEN '; nothing holds the xmin horizon back: vacuum has not removed them yet'
-						|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
+						|| coalesce(' (' || x.table_qname || ': '
 									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
 									|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
 									|| ')', '') || ', and the most recent execution, at '
@@ -2176,15 +2215,16 @@ index_findings AS (
 		   CASE x.state
 				WHEN 'held' THEN 'End what holds the horizon ('
 					 || CASE WHEN x.h_blocks THEN 'see xmin_horizon_held' ELSE x.h_label END || '), then VACUUM '
-					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
+					 || coalesce(x.table_qname || x.in_database, 'the table')
 					 || '; the entries stay dead until vacuum removes them.'
-				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
+				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(x.table_qname || x.in_database, 'the table')
 					 || ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
 				WHEN 'unknown' THEN 'Nothing to do now: the next execution of the statement shows whether the dead entries are still there'
 					 || ' (a warning again if they are). To know now, VACUUM '
-					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table') || '.'
+					 || coalesce(x.table_qname || x.in_database, 'the table') || '.'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'database', x.datname, 'index', x.index_qname, 'table', x.table_qname,
 							  'temporary', x.index_temporary, 'owner_oid', x.index_owner::bigint,
 							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
@@ -3642,25 +3682,33 @@ BEGIN
 			-- The store's rows, without the view's names for every one of them:
 			-- those of the indexes that visited dead entries, each summed over
 			-- all of its rows (every user and application of the statement),
-			-- as the view sums them.
-			SELECT s.indexrelid, s.query_id, sum(s.dead_visits)::float8 / sum(s.scans) AS per_execution
+			-- as the view sums them; of every database (the application is
+			-- seldom in the one the exporter connects to).
+			SELECT s.dbid, s.indexrelid, s.query_id, sum(s.dead_visits)::float8 / sum(s.scans) AS per_execution
 			  FROM @extschema@.pg_contention_index_scans(true) AS s
-			 WHERE s.dbid = (SELECT d.oid FROM pg_catalog.pg_database AS d
-							  WHERE d.datname = pg_catalog.current_database())
-			 GROUP BY s.indexrelid, s.query_id
+			 GROUP BY s.dbid, s.indexrelid, s.query_id
 			HAVING sum(s.dead_visits) > 0 AND sum(s.scans) > 0
-			 ORDER BY 3 DESC
+			 ORDER BY 4 DESC
 			 LIMIT 5
 		)
 		SELECT 'index_dead_entries_per_execution',
-			   jsonb_build_object('database', pg_catalog.current_database(),
-								  'index', coalesce(n.nspname || '.' || c.relname, 'oid ' || w.indexrelid),
+			   jsonb_build_object('database', coalesce(d.datname::text, 'oid ' || w.dbid),
+								  -- This database's names from its catalog,
+								  -- another's as noted there.
+								  'index', coalesce(CASE WHEN d.datname = pg_catalog.current_database()
+														 THEN n.nspname || '.' || c.relname
+														 ELSE nm.schemaname || '.' || nm.indexrelname END,
+													'oid ' || w.indexrelid),
 								  'query_id', w.query_id::text),
 			   w.per_execution,
-			   'Dead index entries visited per execution, since the last reset: the five worst (index, statement) pairs of this database.', 'gauge'
+			   'Dead index entries visited per execution, since the last reset: the five worst (index, statement) pairs of the cluster.', 'gauge'
 		  FROM worst AS w
-		  LEFT JOIN pg_catalog.pg_class AS c ON c.oid = w.indexrelid
+		  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = w.dbid
+		  LEFT JOIN pg_catalog.pg_class AS c
+			ON c.oid = w.indexrelid AND d.datname = pg_catalog.current_database()
 		  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+		  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
+			ON nm.dbid = w.dbid AND nm.indexrelid = w.indexrelid
 		 ORDER BY w.per_execution DESC;
 	END IF;
 

@@ -276,6 +276,9 @@ extern Size pgc_oldsnap_shmem_size(void);
 extern void pgc_oldsnap_shmem_init(LWLock *lock);
 extern void pgc_oldsnap_reset(void);
 
+/* ---- index_names.c: the names of indexes met with dead entries ---- */
+extern void pgc_index_names_note(Oid indexoid);
+
 /* ---- findings_latest.c: the incidents worker's last evaluation, kept ---- */
 
 /* One finding as pg_contention_findings gives it (NULL texts: SQL NULL). */

@@ -127,6 +127,8 @@ extern void pgc_index_scans_forget(void);
 
 extern void pgc_index_scans_ran(QueryDesc *queryDesc);
 
+extern void pgc_note_dead_index_names(const PgcExecution *exec);
+
 /* ---- subxact.c: overflow detection and the event ring ---- */
 
 extern bool pgc_overflow_count_deferred;

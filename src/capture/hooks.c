@@ -195,6 +195,7 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			{
 				pgc_execution_literals(queryDesc, literals);
 				exec.literals = literals;
+				pgc_note_dead_index_names(&exec);
 			}
 			pgc_statement_count(InvalidOid, query_id, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len, &exec);

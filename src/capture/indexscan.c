@@ -418,3 +418,23 @@ pgc_index_scans_forget(void)
 {
 	nrunning = 0;
 }
+
+/*
+ * An execution met at least dead_visits_warning dead entries through some
+ * index (hooks.c): have those indexes named for readers in other
+ * databases (stores/index_names.c), while the execution still has them
+ * open.
+ */
+void
+pgc_note_dead_index_names(const PgcExecution *exec)
+{
+	for (int d = 0; d < exec->ndeltas; d++)
+	{
+		const PgcIndexDelta *delta = &exec->deltas[d];
+
+		if (delta->indexoid != InvalidOid &&
+			(delta->kind == PGC_SCAN_INDEX || delta->heap_measured) &&
+			delta->returned - delta->fetched >= pgc_dead_visits_warning)
+			pgc_index_names_note(delta->indexoid);
+	}
+}

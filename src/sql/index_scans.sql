@@ -34,7 +34,8 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 --
 -- The view's rows: per statement and index, the sums over applications,
--- with the index's, table's, schema's and database's names.  With
+-- with the index's, table's, schema's and database's names (another
+-- database's as the backends noted them there: pg_contention_index_names).  With
 -- dead_only, only the statements' indexes that visited dead entries (what
 -- the client's tables and the report show): the client reads this, not a
 -- copy of its SQL.  PL/pgSQL, so that a session plans the query once
@@ -72,9 +73,10 @@ AS $$
 BEGIN
 	RETURN QUERY
 		SELECT d.datname,
-			   n.nspname AS schemaname,
-			   t.relname,
-			   ic.relname AS indexrelname,
+			   -- This database's from its catalog; another's as noted there.
+			   CASE WHEN here THEN n.nspname ELSE nm.schemaname END AS schemaname,
+			   CASE WHEN here THEN t.relname ELSE nm.relname END AS relname,
+			   CASE WHEN here THEN ic.relname ELSE nm.indexrelname END AS indexrelname,
 			   s.dbid,
 			   s.indexrelid,
 			   s.query_id,
@@ -93,12 +95,14 @@ BEGIN
 			   max(s.worst_literals) AS worst_literals
 		  FROM @extschema@.pg_contention_index_scans(dead_only) AS s
 		  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = s.dbid
-		  LEFT JOIN pg_catalog.pg_class AS ic
-			ON ic.oid = s.indexrelid AND d.datname = pg_catalog.current_database()
+		  CROSS JOIN LATERAL (SELECT d.datname = pg_catalog.current_database() AS here) AS h
+		  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = s.indexrelid AND here
 		  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
 		  LEFT JOIN pg_catalog.pg_class AS t ON t.oid = i.indrelid
 		  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
-		 GROUP BY d.datname, n.nspname, t.relname, ic.relname, s.dbid, s.indexrelid, s.query_id;
+		  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
+			ON nm.dbid = s.dbid AND nm.indexrelid = s.indexrelid AND NOT here
+		 GROUP BY 1, 2, 3, 4, s.dbid, s.indexrelid, s.query_id;
 END
 $$;
 

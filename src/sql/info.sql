@@ -4,7 +4,8 @@
 -- 1.4 adds the incidents' (and the incidents opened, by problem and
 -- severity, since the reset), and the incidents worker's evaluations too
 -- large to keep for pg_contention check (findings_latest.c), and the open
--- incidents evicted to make room for another role's.
+-- incidents evicted to make room for another role's, and the index names
+-- noted for readers in other databases (index_names.sql).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT stats_reset timestamp with time zone,
@@ -23,7 +24,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT incidents_not_opened bigint,
 	OUT incidents_opened jsonb,
 	OUT findings_not_kept bigint,
-	OUT incident_open_evictions bigint
+	OUT incident_open_evictions bigint,
+	OUT index_names_max integer,
+	OUT index_names integer,
+	OUT index_name_evictions bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'

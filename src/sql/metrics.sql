@@ -123,25 +123,33 @@ BEGIN
 			-- The store's rows, without the view's names for every one of them:
 			-- those of the indexes that visited dead entries, each summed over
 			-- all of its rows (every user and application of the statement),
-			-- as the view sums them.
-			SELECT s.indexrelid, s.query_id, sum(s.dead_visits)::float8 / sum(s.scans) AS per_execution
+			-- as the view sums them; of every database (the application is
+			-- seldom in the one the exporter connects to).
+			SELECT s.dbid, s.indexrelid, s.query_id, sum(s.dead_visits)::float8 / sum(s.scans) AS per_execution
 			  FROM @extschema@.pg_contention_index_scans(true) AS s
-			 WHERE s.dbid = (SELECT d.oid FROM pg_catalog.pg_database AS d
-							  WHERE d.datname = pg_catalog.current_database())
-			 GROUP BY s.indexrelid, s.query_id
+			 GROUP BY s.dbid, s.indexrelid, s.query_id
 			HAVING sum(s.dead_visits) > 0 AND sum(s.scans) > 0
-			 ORDER BY 3 DESC
+			 ORDER BY 4 DESC
 			 LIMIT 5
 		)
 		SELECT 'index_dead_entries_per_execution',
-			   jsonb_build_object('database', pg_catalog.current_database(),
-								  'index', coalesce(n.nspname || '.' || c.relname, 'oid ' || w.indexrelid),
+			   jsonb_build_object('database', coalesce(d.datname::text, 'oid ' || w.dbid),
+								  -- This database's names from its catalog,
+								  -- another's as noted there.
+								  'index', coalesce(CASE WHEN d.datname = pg_catalog.current_database()
+														 THEN n.nspname || '.' || c.relname
+														 ELSE nm.schemaname || '.' || nm.indexrelname END,
+													'oid ' || w.indexrelid),
 								  'query_id', w.query_id::text),
 			   w.per_execution,
-			   'Dead index entries visited per execution, since the last reset: the five worst (index, statement) pairs of this database.', 'gauge'
+			   'Dead index entries visited per execution, since the last reset: the five worst (index, statement) pairs of the cluster.', 'gauge'
 		  FROM worst AS w
-		  LEFT JOIN pg_catalog.pg_class AS c ON c.oid = w.indexrelid
+		  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = w.dbid
+		  LEFT JOIN pg_catalog.pg_class AS c
+			ON c.oid = w.indexrelid AND d.datname = pg_catalog.current_database()
 		  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+		  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
+			ON nm.dbid = w.dbid AND nm.indexrelid = w.indexrelid
 		 ORDER BY w.per_execution DESC;
 	END IF;
 

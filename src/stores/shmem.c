@@ -225,6 +225,9 @@ static const PgcResultColumn info_columns[] = {
 	{"incidents_opened", JSONBOID, PGC_SQL_V(1, 4)},
 	{"findings_not_kept", INT8OID, PGC_SQL_V(1, 4)},
 	{"incident_open_evictions", INT8OID, PGC_SQL_V(1, 4)},
+	{"index_names_max", INT4OID, PGC_SQL_V(1, 4)},
+	{"index_names", INT4OID, PGC_SQL_V(1, 4)},
+	{"index_name_evictions", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape info_shape = {
 	"pg_contention_info", info_columns, lengthof(info_columns)
@@ -287,6 +290,16 @@ pg_contention_info(PG_FUNCTION_ARGS)
 		values[14] = DirectFunctionCall1(jsonb_in, CStringGetDatum(opened));
 		values[15] = Int64GetDatum(pgc_findings_latest_too_large());
 		values[16] = Int64GetDatum(open_evictions);
+	}
+	if (tupdesc->natts > 17)
+	{
+		int			used;
+		int64		name_evictions;
+
+		pgc_index_names_info(&used, &name_evictions);
+		values[17] = Int32GetDatum(pgc_index_names_max());
+		values[18] = Int32GetDatum(used);
+		values[19] = Int64GetDatum(name_evictions);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -77,6 +77,13 @@ const PgcStore pgc_stores[] = {
 		.reset = pgc_oldsnap_reset,
 	},
 	{
+		.name = "index names",
+		.shmem_size = pgc_index_names_shmem_size,
+		.shmem_init = pgc_index_names_shmem_init,
+		.needs_lock = true,
+		.reset = pgc_index_names_reset,
+	},
+	{
 		.name = "latest findings",
 		.shmem_size = pgc_findings_latest_shmem_size,
 		.shmem_init = pgc_findings_latest_shmem_init,

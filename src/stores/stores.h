@@ -251,6 +251,18 @@ extern void pgc_sampler_shmem_init(LWLock *lock);
 
 extern void pgc_sampler_reset(void);
 
+/* ---- index_names.c: the names of indexes met with dead entries ---- */
+
+extern Size pgc_index_names_shmem_size(void);
+
+extern void pgc_index_names_shmem_init(LWLock *lock);
+
+extern void pgc_index_names_reset(void);
+
+extern void pgc_index_names_info(int *used, int64 *evictions);
+
+extern int	pgc_index_names_max(void);
+
 /* ---- findings_latest.c: the incidents worker's last evaluation, kept ---- */
 
 extern Size pgc_findings_latest_shmem_size(void);

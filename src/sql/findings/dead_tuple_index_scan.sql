@@ -90,7 +90,7 @@ grouped AS (
 				   THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END
 ),
 index_rows AS (
-	SELECT r.*, i.indrelid,
+	SELECT r.*, coalesce(i.indrelid, nm.relid) AS indrelid,
 		   r.dead_visits::float8 / r.scans AS dead_per_scan,
 		   r.dead_visits::float8 / nullif(r.entries_read, 0) AS dead_ratio,
 		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call,
@@ -99,8 +99,14 @@ index_rows AS (
 		   -- The last execution that met the threshold (the worst, if the
 		   -- threshold was raised since).
 		   coalesce(r.last_bad_at, r.worst_at) AS last_bad,
-		   CASE WHEN r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-				THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) END AS index_name,
+		   -- This database's names from its catalog, another's as the
+		   -- backends that scanned the index noted them there (with its
+		   -- database in the texts: not the reader's).
+		   CASE WHEN here THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname)
+				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.indexrelname) END AS index_qname,
+		   CASE WHEN here THEN pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname)
+				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.relname) END AS table_qname,
+		   CASE WHEN here THEN '' ELSE ' in database ' || pg_catalog.quote_ident(r.datname) END AS in_database,
 		   -- Not in this database's catalog: dropped (a temporary one with
 		   -- its session), or not committed yet (then only the transaction
 		   -- that made it can use it).
@@ -110,11 +116,13 @@ index_rows AS (
 		   ic.relpersistence = 't' AS index_temporary, ic.relowner AS index_owner,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
 	  FROM grouped AS r
-	  LEFT JOIN pg_catalog.pg_class AS ic
-		ON ic.oid = r.indexrelid AND r.datname = pg_catalog.current_database()
+	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
+	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
 	  LEFT JOIN dead_here AS t ON t.relid = i.indrelid
+	  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
+		ON nm.dbid = r.dbid AND nm.indexrelid = r.indexrelid AND NOT here
 ),
 judged AS (
 	SELECT x.*, h.*,
@@ -161,7 +169,7 @@ index_findings AS (
 		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
 				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
 				ELSE 'warning' END AS severity,
-		   'index ' || coalesce(x.index_name, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
+		   'index ' || coalesce(x.index_qname || x.in_database, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
 					   || x.query_ids_text || ')', '') AS subject,
@@ -213,7 +221,7 @@ index_findings AS (
 						|| ' (a crash restart, or pg_stat_reset()), after the last of these executions: whether vacuum has removed'
 						|| ' the dead entries since is unknown until the statement runs again.'
 				   WHEN 'unvacuumed' THEN '; nothing holds the xmin horizon back: vacuum has not removed them yet'
-						|| coalesce(' (' || x.schemaname || '.' || x.relname || ': '
+						|| coalesce(' (' || x.table_qname || ': '
 									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
 									|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
 									|| ')', '') || ', and the most recent execution, at '
@@ -223,15 +231,16 @@ index_findings AS (
 		   CASE x.state
 				WHEN 'held' THEN 'End what holds the horizon ('
 					 || CASE WHEN x.h_blocks THEN 'see xmin_horizon_held' ELSE x.h_label END || '), then VACUUM '
-					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
+					 || coalesce(x.table_qname || x.in_database, 'the table')
 					 || '; the entries stay dead until vacuum removes them.'
-				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table')
+				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(x.table_qname || x.in_database, 'the table')
 					 || ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
 				WHEN 'unknown' THEN 'Nothing to do now: the next execution of the statement shows whether the dead entries are still there'
 					 || ' (a warning again if they are). To know now, VACUUM '
-					 || coalesce(pg_catalog.quote_ident(x.schemaname) || '.' || pg_catalog.quote_ident(x.relname), 'the table') || '.'
+					 || coalesce(x.table_qname || x.in_database, 'the table') || '.'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'database', x.datname, 'index', x.index_qname, 'table', x.table_qname,
 							  'temporary', x.index_temporary, 'owner_oid', x.index_owner::bigint,
 							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
