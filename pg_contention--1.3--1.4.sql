@@ -54,8 +54,8 @@ DROP FUNCTION @extschema@.pg_contention_sampler_status();
 DROP FUNCTION @extschema@.pg_contention_report(interval);
 
 -- pg_contention_info gains the incidents' capacity, fill, evictions and
--- the incidents opened, and the index names': dropped here with its view, created again by
--- info.sql (with the view's grant).  The functions that read it are
+-- the incidents opened, and the index names': dropped here with its view,
+-- created again by info.sql (with the view's grant).  The functions that read it are
 -- PL/pgSQL: nothing else depends on it.
 DROP VIEW @extschema@.pg_contention_info;
 DROP FUNCTION @extschema@.pg_contention_info();
