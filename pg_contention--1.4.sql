@@ -1622,14 +1622,17 @@ victims AS (
 	  FROM subtrans AS s
 ),
 -- The savepoint statement each (database, user) runs most: a driver's
--- autosave or an ORM's nested transactions show here.
+-- autosave or an ORM's nested transactions show here.  Numbered names are
+-- one statement, shown with their last number as <n> (SAVEPOINT
+-- "_pg3_<n>"): its calls are the pattern's.
 savepoints AS (
 	SELECT DISTINCT ON (r.dbid, r.userid) r.dbid, r.userid,
 		   @extschema@.pg_contention_shorten(r.query) AS text, r.calls,
 		   CASE WHEN r.query ILIKE '%pgjdbc_autosave%' THEN 'PgJDBC autosave'
 				WHEN r.query ILIKE '%sa\_savepoint\_%' THEN 'SQLAlchemy nested transactions'
 				WHEN r.query ILIKE '%active\_record\_%' THEN 'Rails nested transactions'
-				WHEN r.query ~* '^\s*savepoint\s+"?s[0-9a-f]+_x[0-9]+' THEN 'Django atomic blocks'
+				WHEN r.query ~* '^\s*savepoint\s+"?s[0-9a-f]+_x' THEN 'Django atomic blocks'
+				WHEN r.query ~* '^\s*savepoint\s+"?_pg3_' THEN 'psycopg 3 nested transactions'
 		   END AS driver
 	  FROM recent AS r
 	 WHERE r.indexrelid IS NULL AND r.query ~* '^\s*savepoint\s'

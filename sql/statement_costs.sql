@@ -54,6 +54,9 @@ SELECT calls, max_subxacts, near_overflow_calls
 SELECT count(*) AS overflow_events FROM pg_contention_overflow_events;
 SELECT sum(calls) AS savepoints
   FROM pg_contention_statements WHERE query LIKE 'SAVEPOINT s%';
+-- Numbered names are one row, shown as their pattern: its count is the
+-- pattern's, not one name's.
+SELECT query, calls FROM pg_contention_statements WHERE query LIKE 'SAVEPOINT s%';
 
 -- A driver that wraps every statement in a savepoint (PgJDBC's
 -- autosave=always): the savepoint statements are counted as calls.

@@ -170,5 +170,39 @@ is($node->safe_psql('postgres', q{SELECT query || ' | ' || worst_literals FROM p
 $holder->query_safe('COMMIT');
 $holder->quit;
 
+# psycopg 3's nested transactions (issue 47, item 8): each level is a
+# savepoint named by its depth, "_pg3_1" to "_pg3_70".  One row, shown as
+# the pattern, counts every depth: its calls are the pattern's, not one
+# name's; the overflow finding names the driver.  In the application's
+# own database.
+$node->safe_psql('postgres', 'CREATE DATABASE imports');
+$node->safe_psql('imports', 'CREATE EXTENSION pg_contention; CREATE TABLE nested (depth integer)');
+my $nested = $node->basedir . '/nested.py';
+open($fh, '>', $nested) or die "cannot write $nested: $!";
+print $fh <<'EOF';
+import contextlib
+import sys
+import psycopg
+
+with psycopg.connect(sys.argv[1], autocommit=True, application_name='importer') as conn:
+    for tx in range(3):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(conn.transaction())
+            for depth in range(1, 71):
+                stack.enter_context(conn.transaction())
+                conn.execute("INSERT INTO nested VALUES (%s)", (depth,))
+EOF
+close($fh);
+my ($stdout, $stderr);
+ok(IPC::Run::run([ $python, $nested, $node->connstr('imports') ], '>', \$stdout, '2>', \$stderr),
+	'psycopg 3 ran three transactions 70 levels deep') or diag($stderr);
+is($node->safe_psql('imports', q{SELECT string_agg(query || ' ' || calls, ', ' ORDER BY query)
+	FROM pg_contention_statements WHERE query ~* '^(savepoint|release)'}),
+	'RELEASE "_pg3_<n>" 210, SAVEPOINT "_pg3_<n>" 210',
+	'the savepoints of every depth are one row each, shown as their pattern');
+like($node->safe_psql('imports', q{SELECT subject FROM pg_contention_findings WHERE problem = 'subxact_overflow'}),
+	qr/, savepoints by psycopg 3 nested transactions \(SAVEPOINT "_pg3_<n>"\)$/,
+	'the overflow finding names the driver and the pattern');
+
 $node->stop;
 done_testing();
