@@ -1800,8 +1800,12 @@ overflow_findings AS (
 				THEN 'Its overflow has ended: none of its sessions is overflowed now (its last overflow event at '
 					 || pg_catalog.to_char(o.culprit_ended_at, 'HH24:MI:SS') || '); another transaction''s goes on. '
 				ELSE '' END
-		   || 'In the last ' || params.w_text || ': ' || o.what || '; ' || v.text
-		   || '; cost: ' || c.text || '.'
+		   -- The counts come from the statement store's periods (up to two
+		   -- windows back) and the event ring; the cost from the window's
+		   -- seconds: each span as it is.
+		   || 'From ' || pg_catalog.to_char(least(o.since, v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ': ' || o.what || '; ' || v.text
+		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
 		   || coalesce(' ' || pb.sentence, '') AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL OR o.culprit_ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, k'
@@ -1834,8 +1838,9 @@ overflow_findings AS (
 	-- overflow reaches it through the snapshots built from its WAL.
 	SELECT 'subxact_overflow', c.level,
 		   'a transaction on the primary (its overflow reaches this standby''s snapshots)',
-		   'In the last ' || params.w_text || ' on this standby: ' || v.text
-		   || '; cost: ' || c.text || '.',
+		   'From ' || pg_catalog.to_char(least(v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ' on this standby: ' || v.text
+		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.',
 		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
 		   jsonb_build_object('suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
 							  'subtrans_lookups', c.lookups, 'subtrans_slru_accesses', c.slru_accesses,
@@ -1929,7 +1934,12 @@ slru_findings AS (
 		   coalesce('Ended at ' || pg_catalog.to_char(c.ended_at, 'HH24:MI:SS') || ', '
 					|| @extschema@.pg_contention_duration(pg_catalog.now() - c.ended_at)
 					|| ' ago: the overflow is over, so new snapshots are not suboverflowed. ', '')
-		   || 'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
+		   -- The cost is the window's seconds; the executions are counted
+		   -- over the statement store's periods (up to two windows back).
+		   || 'In the last ' || params.w_text || ': ' || c.text || '; '
+		   || coalesce('from ' || pg_catalog.to_char(least(v.first_seen, params.cutoff), 'HH24:MI:SS')
+					   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ', ', '')
+		   || v.text || '.' AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, keep transactions under 64 subtransactions (see subxact_overflow)'
 				WHEN (SELECT count(*) FROM overflow_findings) > 0

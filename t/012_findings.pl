@@ -149,8 +149,15 @@ like(finding('subxact_overflow', 'subject'),
 	qr/^statement UPDATE contend SET val = val \+ \$\d+ .* in 4 backends \(application [^,]+, user \w+\), savepoints SAVEPOINT a run /,
 	'the subject names the statement that took the 65th XID, the backends and the savepoint pattern');
 like(finding('subxact_overflow', 'evidence'),
-	qr/^In the last 5 min: 60 overflow events; [0-9,]+ executions of \d+ statements ran on suboverflowed snapshots; cost: [0-9,]+ pg_subtrans lookups by readers \([0-9,]+\/s over \d+ s\)/,
-	'the evidence counts the events, the suboverflowed executions and the readers\' lookups');
+	qr/^From \d\d:\d\d:\d\d to \d\d:\d\d:\d\d: 60 overflow events; [0-9,]+ executions of \d+ statements ran on suboverflowed snapshots; cost in the last 5 min: [0-9,]+ pg_subtrans lookups by readers \([0-9,]+\/s over \d+ s\)/,
+	'the evidence counts the events, the suboverflowed executions and the readers\' lookups, each over its span');
+# The span begins no later than the first of the events it counts (the
+# statement store's periods can reach two windows back: not "the last 5 min").
+is($node->safe_psql('postgres', q{
+	SELECT substring(f.evidence FROM '^From (\d\d:\d\d:\d\d)') <= to_char(min(e.event_time), 'HH24:MI:SS')
+	  FROM pg_contention_findings AS f, pg_contention_overflow_events AS e
+	 WHERE f.problem = 'subxact_overflow' GROUP BY f.evidence}),
+	't', 'the span it states begins before the first event it counts');
 # The lookups that judge the cost are the readers': the Subtrans accesses
 # less the parent records that the XIDs assigned (91 per transaction) can
 # account for.  Here the suboverflowed snapshots' lookups dwarf those.
@@ -196,7 +203,7 @@ like(finding('subxact_overflow', 'subject'),
 	qr/^statement INSERT INTO side VALUES \(\$1\).* in pid $holder_pid \(application loader, user \w+, idle in transaction for /,
 	'the subject names the backend, its application and state');
 like(finding('subxact_overflow', 'evidence'),
-	qr/; [0-9,]+ executions of \d+ statements? ran on suboverflowed snapshots; cost: /,
+	qr/; [0-9,]+ executions of \d+ statements? ran on suboverflowed snapshots; cost in the last [^:]+: /,
 	'the evidence counts who ran on suboverflowed snapshots');
 $holder->query_safe('ROLLBACK');
 $holder->quit;

@@ -82,7 +82,7 @@ my $subject = $node->safe_psql('postgres', "SELECT subject FROM ($overflow) AS f
 like($subject, qr/^statement \Q$text\E \(query ids -?\d+, -?\d+/,
 	'its subject is the normalised text with the query ids');
 like($node->safe_psql('postgres', "SELECT evidence FROM ($overflow) AS f"),
-	qr/^In the last [^:]+: 4 overflow events;/, 'the events of both query ids are summed');
+	qr/^From \S+ to \S+: 4 overflow events;/, 'the events of both query ids are summed');
 is($node->safe_psql('postgres', qq{
 	SELECT (f.details->>'overflow_events')::int,
 		   (SELECT jsonb_agg(q ORDER BY q) FROM jsonb_array_elements(f.details->'query_ids') AS q)

@@ -139,7 +139,7 @@ like($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incident
 	qr/^the overflowing sessions? \(pids? \d+(, \d+)?\) ended$/, 'the resolution names the sessions that ended');
 ok($node->log_contains(qr/LOG:  pg_contention: incident $id closed after \d+ (s|min): the overflowing sessions? \(pids? [\d, ]+\) ended/, $offset),
 	'the close is logged with it');
-is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed' ->> 'evidence' ~ '^(Ended at .*)?In the last ' FROM pg_contention_incidents WHERE id = $id"),
+is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed' ->> 'evidence' ~ '^(Ended at .*)?From ' FROM pg_contention_incidents WHERE id = $id"),
 	't', 'closed: no current severity, the last evidence frozen');
 # (Its texts spelt in pieces: this query's own text is counted.)
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_statements

@@ -74,7 +74,12 @@ slru_findings AS (
 		   coalesce('Ended at ' || pg_catalog.to_char(c.ended_at, 'HH24:MI:SS') || ', '
 					|| @extschema@.pg_contention_duration(pg_catalog.now() - c.ended_at)
 					|| ' ago: the overflow is over, so new snapshots are not suboverflowed. ', '')
-		   || 'In the last ' || params.w_text || ': ' || c.text || '; ' || v.text || '.' AS evidence,
+		   -- The cost is the window's seconds; the executions are counted
+		   -- over the statement store's periods (up to two windows back).
+		   || 'In the last ' || params.w_text || ': ' || c.text || '; '
+		   || coalesce('from ' || pg_catalog.to_char(least(v.first_seen, params.cutoff), 'HH24:MI:SS')
+					   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ', ', '')
+		   || v.text || '.' AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, keep transactions under 64 subtransactions (see subxact_overflow)'
 				WHEN (SELECT count(*) FROM overflow_findings) > 0
