@@ -484,14 +484,15 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 
 	/*
 	 * Who pays: per application and statement, what each paid in the
-	 * findings' window (pg_contention's own and the culprits' excluded by
-	 * the function; a culprit of one finding may be another's victim).
+	 * findings' window for the problems the findings name, each finding's
+	 * culprit left out as its evidence leaves it out (pg_contention's own
+	 * too; a culprit of one finding may be another's victim).
 	 */
 	if (victims)
 	{
 		buf_printf(&sql,
 				   "SELECT kind, application_name, usename, datname, query_id, executions, paid, query"
-				   " FROM %s.pg_contention_victims() ORDER BY paid DESC LIMIT %d", x, limit);
+				   " FROM %s.pg_contention_findings_victims() ORDER BY paid DESC LIMIT %d", x, limit);
 		batch_add(&b, &sql);
 	}
 	/* The incidents the server kept: the open ones and the last closed. */

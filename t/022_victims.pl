@@ -231,7 +231,34 @@ if ($node->safe_psql('postgres', 'SHOW server_version_num') >= 140000)
 		WHERE indexrelid IS NOT NULL AND query LIKE 'SELECT * FROM orders WHERE customer = %'}),
 		'1 1', 'one query id under both applications: one summed row');
 }
+
+# What top and the report list: the payers of the problems a finding
+# names, each finding's culprit left out as its evidence leaves it out.
+my $findings_victims = q{SELECT coalesce(string_agg(DISTINCT kind || ' ' || application_name, ','), '-')
+	FROM pg_contention_findings_victims()};
+{
+	local $ENV{PGOPTIONS} = '-c pg_contention.horizon_min_age=1s';
+	is($node->safe_psql('postgres', $findings_victims), 'dead_index_entries api',
+		'pg_contention_findings_victims: the api readers paid for the holder, not the holder itself');
+	my ($rc, $out) = client('top', '-n', '1');
+	like($out, qr/^api +\w+ +[0-9.,kM]+ dead index entries +SELECT \* FROM orders/m, 'top lists them as paying');
+}
 $holder->query_safe('COMMIT');
 $holder->quit;
+
+# The holder has ended: no finding names a hold, and nobody is listed as
+# paying for one (the store still has the api readers' dead visits).
+{
+	local $ENV{PGOPTIONS} = '-c pg_contention.horizon_min_age=1s';
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_contention_findings
+		WHERE problem = 'xmin_horizon_held' OR details ? 'holder' AND jsonb_typeof(details -> 'holder') = 'object'}),
+		'0', 'the hold is over: no finding names a holder');
+	is($node->safe_psql('postgres', $findings_victims), '-',
+		'pg_contention_findings_victims: no payer of a problem no finding names');
+	ok($node->safe_psql('postgres', q{SELECT count(*) FROM pg_contention_victims() WHERE kind = 'dead_index_entries'}) > 0,
+		'(pg_contention_victims() still lists them: the statements that paid in the window, whatever the findings)');
+	my ($rc, $out) = client('top', '-n', '1');
+	unlike($out, qr/^api +\w+ +[0-9.,kM]+ dead index entries/m, 'top lists no payer for it');
+}
 
 done_testing();
