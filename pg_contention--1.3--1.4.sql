@@ -3131,11 +3131,11 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_key(text, jsonb) FROM 
 
 --
 -- Incidents (1.4): what an incident freezes at its open and at its peak
--- besides the finding itself: the statements it names (else the busiest),
--- the oldest horizon holders (each with its role, by which
--- pg_contention_incidents masks it for a reader), and the history of the
--- 60 seconds before,
--- oldest first; at most max_bytes of JSON text: history rows are dropped
+-- besides the finding itself: the statements it names (else the busiest,
+-- not pg_contention's own), the oldest horizon holders (not the client's
+-- own snapshot; each with its role, by which pg_contention_incidents masks
+-- it for a reader), and the history of the 60 seconds before, oldest
+-- first; at most max_bytes of JSON text: history rows are dropped
 -- oldest first, then statements and holders beyond the first, and
 -- "truncated" says so.  Called by the incidents worker, and by nobody
 -- else: not executable by PUBLIC (it reads every role's statements
@@ -3184,6 +3184,13 @@ BEGIN
 	  FROM (SELECT st.*, st.query_id::numeric = ANY (coalesce(ids, '{}')) AS named,
 				   st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls AS weight
 			  FROM @extschema@.pg_contention_statements AS st
+			 -- Not pg_contention's own (the client's, the workers', its
+			 -- functions'), which are busy while the findings are read,
+			 -- unless the finding names them.
+			 WHERE st.query_id::numeric = ANY (coalesce(ids, '{}'))
+				OR (st.application_name IS DISTINCT FROM 'pg_contention'
+					AND coalesce(st.application_name, '') NOT LIKE 'pg\_contention %'
+					AND pg_catalog.strpos(st.query, 'pg_contention') = 0)
 			 ORDER BY st.query_id::numeric = ANY (coalesce(ids, '{}')) DESC,
 					  st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls DESC
 			 LIMIT 5) AS s;
@@ -3198,6 +3205,9 @@ BEGIN
 			   ORDER BY h.xmin_age DESC NULLS LAST), '[]')
 	  INTO holders
 	  FROM (SELECT * FROM @extschema@.pg_contention_horizon AS x
+			 -- Not the client's own short snapshot (check, top, report):
+			 -- a session of that name that holds cleanup back stays.
+			 WHERE x.application_name IS DISTINCT FROM 'pg_contention' OR x.blocks_cleanup
 			 ORDER BY x.xmin_age DESC NULLS LAST LIMIT 5) AS h;
 
 	SELECT coalesce(jsonb_agg(pg_catalog.to_jsonb(b) ORDER BY b.bucket_start), '[]')

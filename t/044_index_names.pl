@@ -49,6 +49,13 @@ $node->safe_psql('shop', q{
 	INSERT INTO "Sales".orders (customer, note) SELECT 42, 'gone' FROM generate_series(1, 20000);
 	DELETE FROM "Sales".orders WHERE note = 'gone';
 });
+# The DBA looks first (the client's statements are busy ones: they read
+# the findings), then the application runs.
+{
+	delete local $ENV{PGAPPNAME};
+	run_client($node, 'check');
+	run_client($node, 'top', '-n', '1');
+}
 my $lookup = q{SET application_name = 'shop-api'; SET enable_seqscan = off; SET enable_bitmapscan = off;
 	SELECT * FROM "Sales".orders WHERE customer = 42};
 my $offset = -s $node->logfile;
@@ -85,6 +92,13 @@ ok(wait_for_log_line($node, qr/LOG:  pg_contention: incident \d+ opened: \w+ dea
 like($node->safe_psql('postgres', q{SELECT subject || ' | ' || advice FROM pg_contention_incidents
 	WHERE problem = 'dead_tuple_index_scan'}),
 	qr/\Q$index\E in database shop.* \| .*VACUUM \Q$table\E in database shop/, 'so does the incident');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_contention_incidents AS i,
+		jsonb_array_elements(i.details -> 'statements') AS s
+	WHERE s.value ->> 'query' LIKE '%pg_contention%'}),
+	'0', 'the frozen statements are not pg_contention\'s own, busy as they are');
+ok($node->safe_psql('postgres', q{SELECT count(*) FROM pg_contention_statements
+	WHERE application_name = 'pg_contention' AND query LIKE '%pg_contention%'}) > 0,
+	'(the client\'s statements are in the store: their exclusion is tested)');
 my ($rc, $out) = run_client($node, 'check');
 like($out, qr/\Q$index\E in database shop/, 'and check, in postgres');
 
