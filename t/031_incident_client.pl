@@ -175,7 +175,9 @@ cmp_ok($frozen_seconds, '>', 0, 'the incident froze history seconds');
 	like($r, qr/^Closed: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d .*\nDuration: +\d+ (s|min)\b.*\nResolution: +\S/m,
 		'report(incident): closed, how long, the resolution');
 	like($r, qr/^== At open \(warning, /m, 'report(incident): the evidence at open');
-	like($r, qr/^== At the peak \((warning|critical), /m, 'report(incident): the evidence at the peak');
+	like($r, qr/^== At the peak \((warning|critical), first reached at \S+ \S+; the figures as of then\)$/m, 'report(incident): the evidence at the peak');
+	like($r, qr/^Peak: +\S+ \S+ \S+ \((warning|critical), first reached then; its figures are frozen as of then\)$/m,
+		'report(incident): the peak says what it froze (the first moment at its severity, not the largest figures)');
 	like($r, qr/^Advice: .*pg_terminate_backend\($holder_pid\)/m,
 		'report(incident): the advice at the peak');
 	like($r, qr/^== Holders of the xmin horizon at the peak\n.*\n\S+ .* +$holder_pid .*idle in transaction, app<script>&"'x, SELECT \$1 /m,

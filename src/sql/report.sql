@@ -61,7 +61,9 @@ BEGIN
 		END IF;
 		report := report || pg_catalog.format(E'\n[%s] %s: %s\n',
 			inc.peak_severity, inc.problem, inc.subject);
-		report := report || pg_catalog.format(E'Opened:     %s (%s)\nPeak:       %s (%s)\n',
+		-- The peak is the evaluation that first saw the top severity, whose
+		-- figures it froze: not the largest figures, which can come later.
+		report := report || pg_catalog.format(E'Opened:     %s (%s)\nPeak:       %s (%s, first reached then; its figures are frozen as of then)\n',
 			coalesce(pg_catalog.to_char(inc.opened, 'YYYY-MM-DD HH24:MI:SS TZ'), 'unknown'),
 			coalesce(doc #>> '{opened,severity}', 'warning'),
 			coalesce(pg_catalog.to_char(inc.peak, 'YYYY-MM-DD HH24:MI:SS TZ'), 'unknown'),
@@ -85,7 +87,7 @@ BEGIN
 			coalesce(CASE WHEN with_values THEN doc #>> '{opened,evidence}'
 						  ELSE @extschema@.pg_contention_without_values(doc #>> '{opened,evidence}', doc -> 'finding') END,
 					 '(not kept)'));
-		report := report || pg_catalog.format(E'\n== At the peak (%s, %s)\n%s\n%s\nAdvice: %s\n',
+		report := report || pg_catalog.format(E'\n== At the peak (%s, first reached at %s; the figures as of then)\n%s\n%s\nAdvice: %s\n',
 			inc.peak_severity,
 			coalesce(pg_catalog.to_char(inc.peak, 'YYYY-MM-DD HH24:MI:SS'), 'unknown'),
 			inc.subject,
