@@ -455,6 +455,17 @@ pgc_proc_holds_main_locks(volatile PGPROC *proc)
 #endif
 
 /*
+ * An instrumentation record with no timer, buffer or WAL counting: what
+ * an index-only scan counts its heap fetches in (indexscan.c).  PG14
+ * added the asynchronous mode argument.
+ */
+#if PG_VERSION_NUM >= 140000
+#define PGC_INSTR_ALLOC_COUNTS_ONLY()	InstrAlloc(1, 0, false)
+#else
+#define PGC_INSTR_ALLOC_COUNTS_ONLY()	InstrAlloc(1, 0)
+#endif
+
+/*
  * ModifyTable's subplans: a list of their own before PG14 (mt_plans, which
  * only the server's generic walker visits), its outer plan from PG14 on.
  */

@@ -76,16 +76,16 @@ $node->safe_psql('postgres', "$plain $lookup");
 is("$s[0]|$s[1]|$s[2]|$s[3]", '1|1|1|0', 'after VACUUM the scan reads one entry, no dead one');
 is($s[5], '0.0000', 'dead_ratio is 0');
 
-# Index-only and bitmap scans are counted as such, with their entries,
-# but without a dead count (the server does not count their heap visits).
+# An index-only scan is counted as such and measured like an index scan
+# (its heap fetches less the visible tuples they found: none dead here).
 $node->safe_psql('postgres', q{
 	SET enable_seqscan = off;
 	SELECT count(*) FROM t123 WHERE id BETWEEN 10 AND 20;
 });
 is($node->safe_psql('postgres',
-	"SELECT scans, bitmap_scans + index_only_scans, other_entries_read, dead_visits
+	"SELECT scans, index_only_scans, entries_read, other_entries_read, dead_visits
 	   FROM pg_contention_index_scans WHERE query LIKE 'SELECT count(*) FROM t123 WHERE id BETWEEN%'"),
-	'0|1|11|0', 'a bitmap or index-only scan is counted apart');
+	'1|1|11|0|0', 'an index-only scan is measured: its 11 entries, none dead');
 
 # A statement inside a function counts under its own query id, and EXPLAIN
 # without ANALYZE counts nothing.
@@ -188,9 +188,9 @@ is($node->safe_psql('postgres',
 	"SELECT scans, entries_read, dead_visits FROM pg_contention_index_scans WHERE query LIKE 'DELETE FROM v4%'"),
 	'1|1|0', 'the DELETE between its fetches counts its own entry, once');
 is($node->safe_psql('postgres',
-	"SELECT index_only_scans, other_entries_read FROM pg_contention_index_scans
+	"SELECT index_only_scans, entries_read, other_entries_read, dead_visits FROM pg_contention_index_scans
 	  WHERE query LIKE 'SELECT count(*) FROM v4 WHERE i BETWEEN%'"),
-	'1|501', 'the index-only count counts its 501 entries');
+	'1|501|0|0', 'the index-only count counts its 501 entries, none dead');
 is($node->safe_psql('postgres',
 	"SELECT calls, rows FROM pg_contention_statements WHERE query LIKE 'DECLARE c CURSOR%'"),
 	'1|15', 'the cursor\'s rows are those of its three fetches');

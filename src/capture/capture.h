@@ -80,9 +80,14 @@ typedef struct PgcIndexDelta
 {
 	Oid			indexoid;
 	uint8		kind;
-	bool		heap_measured;	/* bitmap: "fetched" is the heap's count */
+	bool		heap_measured;	/* bitmap: "fetched" is the heap's count;
+								 * index-only: its heap fetches counted */
 	int64		returned;		/* entries the index returned */
 	int64		fetched;		/* heap tuples found visible */
+	int64		dead;			/* entries whose heap tuple was dead or
+								 * invisible: returned - fetched, or for an
+								 * index-only scan its heap fetches -
+								 * fetched */
 	int64		lossy_pages;	/* bitmap: heap pages read whole */
 } PgcIndexDelta;
 

@@ -22,6 +22,12 @@
  * tuple of the page, so there the dead figure is a lower bound, and the
  * lossy pages are reported.
  *
+ * An index-only scan fetches the heap only for entries on pages not
+ * all-visible and counts those fetches only in its node's
+ * instrumentation (which an uninstrumented node is given at
+ * ExecutorStart, see index_only_fetches): its dead entries are those
+ * fetches less the visible tuples they found.
+ *
  * Counters are per relation, shared by every executor of the backend, so
  * an execution would also see the reads of executors that ran while it
  * was open: a function's statements inside it, another statement between
@@ -58,9 +64,16 @@ typedef struct IndexBaseline
 {
 	Relation	rel;			/* the index */
 	Relation	heap;			/* bitmap: the heap its fetches count in */
-	BitmapHeapScanState *bitmap_heap;	/* with heap: its lossy pages */
+
+	/*
+	 * The node read again at the end, NULL for most: a bitmap heap scan
+	 * (with heap: its lossy pages), or an index-only scan (its heap
+	 * fetches, in ios_fetches at the start).
+	 */
+	PlanState  *node;
 	int64		returned;		/* the index's tuples returned */
 	int64		fetched;		/* tuples fetched: the heap's, else the index's */
+	int64		ios_fetches;	/* index-only: its node's heap fetches */
 	uint8		kind;
 } IndexBaseline;
 
@@ -97,10 +110,36 @@ fetch_source(const IndexBaseline *b)
 static pg_noinline void
 unattribute_heap(IndexBaseline *b)
 {
+	b->node = NULL;				/* an index-only scan's too: not measured */
 	if (b->heap == NULL)
 		return;
 	b->heap = NULL;
 	b->fetched = PGC_REL_TUPLES_FETCHED(b->rel);
+}
+
+/*
+ * An index-only scan counts the heap fetches it makes for pages not
+ * all-visible only into its node's instrumentation (EXPLAIN ANALYZE's
+ * "Heap Fetches"), and the index's statistics count only those that found
+ * a visible tuple: their difference is its dead or invisible entries.
+ * Without instrumentation (not EXPLAIN ANALYZE, not auto_explain), give
+ * the node a record that counts and times nothing, in the query's memory:
+ * the server then runs the node through ExecProcNodeInstr, a few
+ * instructions per tuple, for index-only scans only.  Called after the
+ * plan is initialised and before it runs, when the node's first call has
+ * not yet chosen its ExecProcNode.  Returns the fetches counted so far.
+ */
+static pg_noinline int64
+index_only_fetches(PlanState *node)
+{
+	if (node->instrument == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(node->state->es_query_cxt);
+
+		node->instrument = PGC_INSTR_ALLOC_COUNTS_ONLY();
+		MemoryContextSwitchTo(old);
+	}
+	return (int64) node->instrument->ntuples2;
 }
 
 /*
@@ -109,7 +148,7 @@ unattribute_heap(IndexBaseline *b)
  */
 static pg_attribute_always_inline void
 note_index(ExecutorFrame *f, Relation rel, uint8 kind, Relation heap,
-		   BitmapHeapScanState *bitmap_heap)
+		   PlanState *node)
 {
 	IndexBaseline *b;
 	int			i;
@@ -128,9 +167,11 @@ note_index(ExecutorFrame *f, Relation rel, uint8 kind, Relation heap,
 		b = &f->nodes[i];
 		if (b->rel == rel)
 		{
-			if (b->kind != kind || b->heap != NULL)
+			/* Two index-only nodes: one's heap fetches, both's entries. */
+			if (b->kind != kind || b->node != NULL)
 			{
-				b->kind = PGC_SCAN_MIXED;
+				if (b->kind != kind)
+					b->kind = PGC_SCAN_MIXED;
 				unattribute_heap(b);
 			}
 			return;
@@ -139,6 +180,7 @@ note_index(ExecutorFrame *f, Relation rel, uint8 kind, Relation heap,
 		{
 			unattribute_heap(b);
 			heap = NULL;
+			node = NULL;
 		}
 	}
 	if (f->n >= PGC_INDEX_SLOTS)
@@ -149,7 +191,9 @@ note_index(ExecutorFrame *f, Relation rel, uint8 kind, Relation heap,
 	b->rel = rel;
 	b->kind = kind;
 	b->heap = heap;
-	b->bitmap_heap = bitmap_heap;
+	b->node = node;
+	if (unlikely(kind == PGC_SCAN_INDEX_ONLY))
+		b->ios_fetches = index_only_fetches(node);
 	pgc_attach_pending_stats(rel);
 	b->returned = PGC_REL_TUPLES_RETURNED(rel);
 	if (likely(heap == NULL))
@@ -183,7 +227,7 @@ collect_index_scans(PlanState *ps, void *context)
 			break;
 		case T_IndexOnlyScanState:
 			note_index(f, ((IndexOnlyScanState *) ps)->ioss_RelationDesc,
-					   PGC_SCAN_INDEX_ONLY, NULL, NULL);
+					   PGC_SCAN_INDEX_ONLY, NULL, ps);
 			break;
 		case T_BitmapIndexScanState:
 			note_index(f, ((BitmapIndexScanState *) ps)->biss_RelationDesc,
@@ -199,8 +243,7 @@ collect_index_scans(PlanState *ps, void *context)
 				{
 					note_index(f, ((BitmapIndexScanState *) child)->biss_RelationDesc,
 							   PGC_SCAN_BITMAP,
-							   ((ScanState *) ps)->ss_currentRelation,
-							   (BitmapHeapScanState *) ps);
+							   ((ScanState *) ps)->ss_currentRelation, ps);
 					if (child->initPlan != NIL || child->subPlan != NIL)
 						(void) planstate_tree_walker(child, collect_index_scans, context);
 				}
@@ -366,14 +409,19 @@ pgc_index_scans_end(QueryDesc *queryDesc, int64 *query_id, PgcExecution *exec)
 		}
 		d->indexoid = RelationGetRelid(base->rel);
 		d->kind = base->kind;
-		if (unlikely(base->heap != NULL))
+		d->dead = d->returned - d->fetched;
+		if (unlikely(base->node != NULL))
 		{
 			d->heap_measured = true;
-			d->lossy_pages = PGC_BITMAP_LOSSY_PAGES(base->bitmap_heap);
+			if (base->kind == PGC_SCAN_INDEX_ONLY)
+				d->dead = (int64) base->node->instrument->ntuples2 -
+					base->ios_fetches - d->fetched;
+			else
+				d->lossy_pages = PGC_BITMAP_LOSSY_PAGES((BitmapHeapScanState *) base->node);
 		}
 		/* The dead entries statements.c will count (measured deltas only). */
 		if (d->kind == PGC_SCAN_INDEX || d->heap_measured)
-			max_dead = Max(max_dead, d->returned - d->fetched);
+			max_dead = Max(max_dead, d->dead);
 	}
 	exec->max_dead = max_dead;
 	exec->ndeltas = f->n;
@@ -434,7 +482,7 @@ pgc_note_dead_index_names(const PgcExecution *exec)
 
 		if (delta->indexoid != InvalidOid &&
 			(delta->kind == PGC_SCAN_INDEX || delta->heap_measured) &&
-			delta->returned - delta->fetched >= pgc_dead_visits_warning)
+			delta->dead >= pgc_dead_visits_warning)
 			pgc_index_names_note(delta->indexoid);
 	}
 }

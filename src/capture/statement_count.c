@@ -308,7 +308,7 @@ add_index_deltas(SharedStatement *entry, const PgcExecution *exec,
 		{
 			/* A non-MVCC scan can fetch a TID more than once; a lossy page
 			 * can show more visible tuples than entries. */
-			int64		dead = Max(delta->returned - delta->fetched, 0);
+			int64		dead = Max(delta->dead, 0);
 
 			c->scans++;
 			c->entries_read += delta->returned;

@@ -1,0 +1,75 @@
+# Index-only scans measured like index scans (issue 47, item 8): behind a
+# held horizon, an index-only lookup fetches the heap for every entry on a
+# page that is not all-visible and finds the dead versions there (EXPLAIN:
+# "Heap Fetches: 20000" for 0 rows); the finding names it as it names a
+# plain index scan.  A count over an all-visible table, which reads many
+# entries and fetches nothing, stays clean; the fix (end the holder, then
+# VACUUM) clears it.  The application is in shop.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('index_only');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+pg_contention.horizon_min_age = 1s
+autovacuum = off
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE shop');
+$node->safe_psql('shop', q{
+	CREATE EXTENSION pg_contention;
+	CREATE TABLE orders (id bigserial PRIMARY KEY, customer integer, note text);
+	CREATE INDEX orders_customer ON orders (customer);
+	INSERT INTO orders (customer, note) SELECT g % 1000, 'live' FROM generate_series(1, 20000) AS g;
+});
+$node->safe_psql('shop', 'VACUUM (ANALYZE) orders');
+
+my $ios = 'SET enable_seqscan = off; SET enable_bitmapscan = off; SET application_name = \'shop-api\';';
+my $lookup = 'SELECT customer FROM orders WHERE customer = 42';
+my $count = 'SELECT count(customer) FROM orders WHERE customer >= 0';
+like($node->safe_psql('shop', "$ios EXPLAIN (COSTS OFF) $lookup"), qr/Index Only Scan using orders_customer/,
+	'the lookup is an index-only scan');
+
+# Healthy: every page all-visible, 20,000 entries read, no heap fetch.
+$node->safe_psql('shop', "$ios $count") for 1 .. 3;
+is($node->safe_psql('shop', q{SELECT scans || ' ' || entries_read || ' ' || dead_visits || ' ' || index_only_scans
+	FROM pg_contention_index_scans WHERE query LIKE 'SELECT count(customer)%'}),
+	'3 60000 0 3', 'an all-visible count: measured, 20,000 entries each, no dead entry');
+
+# A holder keeps 20,000 dead versions of customer 42.
+my $holder = $node->background_psql('shop');
+$holder->query_safe('BEGIN; SELECT txid_current()');
+$node->safe_psql('shop', q{
+	INSERT INTO orders (customer, note) SELECT 42, 'gone' FROM generate_series(1, 20000);
+	DELETE FROM orders WHERE note = 'gone';
+});
+like($node->safe_psql('shop', "$ios EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $lookup"),
+	qr/Heap Fetches: 20\d\d\d/, 'EXPLAIN: the index-only scan fetches the heap for every dead entry');
+$node->safe_psql('shop', "$ios $lookup") for 1 .. 3;
+
+is($node->safe_psql('shop', q{SELECT scans || ' ' || dead_visits || ' ' || index_only_scans
+	FROM pg_contention_index_scans WHERE query = 'SELECT customer FROM orders WHERE customer = $1'}),
+	'3 60000 3', 'the index-only lookups: 20,000 dead entries each (their heap fetches that found nothing)');
+like($node->safe_psql('shop', q{SELECT severity || ' ' || subject || ' | ' || evidence
+	FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan'}),
+	qr/^warning index public\.orders_customer scanned by SELECT customer FROM orders WHERE customer = \$1 .*\| 3 executions .* visited 20,000 dead index entries each/,
+	'a finding, as for a plain index scan');
+is($node->safe_psql('shop', q{SELECT dead_visits FROM pg_contention_index_scans
+	WHERE query LIKE 'SELECT count(customer)%'}), '0',
+	'the healthy count was not blamed');
+
+# The fix: the holder ends, VACUUM removes the dead versions; the lookups
+# run clean and the finding is resolved.
+$holder->query_safe('COMMIT');
+$holder->quit;
+$node->safe_psql('shop', 'VACUUM orders');
+$node->safe_psql('shop', "$ios $lookup") for 1 .. 2;
+is($node->safe_psql('shop', q{SELECT severity FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan'}),
+	'info', 'after the fix the finding is info (resolved)');
+
+$node->stop;
+done_testing();
