@@ -36,6 +36,8 @@ $node->safe_psql('shop', q{
 });
 
 my $lookup = 'SELECT * FROM orders WHERE customer = 42';
+my $lookup_param = 'SELECT * FROM orders WHERE customer = $1';
+my $lookup_param_c = 'SELECT * FROM orders WHERE customer = :c';
 # Plain index scans (a bitmap scan never marks entries dead).
 my $plain = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
 my $explain = "SET application_name = 'dba'; $plain EXPLAIN (ANALYZE, BUFFERS) $lookup";
@@ -58,6 +60,21 @@ is($node->safe_psql('shop', $statements), 'shop-api: SELECT * FROM orders WHERE 
 like($node->safe_psql('shop', $index_finding),
 	qr/^warning index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = \$1 /,
 	'the index finding names the application\'s statement');
+
+# The DBA prepares the lookup by hand while pgbench runs it as a
+# protocol-level prepared statement: one text, the lookup's, whoever
+# prepared it (before PostgreSQL 18 a prepared statement's executions
+# carry the PREPARE's text).
+$node->safe_psql('shop', "SET application_name = 'dba'; $plain PREPARE by_customer(integer) AS $lookup_param; EXECUTE by_customer(42)");
+{
+	local $ENV{PGAPPNAME} = 'shop-api';
+	$node->pgbench('-n -M prepared -t 2', 0, [qr{processed: 2/2}], [qr{^$}], 'prepared lookups',
+		{ 'lookup.sql' => "\\set c 42\nSET enable_seqscan = off;\nSET enable_bitmapscan = off;\n$lookup_param_c;\n" }, 'shop');
+}
+is($node->safe_psql('shop', q{SELECT string_agg(DISTINCT query, ' | ') FROM pg_contention_statements
+	WHERE query LIKE '%FROM orders WHERE customer%'}),
+	'SELECT * FROM orders WHERE customer = $1', 'the DBA\'s PREPARE is named by the statement it prepared');
+unlike($node->safe_psql('shop', $index_finding), qr/PREPARE/, 'no finding names the PREPARE');
 
 # The fix: the holder ends; the application's next lookups run clean (the
 # first marks the entries dead), then the DBA looks again.

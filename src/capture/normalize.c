@@ -12,7 +12,9 @@
  * pg_stat_statements uses to find its constants' lengths), and each
  * literal token is replaced: numbers (with a unary minus), strings ('',
  * E'', U&'', dollar-quoted), bit and hex strings; not the code of a DO
- * block or a function's body (AS '...'), which are the statement.  As in
+ * block or a function's body (AS '...'), which are the statement; a
+ * PREPARE's text is cut to its statement (PREPARE p(int) AS SELECT ...:
+ * SELECT ...), the text its executions run.  As in
  * pg_stat_statements, they are numbered in order after the highest $n
  * already in the text.  Integers the server's jumble does not take as
  * constants are kept: a type's modifier (numeric(10,2), varchar(20)) and
@@ -64,6 +66,7 @@ typedef struct PgcScan
 	PgcLiteral *literals;		/* in order */
 	int			nliterals;
 	int			max_param;		/* highest $n seen; 0: none */
+	int			body_start;		/* PREPARE ... AS: where its statement starts */
 } PgcScan;
 
 /*
@@ -185,6 +188,7 @@ scan_statement(PgcScan *scan, int stop_after)
 	scan->literals = palloc(allocated * sizeof(PgcLiteral));
 	scan->nliterals = 0;
 	scan->max_param = 0;
+	scan->body_start = 0;
 	if (scan->len == 0)
 		return;
 
@@ -210,6 +214,7 @@ scan_statement(PgcScan *scan, int stop_after)
 		bool		prev_as = false;
 		int			national_at = -1;	/* N'...': the N just before */
 		bool		is_do = false;	/* a DO block: its code is the text */
+		bool		is_prepare = false; /* PREPARE name (types) AS statement */
 		bool		first = true;
 
 		/* As pg_stat_statements' fill_in_constant_lengths sets it up. */
@@ -251,7 +256,12 @@ scan_statement(PgcScan *scan, int stop_after)
 			else if (token_is_string(t))
 				literal = !prev_uescape && !prev_as;	/* UESCAPE '!', AS 'body' */
 			if (first)
+			{
 				is_do = pg_strcasecmp(t, "do") == 0;
+				is_prepare = pg_strcasecmp(t, "prepare") == 0;
+			}
+			else if (is_prepare && scan->body_start == 0 && prev_as && depth == 0)
+				scan->body_start = yylloc;
 			first = false;
 			if (is_do)
 				literal = false;
@@ -365,6 +375,14 @@ pgc_normalize_query(const char *source_text, int location, int len,
 		return;
 	statement_slice(source_text, location, len, &scan.text, &scan.len);
 	scan_statement(&scan, outsize - 1);
+
+	/*
+	 * A prepared statement's executions carry the PREPARE's text (before
+	 * PostgreSQL 18): the statement is its body, as a driver's Parse
+	 * message sends it, so that a DBA's PREPARE and the application's
+	 * protocol-level statement of the same query id read alike.
+	 */
+	from = scan.body_start;
 
 	for (int i = 0; i < scan.nliterals && room; i++)
 	{
