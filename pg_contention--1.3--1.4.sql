@@ -626,7 +626,9 @@ GRANT SELECT ON @extschema@.pg_contention_old_snapshot TO PUBLIC;
 -- with notable_only, only the rows a finding can use.  Per index also the
 -- worst execution, the most recent one, and the bad ones (at least
 -- pg_contention.dead_visits_warning dead entries); per statement the
--- constants its worst execution ran with.  A statement run by several
+-- constants its worst execution ran with, and (1.4) when that execution
+-- was nested in a function, the query id of the client statement that
+-- called it (worst_caller_query_id).  A statement run by several
 -- applications is one row (application_name NULL), or with by_application
 -- (1.4) one row per application.
 --
@@ -663,7 +665,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	OUT last_bad_at timestamp with time zone,
 	OUT clean_since timestamp with time zone,
 	OUT worst_literals text,
-	OUT application_name text
+	OUT application_name text,
+	OUT worst_caller_query_id bigint
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_recent'
@@ -2074,6 +2077,7 @@ grouped AS (
 		   (pg_catalog.array_agg(r.worst_rows ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_rows,
 		   (pg_catalog.array_agg(r.worst_at ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_at,
 		   (pg_catalog.array_agg(r.worst_literals ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_literals,
+		   (pg_catalog.array_agg(r.worst_caller_query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_caller,
 		   (pg_catalog.array_agg(r.last_dead_visits ORDER BY r.last_at DESC NULLS LAST))[1] AS last_dead_visits,
 		   max(r.last_at) AS last_at,
 		   sum(r.bad_scans)::bigint AS bad_scans, sum(r.bad_dead_visits)::bigint AS bad_dead_visits,
@@ -2161,6 +2165,14 @@ judged AS (
 	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
 		OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)
 ),
+-- The client statements that the worst executions ran in, when those
+-- were a function's statements: their texts (read only for findings
+-- that have one).
+callers AS MATERIALIZED (
+	SELECT s.dbid, s.query_id, s.query
+	  FROM @extschema@.pg_contention_statements(false) AS s
+	 WHERE s.query_id IN (SELECT j.worst_caller FROM judged AS j WHERE j.worst_caller IS NOT NULL)
+),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
 		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
@@ -2169,7 +2181,11 @@ index_findings AS (
 		   'index ' || coalesce(x.index_qname || x.in_database, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
-					   || x.query_ids_text || ')', '') AS subject,
+					   || x.query_ids_text || ')', '')
+		   -- A function's statement: the client statement that called it.
+		   || coalesce(' inside ' || coalesce(@extschema@.pg_contention_shorten(nullif(cl.caller_text, '<insufficient privilege>'))
+											  || ' (query id ' || x.worst_caller || ')',
+											  'the client statement with query id ' || x.worst_caller), '') AS subject,
 		   CASE x.state
 				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
 					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
@@ -2250,6 +2266,7 @@ index_findings AS (
 														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
 							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
 							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
+							  'worst_caller_query_id', x.worst_caller,
 							  'state', x.state, 'last_vacuum', x.last_vacuum, 'stats_reset', x.stats_lost_at,
 							  'period_start', x.period_start, 'period_end', x.period_end,
 							  'holder', CASE WHEN x.state = 'held'
@@ -2258,6 +2275,9 @@ index_findings AS (
 		   x.period_start AS since
 	  FROM judged AS x
 	  CROSS JOIN params
+	  LEFT JOIN LATERAL (SELECT c.query AS caller_text FROM callers AS c
+						  WHERE c.dbid = x.dbid AND c.query_id = x.worst_caller
+						  LIMIT 1) AS cl ON x.worst_caller IS NOT NULL
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM index_findings AS f;

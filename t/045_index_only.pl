@@ -1,4 +1,5 @@
-# Index-only scans measured like index scans (issue 47, item 8): behind a
+# Index-only scans measured like index scans, and lookups in functions
+# named with their caller (issue 47, item 8): behind a
 # held horizon, an index-only lookup fetches the heap for every entry on a
 # page that is not all-visible and finds the dead versions there (EXPLAIN:
 # "Heap Fetches: 20000" for 0 rows); the finding names it as it names a
@@ -62,14 +63,27 @@ is($node->safe_psql('shop', q{SELECT dead_visits FROM pg_contention_index_scans
 	WHERE query LIKE 'SELECT count(customer)%'}), '0',
 	'the healthy count was not blamed');
 
+# A lookup inside a PL/pgSQL function is named with the client statement
+# that called the function (issue 47, item 8).
+$node->safe_psql('shop', q{
+	CREATE FUNCTION orders_of(c integer) RETURNS SETOF orders LANGUAGE plpgsql AS $$
+	BEGIN
+		RETURN QUERY SELECT * FROM orders WHERE customer = c;
+	END $$});
+$node->safe_psql('shop', "$ios SELECT count(*) FROM orders_of(42)") for 1 .. 3;
+like($node->safe_psql('shop', q{SELECT subject || ' | ' || (details ->> 'worst_caller_query_id')
+	FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%customer = c%'}),
+	qr/^index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = c \(query id -?\d+\) inside SELECT count\(\*\) FROM orders_of\(\$1\) \(query id (-?\d+)\) \| \1$/,
+	'the function\'s lookup is named with the client statement that called it');
+
 # The fix: the holder ends, VACUUM removes the dead versions; the lookups
 # run clean and the finding is resolved.
 $holder->query_safe('COMMIT');
 $holder->quit;
 $node->safe_psql('shop', 'VACUUM orders');
 $node->safe_psql('shop', "$ios $lookup") for 1 .. 2;
-is($node->safe_psql('shop', q{SELECT severity FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan'}),
-	'info', 'after the fix the finding is info (resolved)');
+is($node->safe_psql('shop', q{SELECT string_agg(DISTINCT severity, ',') FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan'}),
+	'info', 'after the fix the findings are info (resolved)');
 
 $node->stop;
 done_testing();

@@ -188,12 +188,19 @@ note_dead_execution(PgcPeriodScan *ps, const PgcExecution *exec, int64 dead,
 	if (dead > ps->worst_dead || ps->worst_at == 0)
 	{
 		bool		top = (exec->flags & PGC_COUNT_TOP_LEVEL) != 0;
+		int64		caller = 0;
+		int			location;
+		int			len;
 
 		ps->worst_dead = dead;
 		ps->worst_entries = entries;
 		ps->worst_blks = top ? exec->shared_blks_hit + exec->shared_blks_read : -1;
 		ps->worst_rows = top ? exec->rows : -1;
 		ps->worst_at = now;
+		/* Nested (a function's statement): the client statement around it. */
+		if (!top && !pgc_current_statement(&caller, &location, &len))
+			caller = 0;
+		ps->worst_caller = caller;
 	}
 	ps->last_dead = dead;
 	ps->last_at = now;

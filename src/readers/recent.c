@@ -108,6 +108,7 @@ static const PgcResultColumn recent_columns[] = {
 	{"clean_since", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
 	{"worst_literals", TEXTOID, PGC_SQL_V(1, 4)},
 	{"application_name", TEXTOID, PGC_SQL_V(1, 4)},
+	{"worst_caller_query_id", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape recent_shape = {
 	"pg_contention_recent", recent_columns, lengthof(recent_columns)
@@ -130,6 +131,7 @@ add_scan_figures(PgcPeriodScan *into, const PgcPeriodScan *from)
 		into->worst_blks = from->worst_blks;
 		into->worst_rows = from->worst_rows;
 		into->worst_at = from->worst_at;
+		into->worst_caller = from->worst_caller;
 	}
 	if (from->last_at >= into->last_at)
 	{
@@ -604,6 +606,7 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 		values[16] = pgc_masked_text_datum(visible, e->query, e->key.dbid);
 		for (int c = 17; c <= 27; c++)
 			nulls[c] = true;
+		nulls[30] = true;
 		put_literals(sum.literals, visible, e->key.dbid, values, nulls, 28);
 		if (several_apps)
 			nulls[29] = true;
@@ -624,6 +627,9 @@ build_recent_rows(TupleDesc tupdesc, char *copy, long n, TimestampTz cutoff,
 			values[14] = Int64GetDatum(indexes[x].entries);
 			values[15] = Int64GetDatum(indexes[x].dead);
 			put_period_scan(&indexes[x].exec, values, nulls, 17);
+			/* The client statement a nested worst ran in: an id, masked as one. */
+			values[30] = Int64GetDatum(indexes[x].exec.worst_caller);
+			nulls[30] = !visible || indexes[x].exec.worst_caller == 0;
 			recent_rows = lappend(recent_rows, heap_form_tuple(tupdesc, values, nulls));
 		}
 		MemoryContextSwitchTo(oldcontext);

@@ -5,7 +5,9 @@
 -- with notable_only, only the rows a finding can use.  Per index also the
 -- worst execution, the most recent one, and the bad ones (at least
 -- pg_contention.dead_visits_warning dead entries); per statement the
--- constants its worst execution ran with.  A statement run by several
+-- constants its worst execution ran with, and (1.4) when that execution
+-- was nested in a function, the query id of the client statement that
+-- called it (worst_caller_query_id).  A statement run by several
 -- applications is one row (application_name NULL), or with by_application
 -- (1.4) one row per application.
 --
@@ -42,7 +44,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	OUT last_bad_at timestamp with time zone,
 	OUT clean_since timestamp with time zone,
 	OUT worst_literals text,
-	OUT application_name text
+	OUT application_name text,
+	OUT worst_caller_query_id bigint
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_recent'

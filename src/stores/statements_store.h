@@ -50,6 +50,9 @@ typedef struct PgcPeriodScan
 	int64		worst_blks;
 	int64		worst_rows;
 	TimestampTz worst_at;		/* its statement's start */
+	int64		worst_caller;	/* nested: the client statement's query id
+								 * it ran in (a function's caller); 0: top
+								 * level, or not known */
 	int64		last_dead;
 	TimestampTz last_at;
 	int64		bad_scans;
