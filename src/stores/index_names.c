@@ -45,7 +45,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#define PGC_INDEX_NAMES		1024
+#define PGC_INDEX_NAMES		512
 
 /* A backend notes the same index again after this long, at the earliest. */
 #define NOTE_AGAIN_AFTER	(60 * USECS_PER_SEC)
