@@ -1737,7 +1737,7 @@ overflow_findings AS (
 		   -- The counts come from the statement store's periods (up to two
 		   -- windows back) and the event ring; the cost from the window's
 		   -- seconds: each span as it is.
-		   || 'From ' || pg_catalog.to_char(least(o.since, v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   || 'From ' || pg_catalog.to_char(coalesce(least(o.since, v.first_seen), params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ': ' || o.what || '; ' || v.text
 		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
 		   || coalesce(' ' || pb.sentence, '') AS evidence,
@@ -1772,7 +1772,7 @@ overflow_findings AS (
 	-- overflow reaches it through the snapshots built from its WAL.
 	SELECT 'subxact_overflow', c.level,
 		   'a transaction on the primary (its overflow reaches this standby''s snapshots)',
-		   'From ' || pg_catalog.to_char(least(v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   'From ' || pg_catalog.to_char(coalesce(v.first_seen, params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ' on this standby: ' || v.text
 		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.',
 		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
@@ -1871,7 +1871,7 @@ slru_findings AS (
 		   -- The cost is the window's seconds; the executions are counted
 		   -- over the statement store's periods (up to two windows back).
 		   || 'In the last ' || params.w_text || ': ' || c.text || '; '
-		   || coalesce('from ' || pg_catalog.to_char(least(v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   || coalesce('from ' || pg_catalog.to_char(coalesce(v.first_seen, params.cutoff), 'HH24:MI:SS')
 					   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ', ', '')
 		   || v.text || '.' AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL

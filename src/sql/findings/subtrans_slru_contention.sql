@@ -77,7 +77,7 @@ slru_findings AS (
 		   -- The cost is the window's seconds; the executions are counted
 		   -- over the statement store's periods (up to two windows back).
 		   || 'In the last ' || params.w_text || ': ' || c.text || '; '
-		   || coalesce('from ' || pg_catalog.to_char(least(v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   || coalesce('from ' || pg_catalog.to_char(coalesce(v.first_seen, params.cutoff), 'HH24:MI:SS')
 					   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ', ', '')
 		   || v.text || '.' AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL

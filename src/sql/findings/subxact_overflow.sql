@@ -264,7 +264,7 @@ overflow_findings AS (
 		   -- The counts come from the statement store's periods (up to two
 		   -- windows back) and the event ring; the cost from the window's
 		   -- seconds: each span as it is.
-		   || 'From ' || pg_catalog.to_char(least(o.since, v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   || 'From ' || pg_catalog.to_char(coalesce(least(o.since, v.first_seen), params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ': ' || o.what || '; ' || v.text
 		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
 		   || coalesce(' ' || pb.sentence, '') AS evidence,
@@ -299,7 +299,7 @@ overflow_findings AS (
 	-- overflow reaches it through the snapshots built from its WAL.
 	SELECT 'subxact_overflow', c.level,
 		   'a transaction on the primary (its overflow reaches this standby''s snapshots)',
-		   'From ' || pg_catalog.to_char(least(v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   'From ' || pg_catalog.to_char(coalesce(v.first_seen, params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ' on this standby: ' || v.text
 		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.',
 		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
