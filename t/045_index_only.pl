@@ -82,6 +82,7 @@ $holder->query_safe('COMMIT');
 $holder->quit;
 $node->safe_psql('shop', 'VACUUM orders');
 $node->safe_psql('shop', "$ios $lookup") for 1 .. 2;
+$node->safe_psql('shop', "$ios SELECT count(*) FROM orders_of(42)") for 1 .. 2;
 is($node->safe_psql('shop', q{SELECT string_agg(DISTINCT severity, ',') FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan'}),
 	'info', 'after the fix the findings are info (resolved)');
 
