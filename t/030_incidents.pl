@@ -145,61 +145,6 @@ is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed'
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_statements
 	WHERE strpos(query, 'pg_contention_' || 'incident_key') > 0 OR strpos(query, 'public.' || 'pg_contention_findings()') > 0"),
 	'0', 'the worker\'s own statements are not in pg_contention_statements');
-
-# The culprits change while it is open: the first sessions end and others
-# overflow at once (the same statement, the same incident).  What ended it
-# is the end of the sessions it was last seen with, which the resolution
-# names, not only the first ones frozen at its peak.
-# Sessions that overflow and stay overflowed (idle in their transaction).
-sub overflowing_sessions
-{
-	my @sessions;
-	for (1 .. 2)
-	{
-		my $s = $node->background_psql('postgres');
-		$s->query_safe("SET application_name = 'importer'; BEGIN;\n"
-			  . join('', map { "SAVEPOINT s$_; INSERT INTO side VALUES ($_);\n" } 1 .. 70));
-		push @sessions, $s;
-	}
-	return @sessions;
-}
-# (Their transactions are not the horizon holders (b) is about.  The
-# incident must not close in the moment between the first sessions' end
-# and the later ones' overflow, however slow the machine.)
-$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.incident_close_after = '20s'");
-$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_min_age = '1h'");
-$node->reload;
-my @first = overflowing_sessions();
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'subxact_overflow' AND closed IS NULL"),
-	'a second overflow opens an incident');
-my $second_id = $node->safe_psql('postgres',
-	"SELECT id FROM pg_contention_incidents WHERE problem = 'subxact_overflow' AND closed IS NULL");
-$_->quit for @first;
-my @later = overflowing_sessions();
-my @later_pids = map { my $p = $_->query_safe('SELECT pg_backend_pid()'); $p =~ s/\s+//g; $p } @later;
-ok($node->poll_query_until('postgres', qq{
-	SELECT count(*) > 0 FROM pg_contention_findings
-	 WHERE problem = 'subxact_overflow' AND details -> 'pids' \@> '[$later_pids[0], $later_pids[1]]'}),
-	'the finding names the later sessions');
-evaluated_twice();
-is($node->safe_psql('postgres', "SELECT closed IS NULL FROM pg_contention_incidents WHERE id = $second_id"), 't',
-	'the same incident goes on');
-$_->quit for @later;
-ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = $second_id"),
-	'it closes after the later sessions end');
-my $resolution = $node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $second_id");
-diag('later sessions ' . join(',', @later_pids) . '; the incidents: '
-	  . $node->safe_psql('postgres', "SELECT string_agg(id || ' ' || coalesce(resolution, '-') || ' ' || (details -> 'finding' ->> 'pids'), ' | ')
-		FROM pg_contention_incidents WHERE problem = 'subxact_overflow'"))
-  unless $resolution =~ /\b$later_pids[0]\b/;
-like($resolution, qr/^the overflowing sessions \(pids [\d, ]*\b$later_pids[0]\b[\d, ]*\) ended$/,
-	'the resolution names the later sessions, whose end fixed it');
-like($resolution, qr/\b$later_pids[1]\b/, 'both of them');
-$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_min_age = '1s'");
-$node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_contention.incident_close_after');
-$node->reload;
-
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_contention.findings_window');
 $node->reload;
 

@@ -415,12 +415,7 @@ freeze(const Found *f)
 	return frozen;
 }
 
-/*
- * What ended it, as far as the server can tell now; NULL if it cannot.
- * Judged on the finding it was last seen with (its culprits then: the
- * sessions of this server run that overflowed after a restart, say), else
- * on its peak's.
- */
+/* What ended it, as far as the server can tell now; NULL if it cannot. */
 static char *
 resolve(const OpenCopy *o)
 {
@@ -428,13 +423,10 @@ resolve(const OpenCopy *o)
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', ' '};
 	char	   *sql;
-	const char *details = incident_memory_details(o->id);
 
-	if (details == NULL)
-		details = o->finding[0] ? o->finding : "{}";
 	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::jsonb, $3)", ext_schema);
 	args[0] = CStringGetTextDatum(o->problem);
-	args[1] = CStringGetTextDatum(details);
+	args[1] = CStringGetTextDatum(o->finding[0] ? o->finding : "{}");
 	args[2] = TimestampTzGetDatum(o->opened);
 	return query_text("resolution", o->id, sql, 3, types, args, nulls);
 }
@@ -630,8 +622,6 @@ evaluate(void)
 				if (f->severity >= SEV_WARNING && !f->cause_gone)
 				{
 					o->seen = true;
-					/* What ends it is judged on its latest culprits. */
-					incident_memory_note(o->id, f->details);
 					f->escalate = f->severity > o->peak_severity;
 					o->peak_severity = Max(o->peak_severity, f->severity);
 				}
@@ -663,7 +653,6 @@ evaluate(void)
 				o->resolution = resolve(o);
 			}
 		}
-		incident_memory_keep_open(open, nopen);
 
 		/*
 		 * Apply, at once, with nothing that can ERROR under the lock: the
