@@ -2126,7 +2126,7 @@ index_rows AS (
 		ON nm.dbid = r.dbid AND nm.indexrelid = r.indexrelid AND NOT here
 ),
 judged AS (
-	SELECT x.*, h.*,
+	SELECT x.*, h.*, m.*,
 		   -- The average fires as before 1.4; the worst executions fire
 		   -- alone when the clean ones average them away.
 		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
@@ -2162,6 +2162,20 @@ judged AS (
 							AND (params.now - r.held_for <= x.last_bad
 								 OR (r.held_for IS NULL AND r.blocks_cleanup))
 						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	  -- On 13 a snapshot in any database also keeps index scans from
+	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
+	  -- whole cluster's), while vacuum waits for its own database only: the
+	  -- oldest such holder of another database, when none holds this one.
+	  LEFT JOIN LATERAL (SELECT r.label || ' in database ' || pg_catalog.quote_ident(r.datname) AS m_label,
+								r.kind AS m_kind, r.holder AS m_holder, r.pid AS m_pid,
+								r.datname AS m_datname, r.xmin_age AS m_xmin_age
+						   FROM root_holders AS r
+						  WHERE params.version_num < 140000 AND h.h_subject IS NULL
+							AND NOT r.catalog_only AND r.datname IS DISTINCT FROM x.datname
+							AND r.kind IN ('backend', 'prepared transaction')
+							AND (params.now - r.held_for <= x.last_bad
+								 OR (r.held_for IS NULL AND r.blocks_cleanup))
+						  ORDER BY r.xmin_age DESC LIMIT 1) AS m ON true
 	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
 		OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)
 ),
@@ -2233,13 +2247,20 @@ index_findings AS (
 				   WHEN 'unknown' THEN '; the table statistics were reset at ' || pg_catalog.to_char(x.stats_lost_at, 'HH24:MI:SS')
 						|| ' (a crash restart, or pg_stat_reset()), after the last of these executions: whether vacuum has removed'
 						|| ' the dead entries since is unknown until the statement runs again.'
-				   WHEN 'unvacuumed' THEN '; nothing holds the xmin horizon back: vacuum has not removed them yet'
+				   WHEN 'unvacuumed' THEN CASE WHEN x.m_label IS NULL THEN '; nothing holds the xmin horizon back: '
+											   ELSE '; nothing in database ' || pg_catalog.quote_ident(x.datname)
+													|| ' holds the xmin horizon back: ' END
+						|| 'vacuum has not removed them yet'
 						|| coalesce(' (' || x.table_qname || ': '
 									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
 									|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
 									|| ')', '') || ', and the most recent execution, at '
 						|| pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', still visited '
-						|| pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990') || '.'
+						|| pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990')
+						|| coalesce('; the scans cannot mark them dead while ' || x.m_label || ' holds its snapshot ('
+									|| pg_catalog.to_char(x.m_xmin_age, 'FM999,999,999,990')
+									|| ' transactions old): on PostgreSQL 13 a snapshot in any database stops that, though only'
+									|| ' this database''s stop vacuum', '') || '.'
 				   ELSE '.' END AS evidence,
 		   CASE x.state
 				WHEN 'held' THEN 'End what holds the horizon ('
@@ -2247,7 +2268,10 @@ index_findings AS (
 					 || coalesce(x.table_qname || x.in_database, 'the table')
 					 || '; the entries stay dead until vacuum removes them.'
 				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(x.table_qname || x.in_database, 'the table')
-					 || ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
+					 || CASE WHEN x.m_label IS NULL
+							 THEN ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
+							 ELSE ' now: vacuum removes them although ' || x.m_label || ' holds its snapshot; the scans would mark'
+								  || ' them dead themselves once it ends.' END
 				WHEN 'unknown' THEN 'Nothing to do now: the next execution of the statement shows whether the dead entries are still there'
 					 || ' (a warning again if they are). To know now, VACUUM '
 					 || coalesce(x.table_qname || x.in_database, 'the table') || '.'
@@ -2271,7 +2295,11 @@ index_findings AS (
 							  'period_start', x.period_start, 'period_end', x.period_end,
 							  'holder', CASE WHEN x.state = 'held'
 											 THEN jsonb_build_object('kind', x.h_kind, 'holder', x.h_holder, 'pid', x.h_pid,
-																	 'xmin', x.h_xmin::text, 'xmin_age', x.h_xmin_age) END) AS details,
+																	 'xmin', x.h_xmin::text, 'xmin_age', x.h_xmin_age) END,
+							  -- 13: what keeps the scans from marking them dead.
+							  'marking_held_by', CASE WHEN x.state = 'unvacuumed' AND x.m_label IS NOT NULL
+													  THEN jsonb_build_object('kind', x.m_kind, 'holder', x.m_holder, 'pid', x.m_pid,
+																			  'database', x.m_datname, 'xmin_age', x.m_xmin_age) END) AS details,
 		   x.period_start AS since
 	  FROM judged AS x
 	  CROSS JOIN params

@@ -101,5 +101,40 @@ for my $reader (qw(postgres shop))
 	  if $version >= 140000;
 }
 
+# Index entries left dead in shop while only analytics holds a snapshot:
+# rows moved to new keys (no HOT) after the reports began, then shop's
+# report ends.  From 14 nothing holds shop: the first lookup marks the
+# entries dead and the next ones are clean.  On 13 analytics' snapshot
+# keeps every lookup from marking them (RecentGlobalXmin is the whole
+# cluster's), though vacuum could remove them: the finding names it.
+$node->safe_psql('shop', 'UPDATE items SET id = id + 10000 WHERE id > 3000');
+$holder{shop}[0]->quit;
+delete $holder{shop};
+$node->safe_psql('shop', q{
+	SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;
+	SELECT sum(v) FROM items WHERE id BETWEEN 3001 AND 5000;
+	SELECT sum(v) FROM items WHERE id BETWEEN 3001 AND 5000;
+	SELECT sum(v) FROM items WHERE id BETWEEN 3001 AND 5000;
+});
+my $index = $node->safe_psql('postgres', q{
+	SELECT severity || ' | ' || evidence || ' | ' || advice || ' | '
+		   || coalesce(details -> 'marking_held_by' ->> 'pid', 'none')
+	  FROM pg_contention_findings
+	 WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%items%BETWEEN%'});
+note("index finding read from postgres: $index");
+if ($version < 140000)
+{
+	like($index, qr/^warning \| .*nothing in database shop holds the xmin horizon back: vacuum has not removed them yet.*the scans cannot mark them dead while pid $holder{analytics}[1] .*in database analytics holds its snapshot .*on PostgreSQL 13 a snapshot in any database stops that/,
+		'13: the index finding names the snapshot in analytics that keeps the lookups from marking the entries dead');
+	like($index, qr/\| VACUUM public\.items in database shop now: vacuum removes them although pid $holder{analytics}[1] .* \| $holder{analytics}[1]$/,
+		'13: and advises vacuuming shop\'s table, which that snapshot does not stop');
+}
+else
+{
+	like($index, qr/^info \| resolved at .* \| none$/,
+		'14 and later: the snapshot in analytics holds nothing in shop; the lookups marked the entries dead themselves');
+	unlike($index, qr/analytics/, '14 and later: analytics is not named');
+}
+
 $_->[0]->quit for values %holder;
 done_testing();
