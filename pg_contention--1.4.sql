@@ -3614,6 +3614,16 @@ BEGIN
 				coalesce(pg_catalog.to_char(inc.last_seen, 'YYYY-MM-DD HH24:MI:SS TZ'), 'unknown'),
 				coalesce(@extschema@.pg_contention_duration(pg_catalog.clock_timestamp() - inc.opened), 'unknown'));
 		END IF;
+		-- The server's starts while it was open (the latest few kept).
+		IF coalesce((doc ->> 'restart_count')::integer, 0) > 0 THEN
+			report := report || pg_catalog.format(E'Restarts:   %s while it was open: %s%s\n',
+				doc ->> 'restart_count',
+				(SELECT pg_catalog.string_agg(pg_catalog.to_char((r.value #>> '{}')::pg_catalog.timestamptz,
+												'YYYY-MM-DD HH24:MI:SS TZ'), ', ' ORDER BY r.n)
+				   FROM pg_catalog.jsonb_array_elements(doc -> 'restarts') WITH ORDINALITY AS r(value, n)),
+				CASE WHEN (doc ->> 'restart_count')::integer > pg_catalog.jsonb_array_length(doc -> 'restarts')
+					 THEN ' (the latest; the earlier ones'' times are not kept)' ELSE '' END);
+		END IF;
 
 		report := report || pg_catalog.format(E'\n== At open (%s, %s)\n%s\n%s\n',
 			coalesce(doc #>> '{opened,severity}', 'warning'),

@@ -525,6 +525,54 @@ frozen_rows(Conn *c, const char *details, const char *array, const char *columns
 	return res;
 }
 
+/*
+ * The timeline's rows for the server's restarts while the incident was
+ * open (inc's columns 22 and 23: the kept times, '|'-separated, and how
+ * many there were), those before the peak or, after_peak, the others:
+ * the times are one format in one zone, so they compare as text.
+ */
+static void
+timeline_restarts(Buf *b, const PGresult *inc, const char *peak, bool after_peak)
+{
+	const char *times = PQgetvalue(inc, 0, 22);
+	long		count = strtol(PQgetvalue(inc, 0, 23), NULL, 10);
+	long		kept = times[0] != '\0';
+	int			i = 0;
+
+	for (const char *p = times; *p; p++)
+		kept += (*p == '|');
+	while (times[0] != '\0')
+	{
+		const char *end = strchr(times, '|');
+		size_t		len = end ? (size_t) (end - times) : strlen(times);
+		char		at[64];
+
+		snprintf(at, sizeof(at), "%.*s", (int) (len < sizeof(at) ? len : sizeof(at) - 1), times);
+		if ((strcmp(at, peak) > 0) == after_peak)
+		{
+			buf_append(b, "<tr>");
+			cell(b, "server restarted");
+			cell(b, at);
+			cell(b, "");
+			cell(b, "");
+			if (i == 0 && count > kept)
+			{
+				char		text[160];
+
+				snprintf(text, sizeof(text),
+						 "open across this start of the server (and %ld earlier ones, whose times are not kept)",
+						 count - kept);
+				cell(b, text);
+			}
+			else
+				cell(b, "open across this start of the server");
+			buf_append(b, "</tr>\n");
+		}
+		i++;
+		times += len + (end ? 1 : 0);
+	}
+}
+
 static int
 report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 {
@@ -577,7 +625,11 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 			   " pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),"
 			   " coalesce(details ->> 'masked' = 'true', false),"
 			   " coalesce(details, '{}')::text,"
-			   " coalesce(details ->> 'unavailable' = 'true', false)"
+			   " coalesce(details ->> 'unavailable' = 'true', false),"
+			   " (SELECT pg_catalog.string_agg(pg_catalog.to_char((r.value #>> '{}')::pg_catalog.timestamptz,"
+			   " 'YYYY-MM-DD HH24:MI:SS TZ'), '|' ORDER BY r.n)"
+			   " FROM pg_catalog.jsonb_array_elements(details -> 'restarts') WITH ORDINALITY AS r(value, n)),"
+			   " coalesce(details ->> 'restart_count', '0')"
 			   " FROM %s.pg_contention_incidents(true, %lld) WHERE id = %lld",
 			   evidence[0], c->schema, evidence[1], evidence[2],
 			   with_values ? "" : " #- '{worst,literals}'", c->schema, id > 0 ? id : -1, id);
@@ -713,13 +765,17 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 	cell(&b, PQgetvalue(inc, 0, 12));
 	cell(&b, PQgetvalue(inc, 0, 13));
 	cell(&b, PQgetisnull(inc, 0, 14) ? "(not kept)" : PQgetvalue(inc, 0, 14));
-	buf_append(&b, "</tr>\n<tr>");
+	buf_append(&b, "</tr>\n");
+	timeline_restarts(&b, inc, PQgetvalue(inc, 0, 8), false);
+	buf_append(&b, "<tr>");
 	cell(&b, "peak");
 	cell(&b, PQgetvalue(inc, 0, 8));
 	cell(&b, PQgetvalue(inc, 0, 1));
 	cell(&b, PQgetvalue(inc, 0, 2));
 	cell(&b, PQgetvalue(inc, 0, 3));
-	buf_append(&b, "</tr>\n<tr>");
+	buf_append(&b, "</tr>\n");
+	timeline_restarts(&b, inc, PQgetvalue(inc, 0, 8), true);
+	buf_append(&b, "<tr>");
 	cell(&b, "closed");
 	cell(&b, open ? "still open" : PQgetvalue(inc, 0, 9));
 	cell(&b, "");

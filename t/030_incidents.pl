@@ -145,6 +145,77 @@ is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed'
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_statements
 	WHERE strpos(query, 'pg_contention_' || 'incident_key') > 0 OR strpos(query, 'public.' || 'pg_contention_findings()') > 0"),
 	'0', 'the worker\'s own statements are not in pg_contention_statements');
+
+# The culprits change while it is open: the first sessions end and others
+# overflow at once (the same statement, the same incident).  What ended it
+# is the end of the sessions it was last seen with, which the resolution
+# names, not only the first ones frozen at its peak.  A reader scans the
+# overflowed sessions' rows throughout: their pg_subtrans lookups keep the
+# finding at warning (idle overflowed sessions alone cost nothing: info).
+sub overflowing_sessions
+{
+	my @sessions;
+	for (1 .. 2)
+	{
+		my $s = $node->background_psql('postgres');
+		$s->query_safe("SET application_name = 'importer'; BEGIN;\n"
+			  . join('', map { "SAVEPOINT s$_; INSERT INTO side VALUES ($_);\n" } 1 .. 70));
+		push @sessions, $s;
+	}
+	return @sessions;
+}
+# (Their transactions are not the horizon holders (b) is about.  The
+# incident must not close in the moment between the first sessions' end
+# and the later ones' overflow, however slow the machine.)
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.incident_close_after = '20s'");
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_min_age = '1h'");
+$node->reload;
+my $reader_script = PostgreSQL::Test::Utils::tempdir() . '/reader.sql';
+PostgreSQL::Test::Utils::append_to_file($reader_script, "SELECT count(*) FROM side;\n");
+my ($reader_out, $reader_err) = ('', '');
+# (At 20 scans a second: thousands of lookups, and the machine left to the
+# worker's evaluations.)
+my $reader = IPC::Run::start([ 'pgbench', '-n', '-c', '1', '-R', '20', '-T', '600', '-f', $reader_script,
+	'-h', $node->host, '-p', $node->port, 'postgres' ], '>', \$reader_out, '2>', \$reader_err);
+my @first = overflowing_sessions();
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'subxact_overflow' AND closed IS NULL"),
+	'a second overflow opens an incident');
+my $second_id = $node->safe_psql('postgres',
+	"SELECT id FROM pg_contention_incidents WHERE problem = 'subxact_overflow' AND closed IS NULL");
+$_->quit for @first;
+my @later = overflowing_sessions();
+my @later_pids = map { my $p = $_->query_safe('SELECT pg_backend_pid()'); $p =~ s/\s+//g; $p } @later;
+ok($node->poll_query_until('postgres', qq{
+	SELECT count(*) > 0 FROM pg_contention_findings
+	 WHERE problem = 'subxact_overflow' AND details -> 'pids' \@> '[$later_pids[0], $later_pids[1]]'}),
+	'the finding names the later sessions');
+# The worker has seen the incident at warning or above since (last_seen),
+# with the later sessions overflowed.
+my $later_at = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+ok($node->poll_query_until('postgres',
+	"SELECT last_seen > '$later_at' AND closed IS NULL FROM pg_contention_incidents WHERE id = $second_id"),
+	'the same incident goes on, seen with the later sessions')
+  or diag('the finding: ' . $node->safe_psql('postgres',
+	"SELECT string_agg(severity || ' ' || subject || ' ' || evidence || ' ' || (details ->> 'pids'), ' | ') FROM pg_contention_findings WHERE problem = 'subxact_overflow'")
+	. '; the incidents: ' . $node->safe_psql('postgres', "SELECT string_agg(id || ' ' || coalesce(severity, 'closed') || ' ' || last_seen || ' ' || (details ->> 'key'), ' | ') FROM pg_contention_incidents")
+	. '; the log: ' . join(' | ', grep { /pg_contention/ } split /\n/, PostgreSQL::Test::Utils::slurp_file($node->logfile)));
+$_->quit for @later;
+ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = $second_id"),
+	'it closes after the later sessions end');
+$reader->signal('INT');
+$reader->finish;
+my $resolution = $node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $second_id");
+diag('later sessions ' . join(',', @later_pids) . '; the incidents: '
+	  . $node->safe_psql('postgres', "SELECT string_agg(id || ' ' || coalesce(resolution, '-') || ' ' || (details -> 'finding' ->> 'pids'), ' | ')
+		FROM pg_contention_incidents WHERE problem = 'subxact_overflow'"))
+  unless $resolution =~ /\b$later_pids[0]\b/;
+like($resolution, qr/^the overflowing sessions \(pids [\d, ]*\b$later_pids[0]\b[\d, ]*\) ended$/,
+	'the resolution names the later sessions, whose end fixed it');
+like($resolution, qr/\b$later_pids[1]\b/, 'both of them');
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_min_age = '1s'");
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_contention.incident_close_after');
+$node->reload;
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_contention.findings_window');
 $node->reload;
 
@@ -156,6 +227,9 @@ my $holder = $node->background_psql('postgres', extra_params => [ '-U', 'culprit
 my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
 $holder_pid =~ s/\s+//g;
 $holder->query_safe('BEGIN; INSERT INTO side VALUES (1)');
+# What it costs: dead tuples it keeps from vacuum in a table due for it
+# (age alone is info; those of the parts before may be vacuumed by now).
+churn($node, 'postgres');
 ok($node->poll_query_until('postgres',
 	"SELECT peak_severity = 'critical' FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'"),
 	'xmin_horizon_held: opened, then escalated to critical');
@@ -462,8 +536,26 @@ ok($node->poll_query_until('postgres',
 	'saved once they opened, not an hour later');
 my $open_now = "SELECT string_agg(id || ' ' || opened, ',' ORDER BY id) FROM pg_contention_incidents WHERE closed IS NULL";
 my $open_before = $node->safe_psql('postgres', $open_now);
+my $before_crash = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 crash();
 is($node->safe_psql('postgres', $open_now), $open_before, 'after the crash: the same open incidents, the same ids');
+# Their timeline shows the restart (the clean one before they opened is not theirs).
+is($node->safe_psql('postgres', qq{SELECT string_agg((details ->> 'restart_count') || ' '
+	|| ((details -> 'restarts' ->> 0)::timestamptz > '$before_crash'), ',' ORDER BY id)
+	FROM pg_contention_incidents WHERE closed IS NULL}),
+	'1 true,1 true', 'each open incident lists the crash restart in its timeline');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents WHERE closed IS NOT NULL
+	AND (details ->> 'restart_count')::integer > 0"),
+	'0', 'an incident closed before a restart lists none');
+like($node->safe_psql('postgres', "SELECT pg_contention_report(incident => (SELECT min(id) FROM pg_contention_incidents WHERE closed IS NULL))"),
+	qr/^Restarts:   1 while it was open: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+$/m, 'report(incident) lists the restart');
+{
+	my $open_id = $node->safe_psql('postgres', 'SELECT min(id) FROM pg_contention_incidents WHERE closed IS NULL');
+	my ($rc, $html) = PgContention::Test::run_client($node, 'report', '--incident', $open_id, '--html', '-');
+	is($rc, 0, 'report --incident --html of an incident open across a restart');
+	like($html, qr{<tr><td>server restarted</td><td>\d{4}-[^<]+</td><td></td><td></td><td>open across this start of the server</td></tr>},
+		'report --incident --html: the timeline has the restart');
+}
 $node->safe_psql('postgres', "COMMIT PREPARED 'p$_'") for 1 .. 2;
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_contention_incidents WHERE closed IS NULL"), 'both closed');

@@ -121,6 +121,17 @@ details_text(const Incident *inc, bool privileged)
 	}
 	else
 		appendStringInfoString(&buf, "null");
+	/* The server's starts while it was open (the latest few), and how many. */
+	appendStringInfo(&buf, ", \"restart_count\": %d, \"restarts\": [", inc->restarts);
+	for (int i = 0, listed = 0; i < Min(inc->restarts, INCIDENT_RESTARTS); i++)
+	{
+		if (inc->restarted[i] == 0)
+			continue;
+		if (listed++ > 0)
+			appendStringInfoString(&buf, ", ");
+		append_json_time(&buf, inc->restarted[i]);
+	}
+	appendStringInfoChar(&buf, ']');
 	/* frozen is an object: its members follow ours. */
 	if (frozen[0] != '\0')
 		appendStringInfo(&buf, ", %s", frozen + 1);

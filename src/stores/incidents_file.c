@@ -118,6 +118,23 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 	pfree(frozen);
 }
 
+/* A server start while it was open: counted, its time kept (the latest). */
+static void
+note_restart(Incident *inc, TimestampTz at)
+{
+	int			kept = Min(inc->restarts, INCIDENT_RESTARTS);
+
+	if (kept == INCIDENT_RESTARTS)
+	{
+		memmove(&inc->restarted[0], &inc->restarted[1],
+				(INCIDENT_RESTARTS - 1) * sizeof(TimestampTz));
+		kept--;
+	}
+	inc->restarted[kept] = at;
+	if (inc->restarts < INT_MAX)
+		inc->restarts++;
+}
+
 /*
  * Fill the empty store from the section, keeping the newest
  * max_incidents.  Postmaster only, before any other process: no lock.
@@ -136,6 +153,7 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 	char	   *frozen;
 	int			n = 0;
 	int64		max_id = 0;
+	TimestampTz now = GetCurrentTimestamp();
 
 	*kept = 0;
 	if (!pgc_read_bytes(reader, head, sizeof(head)) ||
@@ -199,8 +217,13 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 		pgc_fix_int32(reader, &inc->peak_severity, SEV_WARNING, SEV_CRITICAL);
 		pgc_fix_int32(reader, &inc->severity, SEV_NONE, SEV_CRITICAL);
 		pgc_fix_int32(reader, &inc->members, 0, INT_MAX);
+		pgc_fix_int32(reader, &inc->restarts, 0, INT_MAX);
+		for (int i = 0; i < INCIDENT_RESTARTS; i++)
+			pgc_fix_time(reader, &inc->restarted[i]);
 		inc->padding = 0;
-		inc->padding2 = 0;
+		/* Open across this start: its timeline shows the restart. */
+		if (inc->closed == 0)
+			note_restart(inc, now);
 		if (inc->finding[0] != '\0' && !json_valid(inc->finding))
 		{
 			inc->finding[0] = '\0';

@@ -63,6 +63,9 @@ static const char *const counted_problems[] = {
  * One incident.  id 0: a free slot.  The fixed part (up to problem) is a
  * record's fixed part in the file; the texts follow it there one by one.
  */
+/* The restarts an incident keeps the times of (the latest; all counted). */
+#define INCIDENT_RESTARTS 8
+
 typedef struct Incident
 {
 	int64		id;
@@ -79,7 +82,8 @@ typedef struct Incident
 	int32		padding;
 	int32		members;		/* findings it gathered at the peak (one
 								 * holder's dead entries in many indexes) */
-	int32		padding2;
+	int32		restarts;		/* server starts while it was open */
+	TimestampTz restarted[INCIDENT_RESTARTS];	/* the latest of them */
 	char		problem[PROBLEM_LEN];
 	char		key[KEY_LEN];
 	char		subject[SUBJECT_LEN];	/* at the peak */

@@ -7,7 +7,7 @@
  *		wait profile by (database, role, query id, wait event) and a ring of
  *		one-second buckets (pg_contention_history), with the Subtrans SLRU
  *		counters' deltas, the next-XID counter's advance (which bounds the
- *		pg_subtrans parent records written, see readers_lookups()) and the
+ *		pg_subtrans parent records written, see sampler_second.c) and the
  *		cluster's xmin horizon age read once a second.  While
  *		old_snapshot_threshold is on it also asks oldsnapshot.c for that
  *		tick's figures.  The SQL functions that read these stores are in
@@ -102,20 +102,9 @@ static uint32 client_read_info;
 static TickSample *tick_samples = NULL;
 static PendingSamples *pending = NULL;	/* one per PGPROC */
 static int	held_procs = 0;		/* how many of them hold samples */
-static int64 last_subtrans_lookups = -1;
-static int64 last_subtrans_reads = -1;
-static uint64 last_next_xid = 0;	/* 0: not read yet */
 static int	calm_ticks = 0;		/* ticks in a row with nothing to sample */
 static bool dozing = false;
 static bool woken = false;		/* a client woke the dozing worker */
-
-/*
- * XIDs whose pg_subtrans parent records may still reach the Subtrans
- * counters, by the second they were assigned in, oldest first: see
- * readers_lookups().
- */
-#define XID_CARRY_SECONDS 11
-static int64 xid_carry[XID_CARRY_SECONDS];
 
 typedef struct ProfileIndexEntry
 {
@@ -531,148 +520,6 @@ settle_exited(void)
 	}
 }
 
-/* Read the Subtrans SLRU counters; false if they cannot be read. */
-static bool
-read_subtrans_counters(int64 *lookups, int64 *reads)
-{
-	PgStat_SLRUStats *slru;
-	int			index = pgc_slru_index(PGC_SLRU_SUBTRANS_NAME);
-
-	pgstat_clear_snapshot();
-	slru = pgstat_fetch_slru();
-	if (slru == NULL)
-		return false;
-	*lookups = slru[index].blocks_hit + slru[index].blocks_read;
-	*reads = slru[index].blocks_read;
-	return true;
-}
-
-/*
- * The next-XID counter, as a 64-bit number (0 is never a valid one: the
- * first normal XID is 3).  ReadNextFullTransactionId() is the same in
- * every supported version; on a hot standby the startup process advances
- * the counter past every XID that replay sees.
- */
-static uint64
-read_next_xid(void)
-{
-	return U64FromFullTransactionId(ReadNextFullTransactionId());
-}
-
-/*
- * The Subtrans lookups of a second that the XIDs assigned cannot account
- * for: the readers' lookups.
- *
- * Subtrans hits and reads count two things.  Readers: snapshots that are
- * suboverflowed (XidInMVCCSnapshot), TransactionIdIsInProgress past an
- * overflowed cache, XactLockTableWait on a subtransaction's XID, all via
- * SubTransGetParent.  Writers: every subtransaction that gets an XID
- * records its parent (AssignTransactionId -> SubTransSetParent ->
- * SimpleLruReadPage, a hit or a read), exactly once; a top-level XID
- * records nothing; on a standby, replay records the parents of the
- * subtransactions an XLOG_XACT_ASSIGNMENT lists
- * (ProcArrayApplyXidAssignment), each of which replay has advanced the
- * next-XID counter past.  So the XIDs assigned in a second bound the
- * parent records written in it, and lookups - XIDs bounds the readers'
- * lookups from below.
- *
- * The counters arrive late: a backend publishes its SLRU counts when it
- * flushes its statistics, at most once a second and only between
- * transactions (PG15+; the collector's 500 ms before), and an idle one up
- * to 10 s later.  XIDs that found no parent record in their own second are
- * therefore carried, and match the lookups of the next 10 seconds, oldest
- * first; each XID is subtracted at most once, so over any span the
- * readers' figure is at least the lookups less the XIDs assigned in it and
- * in the 10 seconds before it.  It can be too low by the top-level XIDs'
- * share (they write no record), and too high by parent records published
- * more than 10 s late.
- */
-static int64
-readers_lookups(int64 lookups, int64 xids)
-{
-	int64		left = lookups;
-
-	memmove(xid_carry, xid_carry + 1, (XID_CARRY_SECONDS - 1) * sizeof(int64));
-	xid_carry[XID_CARRY_SECONDS - 1] = xids;
-	for (int i = 0; i < XID_CARRY_SECONDS && left > 0; i++)
-	{
-		int64		matched = Min(left, xid_carry[i]);
-
-		xid_carry[i] -= matched;
-		left -= matched;
-	}
-	return left;
-}
-
-/*
- * Close the current bucket: add the SLRU and next-XID deltas, store it in
- * the ring, and start the next at "second".  Caller holds the lock
- * exclusively; the counters were read before taking it.
- */
-static void
-close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
-			 uint64 next_xid, int64 lock_ops, int64 horizon_xid_age)
-{
-	PgcHistoryBucket *cur = &sampler->current;
-
-	if (cur->bucket_start != 0 && cur->ticks > 0)
-	{
-		if (cur->oldsnap.active)
-		{
-			PgcOldSnapFigures ops = {0};
-
-			cur->oldsnap.lock_op_estimate = lock_ops;
-			ops.lock_op_estimate = lock_ops;
-			pgc_oldsnap_add_to_total(&ops);
-		}
-		if (slru_ok && last_subtrans_lookups >= 0)
-		{
-			/* Counters can go back on pg_stat_reset_slru(). */
-			cur->subtrans_lookups = Max(lookups - last_subtrans_lookups, 0);
-			cur->subtrans_reads = Max(reads - last_subtrans_reads, 0);
-			cur->slru_known = true;
-		}
-		if (last_next_xid != 0 && next_xid >= last_next_xid)
-		{
-			cur->xids_assigned = (int64) (next_xid - last_next_xid);
-			cur->xids_known = true;
-			/* Unknown lookups match nothing: the next delta covers them. */
-			cur->subtrans_reader_lookups =
-				readers_lookups(cur->slru_known ? cur->subtrans_lookups : 0,
-								cur->xids_assigned);
-		}
-		cur->horizon_xid_age = horizon_xid_age;
-		history[sampler->status.buckets_written % pgc_history_seconds] = *cur;
-		sampler->status.buckets_written++;
-	}
-	if (slru_ok)
-	{
-		last_subtrans_lookups = lookups;
-		last_subtrans_reads = reads;
-	}
-	last_next_xid = next_xid;
-	memset(cur, 0, sizeof(PgcHistoryBucket));
-	cur->bucket_start = second;
-}
-
-/*
- * How many XIDs old the cluster's xmin horizon is (compat.h says what it
- * covers), once a second: the same computation as one vacuum's, with
- * ProcArrayLock in shared mode for one pass over the proc array.  0 when
- * nothing holds it back; -1 when it cannot be computed (no normal XID).
- */
-static int64
-read_horizon_xid_age(void)
-{
-	TransactionId horizon = pgc_cluster_xmin_horizon();
-	TransactionId next = pgc_next_xid();
-
-	if (!TransactionIdIsNormal(horizon) || !TransactionIdIsNormal(next))
-		return -1;
-	/* Modulo-2^32 distance, as age() computes it. */
-	return Max((int64) (int32) (next - horizon), 0);
-}
-
 /*
  * A PGPROC (a process, or a prepared transaction's) holding a lock in the
  * main lock table, or -1.  The lists are read without the lock manager's
@@ -809,9 +656,9 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 
 	if (new_second)
 	{
-		slru_ok = read_subtrans_counters(&lookups, &reads);
-		next_xid = read_next_xid();
-		horizon_xid_age = read_horizon_xid_age();
+		slru_ok = pgc_sampler_read_subtrans_counters(&lookups, &reads);
+		next_xid = pgc_sampler_read_next_xid();
+		horizon_xid_age = pgc_sampler_read_horizon_xid_age();
 		if (oldsnap_on)
 			lock_ops = pgc_oldsnap_read_operations();
 	}
@@ -843,7 +690,7 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 		held_procs = 0;
 	}
 	if (new_second)
-		close_bucket(second, slru_ok, lookups, reads, next_xid, lock_ops,
+		pgc_sampler_close_bucket(second, slru_ok, lookups, reads, next_xid, lock_ops,
 					 horizon_xid_age);
 	if (oldsnap_on)
 		pgc_oldsnap_add(&cur->oldsnap, &probe);

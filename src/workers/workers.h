@@ -42,4 +42,17 @@ extern void pgc_oldsnap_add(PgcOldSnapFigures *into,
 
 extern void pgc_oldsnap_add_to_total(const PgcOldSnapFigures *figures);
 
+/* ---- sampler_second.c: the sampler's once-a-second figures ---- */
+
+extern bool pgc_sampler_read_subtrans_counters(int64 *lookups, int64 *reads);
+
+extern uint64 pgc_sampler_read_next_xid(void);
+
+extern int64 pgc_sampler_read_horizon_xid_age(void);
+
+extern void pgc_sampler_close_bucket(TimestampTz second, bool slru_ok,
+									 int64 lookups, int64 reads,
+									 uint64 next_xid, int64 lock_ops,
+									 int64 horizon_xid_age);
+
 #endif							/* PGC_WORKERS_H */
