@@ -415,9 +415,9 @@ freeze(const Found *f)
 	return frozen;
 }
 
-/* What ended it, judged on one finding's details; NULL if it cannot tell. */
+/* What ended it, as far as the server can tell now; NULL if it cannot. */
 static char *
-resolve_on(const OpenCopy *o, const char *details)
+resolve(const OpenCopy *o)
 {
 	Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		args[3];
@@ -426,30 +426,9 @@ resolve_on(const OpenCopy *o, const char *details)
 
 	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::jsonb, $3)", ext_schema);
 	args[0] = CStringGetTextDatum(o->problem);
-	args[1] = CStringGetTextDatum(details);
+	args[1] = CStringGetTextDatum(o->finding[0] ? o->finding : "{}");
 	args[2] = TimestampTzGetDatum(o->opened);
 	return query_text("resolution", o->id, sql, 3, types, args, nulls);
-}
-
-/*
- * What ended it, as far as the server can tell now; NULL if it cannot.
- * Judged first on the finding it was last matched with (its culprits
- * then: sessions that overflowed after the first ones ended, or after a
- * restart), then on its peak's (the worker restarted since, or the last
- * finding no longer names them).
- */
-static char *
-resolve(const OpenCopy *o)
-{
-	const char *peak = o->finding[0] ? o->finding : "{}";
-	const char *last = incident_memory_details(o->id);
-	char	   *resolution = NULL;
-
-	if (last != NULL)
-		resolution = resolve_on(o, last);
-	if (resolution == NULL && (last == NULL || strcmp(last, peak) != 0))
-		resolution = resolve_on(o, peak);
-	return resolution;
 }
 
 /*
@@ -643,14 +622,6 @@ evaluate(void)
 				if (f->severity >= SEV_WARNING && !f->cause_gone)
 				{
 					o->seen = true;
-
-					/*
-					 * What ends it is judged on the culprits it was last
-					 * seen with.  Not below warning: among one key's
-					 * findings an info one can be an earlier, ended
-					 * culprit's.
-					 */
-					incident_memory_note(o->id, f->details);
 					f->escalate = f->severity > o->peak_severity;
 					o->peak_severity = Max(o->peak_severity, f->severity);
 				}
@@ -682,7 +653,6 @@ evaluate(void)
 				o->resolution = resolve(o);
 			}
 		}
-		incident_memory_keep_open(open, nopen);
 
 		/*
 		 * Apply, at once, with nothing that can ERROR under the lock: the

@@ -63,11 +63,6 @@ typedef struct OpenCopy
 	char	   *resolution;
 } OpenCopy;
 
-/* incident_memory.c */
-extern void incident_memory_note(int64 id, const char *details);
-extern const char *incident_memory_details(int64 id);
-extern void incident_memory_keep_open(const OpenCopy *open, int nopen);
-
 /* incident_plan.c */
 extern int group_findings(Found *found, int nfound);
 extern OpenCopy *continues_incident(const Found *f, OpenCopy *open, int nopen);
