@@ -260,7 +260,7 @@ index_findings AS (
 						|| coalesce('; the scans cannot mark them dead while ' || x.m_label || ' holds its snapshot ('
 									|| pg_catalog.to_char(x.m_xmin_age, 'FM999,999,999,990')
 									|| ' transactions old): on PostgreSQL 13 a snapshot in any database stops that, though only'
-									|| ' this database''s stop vacuum', '') || '.'
+									|| ' this database''s snapshots stop vacuum', '') || '.'
 				   ELSE '.' END AS evidence,
 		   CASE x.state
 				WHEN 'held' THEN 'End what holds the horizon ('
