@@ -528,19 +528,17 @@ frozen_rows(Conn *c, const char *details, const char *array, const char *columns
 /*
  * The timeline's rows for the server's restarts while the incident was
  * open (inc's columns 22 and 23: the kept times, '|'-separated, and how
- * many there were), those before the peak or, after_peak, the others:
- * the times are one format in one zone, so they compare as text.
+ * many earlier ones were not kept), those before the peak or, after_peak,
+ * the others: the times are one format in one zone, so they compare as
+ * text.
  */
 static void
 timeline_restarts(Buf *b, const PGresult *inc, const char *peak, bool after_peak)
 {
 	const char *times = PQgetvalue(inc, 0, 22);
-	long		count = strtol(PQgetvalue(inc, 0, 23), NULL, 10);
-	long		kept = times[0] != '\0';
+	long		not_kept = strtol(PQgetvalue(inc, 0, 23), NULL, 10);
 	int			i = 0;
 
-	for (const char *p = times; *p; p++)
-		kept += (*p == '|');
 	while (times[0] != '\0')
 	{
 		const char *end = strchr(times, '|');
@@ -555,13 +553,13 @@ timeline_restarts(Buf *b, const PGresult *inc, const char *peak, bool after_peak
 			cell(b, at);
 			cell(b, "");
 			cell(b, "");
-			if (i == 0 && count > kept)
+			if (i == 0 && not_kept > 0)
 			{
 				char		text[160];
 
 				snprintf(text, sizeof(text),
 						 "open across this start of the server (and %ld earlier ones, whose times are not kept)",
-						 count - kept);
+						 not_kept);
 				cell(b, text);
 			}
 			else
@@ -629,7 +627,8 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 			   " (SELECT pg_catalog.string_agg(pg_catalog.to_char((r.value #>> '{}')::pg_catalog.timestamptz,"
 			   " 'YYYY-MM-DD HH24:MI:SS TZ'), '|' ORDER BY r.n)"
 			   " FROM pg_catalog.jsonb_array_elements(details -> 'restarts') WITH ORDINALITY AS r(value, n)),"
-			   " coalesce(details ->> 'restart_count', '0')"
+			   " coalesce((details ->> 'restart_count')::integer"
+			   " - pg_catalog.jsonb_array_length(details -> 'restarts'), 0)"
 			   " FROM %s.pg_contention_incidents(true, %lld) WHERE id = %lld",
 			   evidence[0], c->schema, evidence[1], evidence[2],
 			   with_values ? "" : " #- '{worst,literals}'", c->schema, id > 0 ? id : -1, id);

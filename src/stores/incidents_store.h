@@ -59,13 +59,13 @@ static const char *const counted_problems[] = {
 
 #define NUM_COUNTED lengthof(counted_problems)
 
+/* The restarts an incident keeps the times of (the latest; all counted). */
+#define INCIDENT_RESTARTS 8
+
 /*
  * One incident.  id 0: a free slot.  The fixed part (up to problem) is a
  * record's fixed part in the file; the texts follow it there one by one.
  */
-/* The restarts an incident keeps the times of (the latest; all counted). */
-#define INCIDENT_RESTARTS 8
-
 typedef struct Incident
 {
 	int64		id;
