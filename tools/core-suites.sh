@@ -87,7 +87,15 @@ fetch_source() {
 	echo "$installed" >"$cache/built"
 }
 
-if ! fetch_source; then
+# One fetch at a time: the matrix may run this and tools/cassert.sh's
+# --fetch-only side by side, and both use the same cache.
+mkdir -p "$(dirname "$cache")"
+exec 7>"$cache.lock"
+flock 7
+fetched=0
+fetch_source && fetched=1
+flock -u 7
+if [ "$fetched" -eq 0 ]; then
 	log "PostgreSQL's source or its build is not available: core suites SKIPPED"
 	echo "core: 0 0 1"
 	[ -n "$fetch_only" ] && exit 1

@@ -12,18 +12,19 @@
 #                          isolation schedules with pg_contention (against a
 #                          kept run without it),
 #                          and the Debian package built, installed, tested,
-#                          removed; in two lanes side by side, about 32
+#                          removed; three parts at a time, about 32
 #                          minutes on 2 cores
 #
 #   PGC_PG_VERSIONS="13 17" tools/test.sh --all   only those versions
 #   PGC_CORE=0, PGC_CASSERT=0, PGC_PACKAGE=0      --all without that part
+#   PGC_RUNNERS=2 tools/test.sh --all             two parts at a time (default 3)
 #
 # The version this machine's Debian release carries runs natively; the
 # others run in chroots built with debootstrap under $PGC_CACHE_DIR (default
 # ~/.cache/pg_contention), which needs root.  A version whose packages cannot
 # be had is SKIPPED with the reason; a part that fails to build or test is
 # FAILED and makes this command fail.  With --all, each part's output is
-# printed whole when it ends, so the lanes' outputs never interleave.
+# printed whole when it ends, so the parts' outputs never interleave.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -155,38 +156,57 @@ run_part 02 script_part 02 docs "The manual: every link and anchor resolves, the
 if [ "$all" -eq 0 ]; then
 	run_part 10 version_part 10 "$host_version"
 else
-	# Everything the host needs, installed before the lanes start (one apt
+	# Everything the host needs, installed before the parts start (one apt
 	# at a time): the suite's, the package's, the assertion build's and the
 	# chroots' debootstrap.
 	if [ "$(id -u)" -eq 0 ] && [ -n "$host_version" ]; then
 		apt_install $(suite_packages "$host_version") \
 			dpkg-dev debhelper postgresql-server-dev-all bison flex perl sqlsmith debootstrap
 	fi
-	# The lanes.  Servers of different lanes never meet: each server's
+	# The runners.  Servers of different parts never meet: each server's
 	# socket is in a directory of its own.  The one TCP port a test opens
 	# (t/016's exporter, on the host only) is reserved in a directory the
-	# host's lanes share (PG_TEST_PORT_DIR), so two lanes never pick it at
+	# host's parts share (PG_TEST_PORT_DIR), so two parts never pick it at
 	# once.
 	export PG_TEST_PORT_DIR=$results/portlock
 	mkdir -p "$PG_TEST_PORT_DIR" && chmod 1777 "$PG_TEST_PORT_DIR" "$results"
-	# Two lanes, each running its TAP scripts one at a time
-	# (PGC_PROVE_JOBS=1): two scripts at a time on the machine, as the
-	# quick loop runs them.  PostgreSQL 15's suite runs on the
-	# assertion-enabled build (the same tests, and the server's assertions
-	# besides); Debian's own 15 is what the package part and PostgreSQL's
-	# schedules run against, and what tools/test.sh runs.  PGC_CASSERT=0
-	# runs Debian's 15 in its place.
+	# Three runners take the parts from one queue, longest first, each
+	# running its TAP scripts one at a time (PGC_PROVE_JOBS=1): three
+	# scripts at a time on the machine.  The parts spend most of their time
+	# waiting for their servers (a suite uses about a third of a core), so a
+	# third runner shortens the matrix without crowding the two cores.
+	# PostgreSQL 15's suite runs on the assertion-enabled build (the same
+	# tests, and the server's assertions besides); Debian's own 15 is what
+	# the package part and PostgreSQL's schedules run against, and what
+	# tools/test.sh runs.  PGC_CASSERT=0 runs Debian's 15 in its place.
 	export PGC_PROVE_JOBS=${PGC_PROVE_JOBS:-1}
-	lane_a=() lane_b=()
-	lane() {	# N:MAJOR or N:PART...
-		local item
-		for item in "$@"; do
-			case "${item#*:}" in
-				core) run_part "${item%%:*}" script_part "${item%%:*}" core "PostgreSQL 15's own schedules, with and without pg_contention" core-suites.sh 15 ;;
-				cassert) run_part "${item%%:*}" script_part "${item%%:*}" cassert "PostgreSQL 15 with assertions: pg_contention's suite and sqlsmith" cassert.sh 15 ;;
-				package) run_part "${item%%:*}" script_part "${item%%:*}" package "The Debian package and the PGXN metadata, on PostgreSQL 15" package.sh 15 ;;
-				*) run_part "${item%%:*}" version_part "${item%%:*}" "${item#*:}" ;;
-			esac
+	runners=${PGC_RUNNERS:-3}
+	[[ "$runners" =~ ^[1-9][0-9]*$ ]] || die "PGC_RUNNERS must be a number of runners (1 or more), not '$runners'"
+	queue=()	# N:MAJOR or N:PART, longest first
+	run_item() {	# N:MAJOR or N:PART
+		local item=$1
+		case "${item#*:}" in
+			core) run_part "${item%%:*}" script_part "${item%%:*}" core "PostgreSQL 15's own schedules, with and without pg_contention" core-suites.sh 15 ;;
+			cassert) run_part "${item%%:*}" script_part "${item%%:*}" cassert "PostgreSQL 15 with assertions: pg_contention's suite and sqlsmith" cassert.sh 15 ;;
+			package) run_part "${item%%:*}" script_part "${item%%:*}" package "The Debian package and the PGXN metadata, on PostgreSQL 15" package.sh 15 ;;
+			*) run_part "${item%%:*}" version_part "${item%%:*}" "${item#*:}" ;;
+		esac
+	}
+	# A runner takes the next part under a lock: the queue's position is a
+	# file the runners share.
+	echo 0 >"$results/next"
+	runner() {
+		local i
+		while :; do
+			i=$(
+				exec 8>"$results/queue.lock"
+				flock 8
+				read -r i <"$results/next"
+				echo $((i + 1)) >"$results/next"
+				echo "$i"
+			)
+			[ "$i" -lt ${#queue[@]} ] || return 0
+			run_item "${queue[$i]}"
 		done
 	}
 	native15=0
@@ -194,23 +214,19 @@ else
 	n=10
 	for v in $versions; do
 		n=$((n + 1))
-		case "$v" in
-			15)
-				if [ "$native15" -eq 1 ] && [ "${PGC_CASSERT:-1}" != 0 ]; then
-					lane_a+=("$n:cassert")
-				else
-					lane_a+=("$n:$v")
-				fi ;;
-			17) lane_a+=("$n:$v") ;;
-			*) lane_b+=("$n:$v") ;;
-		esac
+		if [ "$v" = 15 ] && [ "$native15" -eq 1 ] && [ "${PGC_CASSERT:-1}" != 0 ]; then
+			queue=("$n:cassert" "${queue[@]}")	# the longest part
+		else
+			queue+=("$n:$v")
+		fi
 	done
 	if [[ " $versions " == *" 15 "* ]] && [ "$native15" -eq 1 ]; then
-		[ "${PGC_PACKAGE:-1}" != 0 ] && lane_a+=("22:package")
-		[ "${PGC_CORE:-1}" != 0 ] && lane_b+=("20:core")
+		[ "${PGC_CORE:-1}" != 0 ] && queue+=("20:core")
+		[ "${PGC_PACKAGE:-1}" != 0 ] && queue+=("22:package")
 	fi
-	[ ${#lane_a[@]} -gt 0 ] && lane "${lane_a[@]}" &
-	[ ${#lane_b[@]} -gt 0 ] && lane "${lane_b[@]}" &
+	for ((r = 0; r < runners; r++)); do
+		runner &
+	done
 	wait
 	log "all parts ended in $(($(date +%s) - started)) s"
 fi
