@@ -128,6 +128,29 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_names'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
+-- ---- src/sql/nested_contexts.sql ----
+
+--
+-- The function each statement that met dead entries inside a function ran
+-- in (1.4), as the backend that ran it noted it in its own database: the
+-- innermost line of the server's error context stack that names a
+-- PL/pgSQL or SQL function ("PL/pgSQL function orders_of(integer) line 3
+-- at RETURN QUERY"), keyed by the nested statement's query id.  several:
+-- the statement was also noted in another place.  Another database's only
+-- for roles with pg_read_all_stats.  Kept with the index names, at most
+-- index_names_max in all (pg_contention_info counts the evictions).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
+	OUT dbid oid,
+	OUT query_id bigint,
+	OUT context text,
+	OUT several boolean,
+	OUT noted_at timestamp with time zone
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_nested_contexts'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
 -- ---- src/sql/index_scans.sql ----
 
 --
@@ -2078,6 +2101,7 @@ grouped AS (
 		   (pg_catalog.array_agg(r.worst_at ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_at,
 		   (pg_catalog.array_agg(r.worst_literals ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_literals,
 		   (pg_catalog.array_agg(r.worst_caller_query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_caller,
+		   (pg_catalog.array_agg(r.query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_query_id,
 		   (pg_catalog.array_agg(r.last_dead_visits ORDER BY r.last_at DESC NULLS LAST))[1] AS last_dead_visits,
 		   max(r.last_at) AS last_at,
 		   sum(r.bad_scans)::bigint AS bad_scans, sum(r.bad_dead_visits)::bigint AS bad_dead_visits,
@@ -2187,6 +2211,11 @@ callers AS MATERIALIZED (
 	  FROM @extschema@.pg_contention_statements(false) AS s
 	 WHERE s.query_id IN (SELECT j.worst_caller FROM judged AS j WHERE j.worst_caller IS NOT NULL)
 ),
+-- The functions those statements ran in (read once).
+contexts AS MATERIALIZED (
+	SELECT c.dbid, c.query_id, c.context, c.several
+	  FROM @extschema@.pg_contention_nested_contexts() AS c
+),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
 		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
@@ -2196,7 +2225,9 @@ index_findings AS (
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
 					   || x.query_ids_text || ')', '')
-		   -- A function's statement: the client statement that called it.
+		   -- A function's statement: the function, as the server's context
+		   -- names it, and the client statement that called it.
+		   || coalesce(' in ' || fc.context || CASE WHEN fc.several THEN ' (and elsewhere)' ELSE '' END || ',', '')
 		   || coalesce(' inside ' || coalesce(@extschema@.pg_contention_shorten(nullif(cl.caller_text, '<insufficient privilege>'))
 											  || ' (query id ' || x.worst_caller || ')',
 											  'the client statement with query id ' || x.worst_caller), '') AS subject,
@@ -2291,6 +2322,7 @@ index_findings AS (
 							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
 							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
 							  'worst_caller_query_id', x.worst_caller,
+							  'worst_function', fc.context,
 							  'state', x.state, 'last_vacuum', x.last_vacuum, 'stats_reset', x.stats_lost_at,
 							  'period_start', x.period_start, 'period_end', x.period_end,
 							  'holder', CASE WHEN x.state = 'held'
@@ -2306,6 +2338,7 @@ index_findings AS (
 	  LEFT JOIN LATERAL (SELECT c.query AS caller_text FROM callers AS c
 						  WHERE c.dbid = x.dbid AND c.query_id = x.worst_caller
 						  LIMIT 1) AS cl ON x.worst_caller IS NOT NULL
+	  LEFT JOIN contexts AS fc ON fc.dbid = x.dbid AND fc.query_id = x.worst_query_id AND x.worst_caller IS NOT NULL
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM index_findings AS f;

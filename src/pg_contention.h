@@ -278,6 +278,7 @@ extern void pgc_oldsnap_reset(void);
 
 /* ---- index_names.c: the names of indexes met with dead entries ---- */
 extern void pgc_index_names_note(Oid indexoid);
+extern void pgc_nested_context_note(int64 query_id);
 
 /* ---- findings_latest.c: the incidents worker's last evaluation, kept ---- */
 

@@ -73,8 +73,31 @@ $node->safe_psql('shop', q{
 $node->safe_psql('shop', "$ios SELECT count(*) FROM orders_of(42)") for 1 .. 3;
 like($node->safe_psql('shop', q{SELECT subject || ' | ' || (details ->> 'worst_caller_query_id')
 	FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%customer = c%'}),
-	qr/^index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = c \(query id -?\d+\) inside SELECT count\(\*\) FROM orders_of\(\$1\) \(query id (-?\d+)\) \| \1$/,
-	'the function\'s lookup is named with the client statement that called it');
+	qr/^index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = c \(query id -?\d+\) in PL\/pgSQL function orders_of\(integer\) line \d+ at RETURN QUERY, inside SELECT count\(\*\) FROM orders_of\(\$1\) \(query id (-?\d+)\) \| \1$/,
+	'the function\'s lookup is named with its function and the client statement that called it');
+# From another database (where the incidents worker and check read), the
+# same: the function was noted in shop, where its catalog is.
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
+like($node->safe_psql('postgres', q{SELECT subject || ' | ' || (details ->> 'worst_function')
+	FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%customer = c%'}),
+	qr/^index public\.orders_customer in database shop scanned by .* in PL\/pgSQL function orders_of\(integer\) line \d+ at RETURN QUERY, inside SELECT count\(\*\) FROM orders_of\(\$1\) .*\| PL\/pgSQL function orders_of\(integer\) line \d+ at RETURN QUERY$/,
+	'read from database postgres: the function is named too');
+# A role without pg_read_all_stats in postgres sees none of shop's.
+$node->safe_psql('postgres', 'CREATE ROLE plain LOGIN');
+is($node->psql('postgres', 'SELECT count(*) FROM pg_contention_nested_contexts()', extra_params => [ '-U', 'plain' ]) , 0,
+	'pg_contention_nested_contexts() runs for a plain role');
+is($node->safe_psql('postgres', 'SET ROLE plain; SELECT count(*) FROM pg_contention_nested_contexts()'), '0',
+	'and shows it none of another database\'s');
+# The same statement in a second function: named as noted in several places.
+$node->safe_psql('shop', q{
+	CREATE FUNCTION orders_again(c integer) RETURNS SETOF orders LANGUAGE plpgsql AS $$
+	BEGIN
+		RETURN QUERY SELECT * FROM orders WHERE customer = c;
+	END $$});
+$node->safe_psql('shop', "$ios SELECT count(*) FROM orders_again(42)");
+like($node->safe_psql('postgres', q{SELECT string_agg(context || ' ' || several, ', ') FROM pg_contention_nested_contexts()}),
+	qr/^PL\/pgSQL function orders_(of|again)\(integer\) line \d+ at RETURN QUERY true$/,
+	'a statement run in two functions: one entry, marked several');
 
 # The fix: the holder ends, VACUUM removes the dead versions; the lookups
 # run clean and the finding is resolved.

@@ -13,7 +13,9 @@
  * taken at ExecutorStart), and for the client's statement its rows and
  * buffers (indexscan.c keeps the baselines).  An execution whose index
  * scans met at least pg_contention.dead_visits_warning dead entries also
- * brings the constants it ran with (normalize.c), read before any lock.  SAVEPOINT,
+ * brings the constants it ran with (normalize.c), read before any lock,
+ * and has its indexes and, for a function's statement, its function noted
+ * for readers in other databases (index_names.c).  SAVEPOINT,
  * RELEASE and ROLLBACK TO are counted as calls too.  A cursor's plan,
  * which the server leaves without a query id, is counted under the id of
  * the DECLARE that opened it.  The client's
@@ -196,6 +198,9 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 				pgc_execution_literals(queryDesc, literals);
 				exec.literals = literals;
 				pgc_note_dead_index_names(&exec);
+				/* A function's statement: which function, for the finding. */
+				if ((exec.flags & PGC_COUNT_TOP_LEVEL) == 0)
+					pgc_nested_context_note(query_id);
 			}
 			pgc_statement_count(InvalidOid, query_id, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len, &exec);

@@ -5,7 +5,12 @@
  *		their tables, noted in the database they live in, so that a reader
  *		connected to another database (the incidents worker, pg_contention
  *		check, both in postgres by default) can name them: a catalog can
- *		only be read in its own database.
+ *		only be read in its own database.  And, for such a lookup made by a
+ *		function's statement, the function that ran it: the innermost
+ *		"PL/pgSQL function ... line N at ..." or "SQL function ..." line of
+ *		the server's error context stack, which is what GET DIAGNOSTICS
+ *		PG_CONTEXT shows (so only with English messages), keyed by the
+ *		nested statement's query id.
  *
  * A backend notes an index when one of its executions visited at least
  * pg_contention.dead_visits_warning dead entries through it (hooks.c's
@@ -19,10 +24,11 @@
  * per index.
  *
  * Owns ShmemInitStruct "pg_contention index names": PGC_INDEX_NAMES
- * entries keyed by database and index.  When it is full, the entry noted
+ * entries keyed by database and index, or by database and statement.  When it is full, the entry noted
  * longest ago is replaced, and counted (evictions).  The names are kept
  * in memory only: after a restart an index is named again at its next bad
- * execution; until then readers in another database show its oid.
+ * execution; until then readers in another database show its oid, and a
+ * function's statement is named without its function.
  *
  * Locking: the store's LWLock, shared to read (readers copy the entries
  * out and build rows after releasing it, and a backend looks for its
@@ -37,6 +43,7 @@
 #include "catalog/pg_type.h"
 #include "catalog/pg_index.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/shmem.h"
 #include "utils/acl.h"
@@ -50,15 +57,29 @@
 /* A backend notes the same index again after this long, at the earliest. */
 #define NOTE_AGAIN_AFTER	(60 * USECS_PER_SEC)
 
+#define NOTED_INDEX		1
+#define NOTED_CONTEXT	2
+#define CONTEXT_LEN		(3 * NAMEDATALEN)
+
 typedef struct IndexNames
 {
 	Oid			dbid;			/* InvalidOid: free */
-	Oid			indexoid;
-	Oid			relid;			/* its table */
+	uint8		kind;			/* NOTED_INDEX or NOTED_CONTEXT */
+	bool		several;		/* a context: another one was noted for it */
+	Oid			indexoid;		/* an index: the index and its table */
+	Oid			relid;
+	int64		query_id;		/* a context: the function's statement */
 	TimestampTz noted_at;
-	NameData	schema;			/* the index's and its table's */
-	NameData	index;
-	NameData	table;
+	union
+	{
+		struct
+		{
+			NameData	schema; /* the index's and its table's */
+			NameData	index;
+			NameData	table;
+		}			rel;
+		char		context[CONTEXT_LEN];	/* one line, NUL-terminated */
+	}			u;
 } IndexNames;
 
 typedef struct IndexNamesShared
@@ -76,7 +97,8 @@ static IndexNamesShared *names = NULL;
 static struct
 {
 	Oid			dbid;
-	Oid			indexoid;
+	uint8		kind;
+	int64		key;
 	TimestampTz at;
 }			local_notes[LOCAL_NOTES];
 
@@ -127,19 +149,99 @@ pgc_index_names_max(void)
 	return PGC_INDEX_NAMES;
 }
 
-/* Did this backend note the index lately?  If not, remember it did now. */
+/* Did this backend note the object lately?  If not, remember it did now. */
 static bool
-noted_lately(Oid indexoid, TimestampTz now)
+noted_lately(uint8 kind, int64 key, TimestampTz now)
 {
-	int			k = indexoid % LOCAL_NOTES;
+	int			k = (int) ((uint64) key % LOCAL_NOTES);
 
-	if (local_notes[k].dbid == MyDatabaseId && local_notes[k].indexoid == indexoid &&
-		now - local_notes[k].at < NOTE_AGAIN_AFTER)
+	if (local_notes[k].dbid == MyDatabaseId && local_notes[k].kind == kind &&
+		local_notes[k].key == key && now - local_notes[k].at < NOTE_AGAIN_AFTER)
 		return true;
 	local_notes[k].dbid = MyDatabaseId;
-	local_notes[k].indexoid = indexoid;
+	local_notes[k].kind = kind;
+	local_notes[k].key = key;
 	local_notes[k].at = now;
 	return false;
+}
+
+/* The entry of this database's object, or -1.  Caller holds the lock. */
+static int
+find_entry(const IndexNames *noted)
+{
+	for (int i = 0; i < PGC_INDEX_NAMES; i++)
+	{
+		IndexNames *e = &names->entries[i];
+
+		if (e->dbid == noted->dbid && e->kind == noted->kind &&
+			e->indexoid == noted->indexoid && e->query_id == noted->query_id)
+			return i;
+	}
+	return -1;
+}
+
+/* Same names as the entry, and the entry noted lately? */
+static bool
+unchanged(const IndexNames *e, const IndexNames *noted)
+{
+	if (noted->noted_at - e->noted_at >= NOTE_AGAIN_AFTER)
+		return false;
+	if (noted->kind == NOTED_INDEX)
+		return e->relid == noted->relid &&
+			memcmp(&e->u.rel, &noted->u.rel, sizeof(e->u.rel)) == 0;
+	return strcmp(e->u.context, noted->u.context) == 0;
+}
+
+/*
+ * Write an entry: its own, else a free one, else the one noted longest
+ * ago (evicted, counted).  A context noted with another line than the one
+ * kept is marked: its statement runs in several places.
+ */
+static void
+store_entry(IndexNames *noted)
+{
+	int			found;
+
+	/* Already there as it is, and noted lately: nothing to write. */
+	LWLockAcquire(names->lock, LW_SHARED);
+	found = find_entry(noted);
+	if (found >= 0 && unchanged(&names->entries[found], noted))
+	{
+		LWLockRelease(names->lock);
+		return;
+	}
+	LWLockRelease(names->lock);
+
+	LWLockAcquire(names->lock, LW_EXCLUSIVE);
+	found = find_entry(noted);
+	if (found >= 0)
+	{
+		IndexNames *e = &names->entries[found];
+
+		if (noted->kind == NOTED_CONTEXT)
+			noted->several = e->several || strcmp(e->u.context, noted->u.context) != 0;
+	}
+	else
+	{
+		int			oldest = 0;
+
+		for (int i = 0; i < PGC_INDEX_NAMES; i++)
+		{
+			IndexNames *e = &names->entries[i];
+
+			if (found < 0 && !OidIsValid(e->dbid))
+				found = i;
+			if (e->noted_at < names->entries[oldest].noted_at)
+				oldest = i;
+		}
+		if (found < 0)
+		{
+			found = oldest;
+			names->evictions++;
+		}
+	}
+	names->entries[found] = *noted;
+	LWLockRelease(names->lock);
 }
 
 /*
@@ -154,14 +256,13 @@ pgc_index_names_note(Oid indexoid)
 	IndexNames	noted;
 	HeapTuple	tuple;
 	char	   *text;
-	int			found = -1;
-	int			oldest = 0;
 
-	if (names == NULL || !IsTransactionState() || noted_lately(indexoid, now))
+	if (names == NULL || !IsTransactionState() || noted_lately(NOTED_INDEX, indexoid, now))
 		return;
 
 	memset(&noted, 0, sizeof(noted));
 	noted.dbid = MyDatabaseId;
+	noted.kind = NOTED_INDEX;
 	noted.indexoid = indexoid;
 	noted.noted_at = now;
 	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
@@ -172,62 +273,75 @@ pgc_index_names_note(Oid indexoid)
 	/* An index lives in its table's schema. */
 	if ((text = get_namespace_name(get_rel_namespace(indexoid))) == NULL)
 		return;
-	namestrcpy(&noted.schema, text);
+	namestrcpy(&noted.u.rel.schema, text);
 	if ((text = get_rel_name(indexoid)) == NULL)
 		return;
-	namestrcpy(&noted.index, text);
+	namestrcpy(&noted.u.rel.index, text);
 	if ((text = get_rel_name(noted.relid)) == NULL)
 		return;
-	namestrcpy(&noted.table, text);
+	namestrcpy(&noted.u.rel.table, text);
+	store_entry(&noted);
+}
 
-	/* Already there with these names, and noted lately: nothing to write. */
+/*
+ * Note the function whose statement (query_id, nested) just met dead
+ * entries: the innermost function line of the error context stack, as the
+ * procedural languages word it while their statement runs.  The lines of
+ * other callbacks (SPI's "SQL statement", which carries a statement's
+ * text) are never kept.  In a transaction, at ExecutorEnd.
+ */
+void
+pgc_nested_context_note(int64 query_id)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	IndexNames	noted;
+	char	   *stack;
+	char	   *line;
+
+	if (names == NULL || query_id == 0 || !IsTransactionState() ||
+		noted_lately(NOTED_CONTEXT, query_id, now))
+		return;
+	stack = GetErrorContextStack();
+	for (line = stack; line != NULL && *line != '\0';)
+	{
+		char	   *end = strchr(line, '\n');
+
+		if (end != NULL)
+			*end = '\0';
+		if (strncmp(line, "PL/pgSQL function ", 18) == 0 ||
+			strncmp(line, "SQL function ", 13) == 0)
+			break;
+		line = end != NULL ? end + 1 : NULL;
+	}
+	if (line == NULL || *line == '\0')
+	{
+		pfree(stack);
+		return;
+	}
+	memset(&noted, 0, sizeof(noted));
+	noted.dbid = MyDatabaseId;
+	noted.kind = NOTED_CONTEXT;
+	noted.query_id = query_id;
+	noted.noted_at = now;
+	memcpy(noted.u.context, line, pg_mbcliplen(line, strlen(line), CONTEXT_LEN - 1));
+	pfree(stack);
+	store_entry(&noted);
+}
+
+/*
+ * The entries, copied out under the lock (rows are built after it), and
+ * whether this role sees other databases' (pg_read_all_stats).
+ */
+static IndexNames *
+copy_entries(bool *all_databases)
+{
+	IndexNames *copy = palloc(sizeof(names->entries));
+
+	*all_databases = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 	LWLockAcquire(names->lock, LW_SHARED);
-	for (int i = 0; i < PGC_INDEX_NAMES; i++)
-	{
-		IndexNames *e = &names->entries[i];
-
-		if (e->dbid == noted.dbid && e->indexoid == indexoid)
-		{
-			found = i;
-			break;
-		}
-	}
-	if (found >= 0)
-	{
-		IndexNames *e = &names->entries[found];
-
-		if (now - e->noted_at < NOTE_AGAIN_AFTER && e->relid == noted.relid &&
-			memcmp(&e->schema, &noted.schema, 3 * sizeof(NameData)) == 0)
-		{
-			LWLockRelease(names->lock);
-			return;
-		}
-	}
+	memcpy(copy, names->entries, sizeof(names->entries));
 	LWLockRelease(names->lock);
-
-	LWLockAcquire(names->lock, LW_EXCLUSIVE);
-	found = -1;
-	for (int i = 0; i < PGC_INDEX_NAMES; i++)
-	{
-		IndexNames *e = &names->entries[i];
-
-		if (e->dbid == noted.dbid && e->indexoid == indexoid)
-		{
-			found = i;
-			break;
-		}
-		if (found < 0 && !OidIsValid(e->dbid))
-			found = i;
-		if (e->noted_at < names->entries[oldest].noted_at)
-			oldest = i;
-	}
-	if (found < 0)
-	{
-		found = oldest;
-		names->evictions++;
-	}
-	names->entries[found] = noted;
-	LWLockRelease(names->lock);
+	return copy;
 }
 
 PG_FUNCTION_INFO_V1(pg_contention_index_names);
@@ -260,12 +374,7 @@ pg_contention_index_names(PG_FUNCTION_ARGS)
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &index_names_shape, &tupdesc);
-	all_databases = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
-
-	copy = palloc(sizeof(names->entries));
-	LWLockAcquire(names->lock, LW_SHARED);
-	memcpy(copy, names->entries, sizeof(names->entries));
-	LWLockRelease(names->lock);
+	copy = copy_entries(&all_databases);
 
 	for (int i = 0; i < PGC_INDEX_NAMES; i++)
 	{
@@ -273,15 +382,66 @@ pg_contention_index_names(PG_FUNCTION_ARGS)
 		Datum		values[7];
 		bool		nulls[7] = {0};
 
-		if (!OidIsValid(e->dbid) || (!all_databases && e->dbid != MyDatabaseId))
+		if (e->kind != NOTED_INDEX || (!all_databases && e->dbid != MyDatabaseId))
 			continue;
 		values[0] = ObjectIdGetDatum(e->dbid);
 		values[1] = ObjectIdGetDatum(e->indexoid);
 		values[2] = ObjectIdGetDatum(e->relid);
-		values[3] = NameGetDatum(&e->schema);
-		values[4] = NameGetDatum(&e->table);
-		values[5] = NameGetDatum(&e->index);
+		values[3] = NameGetDatum(&e->u.rel.schema);
+		values[4] = NameGetDatum(&e->u.rel.table);
+		values[5] = NameGetDatum(&e->u.rel.index);
 		values[6] = TimestampTzGetDatum(e->noted_at);
+		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+	}
+	pfree(copy);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(pg_contention_nested_contexts);
+
+static const PgcResultColumn nested_contexts_columns[] = {
+	{"dbid", OIDOID, PGC_SQL_V(1, 4)},
+	{"query_id", INT8OID, PGC_SQL_V(1, 4)},
+	{"context", TEXTOID, PGC_SQL_V(1, 4)},
+	{"several", BOOLOID, PGC_SQL_V(1, 4)},
+	{"noted_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+};
+static const PgcResultShape nested_contexts_shape = {
+	"pg_contention_nested_contexts", nested_contexts_columns, lengthof(nested_contexts_columns)
+};
+
+/*
+ * pg_contention_nested_contexts(): the function each statement that met
+ * dead entries inside a function ran in, per database and query id.
+ * Another database's only for roles with pg_read_all_stats, as
+ * pg_contention_index_names().
+ */
+Datum
+pg_contention_nested_contexts(PG_FUNCTION_ARGS)
+{
+	Tuplestorestate *tupstore;
+	TupleDesc	tupdesc;
+	bool		all_databases;
+	IndexNames *copy;
+
+	pgc_require_loaded();
+	tupstore = pgc_materialize(fcinfo, &nested_contexts_shape, &tupdesc);
+	copy = copy_entries(&all_databases);
+
+	for (int i = 0; i < PGC_INDEX_NAMES; i++)
+	{
+		IndexNames *e = &copy[i];
+		Datum		values[5];
+		bool		nulls[5] = {0};
+
+		if (e->kind != NOTED_CONTEXT || (!all_databases && e->dbid != MyDatabaseId))
+			continue;
+		e->u.context[CONTEXT_LEN - 1] = '\0';
+		values[0] = ObjectIdGetDatum(e->dbid);
+		values[1] = Int64GetDatum(e->query_id);
+		values[2] = CStringGetTextDatum(e->u.context);
+		values[3] = BoolGetDatum(e->several);
+		values[4] = TimestampTzGetDatum(e->noted_at);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);

@@ -78,6 +78,7 @@ grouped AS (
 		   (pg_catalog.array_agg(r.worst_at ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_at,
 		   (pg_catalog.array_agg(r.worst_literals ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_literals,
 		   (pg_catalog.array_agg(r.worst_caller_query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_caller,
+		   (pg_catalog.array_agg(r.query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_query_id,
 		   (pg_catalog.array_agg(r.last_dead_visits ORDER BY r.last_at DESC NULLS LAST))[1] AS last_dead_visits,
 		   max(r.last_at) AS last_at,
 		   sum(r.bad_scans)::bigint AS bad_scans, sum(r.bad_dead_visits)::bigint AS bad_dead_visits,
@@ -187,6 +188,11 @@ callers AS MATERIALIZED (
 	  FROM @extschema@.pg_contention_statements(false) AS s
 	 WHERE s.query_id IN (SELECT j.worst_caller FROM judged AS j WHERE j.worst_caller IS NOT NULL)
 ),
+-- The functions those statements ran in (read once).
+contexts AS MATERIALIZED (
+	SELECT c.dbid, c.query_id, c.context, c.several
+	  FROM @extschema@.pg_contention_nested_contexts() AS c
+),
 index_findings AS (
 	SELECT 'dead_tuple_index_scan'::text AS problem,
 		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
@@ -196,7 +202,9 @@ index_findings AS (
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
 					   || x.query_ids_text || ')', '')
-		   -- A function's statement: the client statement that called it.
+		   -- A function's statement: the function, as the server's context
+		   -- names it, and the client statement that called it.
+		   || coalesce(' in ' || fc.context || CASE WHEN fc.several THEN ' (and elsewhere)' ELSE '' END || ',', '')
 		   || coalesce(' inside ' || coalesce(@extschema@.pg_contention_shorten(nullif(cl.caller_text, '<insufficient privilege>'))
 											  || ' (query id ' || x.worst_caller || ')',
 											  'the client statement with query id ' || x.worst_caller), '') AS subject,
@@ -291,6 +299,7 @@ index_findings AS (
 							  'last', jsonb_build_object('dead_visits', x.last_dead_visits, 'at', x.last_at),
 							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
 							  'worst_caller_query_id', x.worst_caller,
+							  'worst_function', fc.context,
 							  'state', x.state, 'last_vacuum', x.last_vacuum, 'stats_reset', x.stats_lost_at,
 							  'period_start', x.period_start, 'period_end', x.period_end,
 							  'holder', CASE WHEN x.state = 'held'
@@ -306,6 +315,7 @@ index_findings AS (
 	  LEFT JOIN LATERAL (SELECT c.query AS caller_text FROM callers AS c
 						  WHERE c.dbid = x.dbid AND c.query_id = x.worst_caller
 						  LIMIT 1) AS cl ON x.worst_caller IS NOT NULL
+	  LEFT JOIN contexts AS fc ON fc.dbid = x.dbid AND fc.query_id = x.worst_query_id AND x.worst_caller IS NOT NULL
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM index_findings AS f;

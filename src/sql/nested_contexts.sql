@@ -1,0 +1,20 @@
+--
+-- The function each statement that met dead entries inside a function ran
+-- in (1.4), as the backend that ran it noted it in its own database: the
+-- innermost line of the server's error context stack that names a
+-- PL/pgSQL or SQL function ("PL/pgSQL function orders_of(integer) line 3
+-- at RETURN QUERY"), keyed by the nested statement's query id.  several:
+-- the statement was also noted in another place.  Another database's only
+-- for roles with pg_read_all_stats.  Kept with the index names, at most
+-- index_names_max in all (pg_contention_info counts the evictions).
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
+	OUT dbid oid,
+	OUT query_id bigint,
+	OUT context text,
+	OUT several boolean,
+	OUT noted_at timestamp with time zone
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_nested_contexts'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
