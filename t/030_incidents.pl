@@ -121,8 +121,7 @@ like($node->safe_psql('postgres', "SELECT jsonb_typeof(details -> 'finding') || 
 # The fix: the sessions end (pgbench is stopped).  Closed
 # incident_close_after later, with what ended it; the finding, still in
 # its window, says it has ended, at info (check and the incident agree).
-$bench->signal('INT');
-$bench->finish;
+$bench->kill_kill;
 ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = $id"),
 	'closed after the fix');
 ok($node->poll_query_until('postgres',
