@@ -301,7 +301,10 @@ pgc_nested_context_note(int64 query_id)
 	if (names == NULL || query_id == 0 || !IsTransactionState() ||
 		noted_lately(NOTED_CONTEXT, query_id, now))
 		return;
+	/* NULL when no callback is there: a client's EXECUTE runs none. */
 	stack = GetErrorContextStack();
+	if (stack == NULL)
+		return;
 	for (line = stack; line != NULL && *line != '\0';)
 	{
 		char	   *end = strchr(line, '\n');
