@@ -304,7 +304,6 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		f->cause_gone = !isnull && DatumGetBool(value);
 		f->touched = SPI_getvalue(tup, desc, 12);
 		f->members = 1;
-		f->seen_details = f->details;
 		MemoryContextSwitchTo(old);
 	}
 	return nfound;
@@ -416,9 +415,9 @@ freeze(const Found *f)
 	return frozen;
 }
 
-/* What ended it, judged on some details; NULL if it cannot tell. */
+/* What ended it, as far as the server can tell now; NULL if it cannot. */
 static char *
-resolve_on(const OpenCopy *o, const char *details)
+resolve(const OpenCopy *o)
 {
 	Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		args[3];
@@ -427,30 +426,9 @@ resolve_on(const OpenCopy *o, const char *details)
 
 	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::jsonb, $3)", ext_schema);
 	args[0] = CStringGetTextDatum(o->problem);
-	args[1] = CStringGetTextDatum(details);
+	args[1] = CStringGetTextDatum(o->finding[0] ? o->finding : "{}");
 	args[2] = TimestampTzGetDatum(o->opened);
 	return query_text("resolution", o->id, sql, 3, types, args, nulls);
-}
-
-/*
- * What ended it, as far as the server can tell now; NULL if it cannot.
- * Judged first on the findings it was last seen with (their culprits:
- * sessions that overflowed after the first ones ended, or after a
- * restart), then on its peak's (the worker restarted since, or the last
- * findings no longer tell).
- */
-static char *
-resolve(const OpenCopy *o)
-{
-	const char *peak = o->finding[0] ? o->finding : "{}";
-	const char *last = incident_memory_details(o->id);
-	char	   *resolution = NULL;
-
-	if (last != NULL)
-		resolution = resolve_on(o, last);
-	if (resolution == NULL)
-		resolution = resolve_on(o, peak);
-	return resolution;
 }
 
 /*
@@ -644,8 +622,6 @@ evaluate(void)
 				if (f->severity >= SEV_WARNING && !f->cause_gone)
 				{
 					o->seen = true;
-					/* What ends it is judged on what it was last seen with. */
-					incident_memory_note(o->id, f->seen_details);
 					f->escalate = f->severity > o->peak_severity;
 					o->peak_severity = Max(o->peak_severity, f->severity);
 				}
@@ -677,7 +653,6 @@ evaluate(void)
 				o->resolution = resolve(o);
 			}
 		}
-		incident_memory_keep_open(open, nopen);
 
 		/*
 		 * Apply, at once, with nothing that can ERROR under the lock: the
