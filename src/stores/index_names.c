@@ -297,6 +297,7 @@ pgc_nested_context_note(int64 query_id)
 	IndexNames	noted;
 	char	   *stack;
 	char	   *line;
+	char	   *next;
 
 	if (names == NULL || query_id == 0 || !IsTransactionState() ||
 		noted_lately(NOTED_CONTEXT, query_id, now))
@@ -305,18 +306,16 @@ pgc_nested_context_note(int64 query_id)
 	stack = GetErrorContextStack();
 	if (stack == NULL)
 		return;
-	for (line = stack; line != NULL && *line != '\0';)
+	for (line = stack; line != NULL; line = next)
 	{
-		char	   *end = strchr(line, '\n');
-
-		if (end != NULL)
-			*end = '\0';
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
 		if (strncmp(line, "PL/pgSQL function ", 18) == 0 ||
 			strncmp(line, "SQL function ", 13) == 0)
 			break;
-		line = end != NULL ? end + 1 : NULL;
 	}
-	if (line == NULL || *line == '\0')
+	if (line == NULL)
 	{
 		pfree(stack);
 		return;
