@@ -1776,6 +1776,11 @@ overflow_findings AS (
 				   ELSE '.' END AS advice,
 		   jsonb_build_object(
 			   'pids', o.pids, 'earlier_run_pids', o.earlier_run_pids,
+			   -- Of those, the sessions overflowed now: what an incident
+			   -- is last seen with, whose end resolves it.
+			   'overflowed_pids', (SELECT coalesce(pg_catalog.jsonb_agg(l.pid ORDER BY l.pid), '[]')
+									 FROM live AS l
+									WHERE l.subxact_overflowed AND o.pids @> pg_catalog.to_jsonb(l.pid)),
 			   'query_id', o.query_id, 'query_ids', o.query_ids,
 			   'database_oid', o.datid::bigint,
 			   'user_oid', o.usesysid::bigint, 'overflow_events', o.events,
@@ -3331,20 +3336,24 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_evidence(text, jsonb, 
 
 --
 -- Incidents (1.4): what ended an incident, as far as the server can tell
--- when it closes, from the finding's details at its peak and what is
--- there now: the holder's session or transaction ended, the slot was
+-- when it closes, from the details of the findings it was last seen with
+-- (a JSON array, from the worker's memory) or of the finding at its peak,
+-- and what is there now: the holder's session or transaction ended, the slot was
 -- dropped, the prepared transaction finished, the overflowing sessions
 -- ended, the index's dead entries are no longer visited,
 -- old_snapshot_threshold was turned off.  NULL when it cannot tell (the
 -- finding went below its threshold for another reason, or its window
--- passed): never a guess.  Called by the incidents worker, and by nobody
--- else: not executable by PUBLIC.  STRICT: without a problem, its details
--- or its opening there is nothing to tell.
+-- passed): never a guess.  seen_at is when the details were seen (the
+-- incident's opening for its peak's, its last seen for the memory's): a
+-- session or transaction started after it is another, with a reused pid.
+-- Called by the incidents worker, and by nobody else: not executable by
+-- PUBLIC.  STRICT: without a problem, its details or their time there is
+-- nothing to tell.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
 	problem text,
 	details jsonb,
-	opened timestamp with time zone
+	seen_at timestamp with time zone
 )
 RETURNS text
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
@@ -3360,6 +3369,39 @@ DECLARE
 	overflowed integer[];
 	state text;
 BEGIN
+	IF pg_catalog.jsonb_typeof(details) = 'array' THEN
+		-- The details of every finding of its key it was last seen with
+		-- (the worker's memory), the kept one's first: the overflowing
+		-- sessions are all of theirs; for the other problems the kept
+		-- one's tell.
+		IF problem IN ('subxact_overflow', 'subtrans_slru_contention') THEN
+			SELECT pg_catalog.jsonb_build_object(
+					   'pids', coalesce(pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE NOT p.earlier), '[]'),
+					   'earlier_run_pids', pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE p.earlier))
+			  INTO details
+			  FROM pg_catalog.jsonb_array_elements(details) AS d
+			  CROSS JOIN LATERAL (
+					SELECT e.value AS pid, false AS earlier
+					  FROM pg_catalog.jsonb_array_elements(
+							   -- Those overflowed then, if any were; else every one it names.
+							   CASE WHEN pg_catalog.jsonb_typeof(d.value -> 'overflowed_pids') = 'array'
+										 AND pg_catalog.jsonb_array_length(d.value -> 'overflowed_pids') > 0
+									THEN d.value -> 'overflowed_pids'
+									WHEN pg_catalog.jsonb_typeof(d.value -> 'pids') = 'array' THEN d.value -> 'pids'
+									WHEN pg_catalog.jsonb_typeof(d.value -> 'culprit_pids') = 'array' THEN d.value -> 'culprit_pids'
+									ELSE '[]' END) AS e
+					UNION ALL
+					SELECT e.value, true
+					  FROM pg_catalog.jsonb_array_elements(
+							   CASE WHEN pg_catalog.jsonb_typeof(d.value -> 'earlier_run_pids') = 'array'
+									THEN d.value -> 'earlier_run_pids' ELSE '[]' END) AS e) AS p;
+		ELSE
+			details := coalesce(details -> 0, '{}');
+		END IF;
+		kind := details ->> 'kind';
+		holder := details ->> 'holder';
+	END IF;
+
 	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan')
 	   AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object' THEN
 		-- The index rules name the holder behind them.
@@ -3386,12 +3428,12 @@ BEGIN
 		IF kind = 'backend' AND holder ~ '^[0-9]+$' THEN
 			holder_pid := holder::integer;
 			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
-							WHERE a.pid = holder_pid AND a.backend_start <= opened) THEN
+							WHERE a.pid = holder_pid AND a.backend_start <= seen_at) THEN
 				RETURN 'the holder of the xmin horizon, pid ' || holder_pid || ', ended';
 			ELSIF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
 							   WHERE a.pid = holder_pid
 								 AND (a.backend_xmin IS NOT NULL OR a.backend_xid IS NOT NULL)
-								 AND a.xact_start <= opened) THEN
+								 AND a.xact_start <= seen_at) THEN
 				RETURN 'the holder of the xmin horizon, pid ' || holder_pid || ', ended its transaction';
 			END IF;
 		ELSIF kind = 'prepared transaction' THEN
@@ -3431,7 +3473,7 @@ BEGIN
 		END IF;
 		SELECT pg_catalog.array_agg(a.pid) INTO alive
 		  FROM pg_catalog.pg_stat_activity AS a
-		 WHERE a.pid = ANY (pids) AND a.backend_start <= opened;
+		 WHERE a.pid = ANY (pids) AND a.backend_start <= seen_at;
 		IF alive IS NULL THEN
 			RETURN 'the overflowing session' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's' ELSE '' END
 				   || ' (pid' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's ' ELSE ' ' END

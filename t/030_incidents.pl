@@ -81,12 +81,15 @@ sub crash
 $node->pgbench('-n -c 4 -j 2 -T 4', 0, [qr{processed}], [qr{^$}], 'a healthy pgbench run');
 evaluated_twice();
 is(incidents(), '', 'a healthy workload: no incident');
-# At its defaults: with horizon_min_age = 1s (below, for the held
+# At its defaults: with horizon_min_age = 1s (from (b) on, for the held
 # transactions of (b) and (d)), a pgbench transaction waiting behind
 # another for its one branch row a second on a loaded machine would be a
-# holder past it, as the setting says.
+# holder past it, as the setting says.  1 h until then: (a)'s
+# transactions of 90 savepoints last over a second on a loaded machine,
+# holders past 1 s of contend's dead tuples, whose own incidents are not
+# what (b) is about.
 $node->safe_psql('postgres', q{
-	ALTER SYSTEM SET pg_contention.horizon_min_age = '1s';
+	ALTER SYSTEM SET pg_contention.horizon_min_age = '1h';
 	ALTER SYSTEM SET pg_contention.horizon_critical_age = '6s';
 });
 $node->reload;
@@ -144,7 +147,93 @@ is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed'
 is($node->safe_psql('postgres', "SELECT count(*) FROM pg_contention_statements
 	WHERE strpos(query, 'pg_contention_' || 'incident_key') > 0 OR strpos(query, 'public.' || 'pg_contention_findings()') > 0"),
 	'0', 'the worker\'s own statements are not in pg_contention_statements');
+
+# The culprits change while it is open: other sessions overflow, then the
+# first ones end, then the others (the same statement, the same
+# incident).  What ended it is the end of the sessions it was last seen
+# with, which the resolution names, not the first ones frozen at its peak.
+# A reader scans the overflowed sessions' rows throughout: their
+# pg_subtrans lookups keep the finding at warning (idle overflowed
+# sessions alone cost nothing: info).  It also commits a transaction with
+# an XID each time, as a cluster's writers do: a snapshot looks a
+# subtransaction's XID up only once a later XID has ended (until then it
+# is at or past the snapshot's xmax: in progress, no lookup), so without
+# commits the later sessions' rows would cost nothing.
+sub overflowing_sessions
+{
+	my @sessions;
+	for (1 .. 2)
+	{
+		my $s = $node->background_psql('postgres');
+		$s->query_safe("SET application_name = 'importer'; BEGIN;\n"
+			  . join('', map { "SAVEPOINT s$_; INSERT INTO side VALUES ($_);\n" } 1 .. 70));
+		push @sessions, $s;
+	}
+	return @sessions;
+}
+sub pids_of { map { my $p = $_->query_safe('SELECT pg_backend_pid()'); $p =~ s/\s+//g; $p } @_ }
+my $reader_script = PostgreSQL::Test::Utils::tempdir() . '/reader.sql';
+PostgreSQL::Test::Utils::append_to_file($reader_script,
+	"SELECT count(*) FROM side;\nSELECT pg_catalog.txid_current();\n");
+my ($reader_out, $reader_err) = ('', '');
+# (At 20 scans a second: thousands of lookups, and the machine left to the
+# worker's evaluations.)
+my $reader = IPC::Run::start([ 'pgbench', '-n', '-c', '1', '-R', '20', '-T', '600', '-f', $reader_script,
+	'-h', $node->host, '-p', $node->port, 'postgres' ], '>', \$reader_out, '2>', \$reader_err);
+my @first = overflowing_sessions();
+my @first_pids = pids_of(@first);
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'subxact_overflow' AND closed IS NULL"),
+	'a second overflow opens an incident');
+my $second_id = $node->safe_psql('postgres',
+	"SELECT id FROM pg_contention_incidents WHERE problem = 'subxact_overflow' AND closed IS NULL");
+my $before_later = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+my @later = overflowing_sessions();
+my @later_pids = pids_of(@later);
+ok($node->poll_query_until('postgres', qq{
+	SELECT bool_or(details -> 'overflowed_pids' \@> '[$later_pids[0]]') AND bool_or(details -> 'overflowed_pids' \@> '[$later_pids[1]]')
+	  FROM pg_contention_findings WHERE problem = 'subxact_overflow'}),
+	'the findings name the later sessions, overflowed now');
+$_->quit for @first;
+# (A backend ends after its client: gone from the server first.)
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid IN ($first_pids[0], $first_pids[1])"),
+	'the first sessions ended');
+# The worker has seen the incident at warning or above since the first
+# sessions ended (last_seen), with the later sessions overflowed.
+my $first_gone = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
+ok($node->poll_query_until('postgres',
+	"SELECT last_seen > '$first_gone' AND closed IS NULL FROM pg_contention_incidents WHERE id = $second_id"),
+	'the same incident goes on, seen with the later sessions')
+  or diag('the findings: ' . $node->safe_psql('postgres',
+	"SELECT string_agg(severity || ' ' || subject || ' ' || (details ->> 'pids'), ' | ') FROM pg_contention_findings WHERE problem = 'subxact_overflow'")
+	. '; the incidents: ' . $node->safe_psql('postgres', "SELECT string_agg(id || ' ' || coalesce(severity, 'closed') || ' ' || last_seen, ' | ') FROM pg_contention_incidents"));
+# What the resolution would say now, on details of the shape the worker
+# remembers: nothing ended it while the sessions it was last seen with are
+# overflowed (the first ones' end is no answer), and sessions that started
+# after the details were seen are others, with a reused pid.
+my $remembered = qq{'[{"pids": [$first_pids[0], $first_pids[1], $later_pids[0], $later_pids[1]],
+	"overflowed_pids": [$later_pids[0], $later_pids[1]]}]'};
+is($node->safe_psql('postgres',
+	"SELECT pg_contention_incident_resolution('subxact_overflow', $remembered, clock_timestamp()) IS NULL"),
+	't', 'while the later sessions are overflowed, nothing has ended it');
+like($node->safe_psql('postgres',
+	"SELECT pg_contention_incident_resolution('subxact_overflow', $remembered, '$before_later')"),
+	qr/^the overflowing sessions \(pids \d+, \d+\) ended$/,
+	'sessions started after the details were seen are not the ones they name');
+$_->quit for @later;
+ok($node->poll_query_until('postgres', "SELECT closed IS NOT NULL FROM pg_contention_incidents WHERE id = $second_id"),
+	'it closes after the later sessions end');
+$reader->kill_kill;
+my $resolution = $node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $second_id");
+like($resolution, qr/^the overflowing sessions \(pids \d+, \d+\) ended$/,
+	'the resolution names two sessions');
+is(join(',', sort { $a <=> $b } $resolution =~ /(\d+)/g), join(',', sort { $a <=> $b } @later_pids),
+	'the later sessions, whose end fixed it, not the first ones frozen at its peak');
+like($node->safe_psql('postgres', "SELECT details -> 'finding' ->> 'pids' FROM pg_contention_incidents WHERE id = $second_id"),
+	qr/\b$first_pids[0]\b/, 'its peak still names the first sessions');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET pg_contention.findings_window');
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_min_age = '1s'");
 $node->reload;
 
 # ---- (b) An xmin horizon held by a session idle in its transaction:
@@ -160,7 +249,10 @@ $holder->query_safe('BEGIN; INSERT INTO side VALUES (1)');
 churn($node, 'postgres');
 ok($node->poll_query_until('postgres',
 	"SELECT peak_severity = 'critical' FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'"),
-	'xmin_horizon_held: opened, then escalated to critical');
+	'xmin_horizon_held: opened, then escalated to critical')
+  or diag('the incidents: ' . $node->safe_psql('postgres',
+	"SELECT string_agg(concat_ws(' ', id, problem, peak_severity, opened, last_seen, closed, resolution, details -> 'finding' ->> 'evidence'), E'\n' ORDER BY id)
+	   FROM pg_contention_incidents"));
 $id = $node->safe_psql('postgres', "SELECT id FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'");
 ok($node->log_contains(qr/LOG:  pg_contention: incident $id opened: warning xmin_horizon_held: pid $holder_pid /, $offset),
 	'the open is logged');

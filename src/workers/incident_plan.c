@@ -32,6 +32,51 @@ compare_found(const void *a, const void *b)
 /* How many of a key's findings an incident names, beyond their count. */
 #define TOUCHED_LISTED	10
 
+/* How many of a key's findings the worker remembers an incident by. */
+#define SEEN_KEPT		16
+
+/*
+ * The details of a key's findings at warning or above whose cause goes
+ * on, as one JSON array, the kept finding's first: what the incident is
+ * seen with now, all of its culprits (sessions that overflowed apart are
+ * findings apart).  At most SEEN_KEPT; the kept finding's alone when it
+ * is the only one, or when none is at warning.
+ */
+static char *
+seen_details(Found **members, int n, const Found *best)
+{
+	StringInfoData list;
+	int			listed = 0;
+	bool		best_listed = best->severity >= SEV_WARNING && !best->cause_gone &&
+		best->details != NULL;
+
+	initStringInfo(&list);
+	appendStringInfoChar(&list, '[');
+	if (best_listed)
+	{
+		appendStringInfoString(&list, best->details);
+		listed++;
+	}
+	for (int k = 0; k < n && listed < SEEN_KEPT; k++)
+	{
+		const Found *f = members[k];
+
+		if (f == best || f->severity < SEV_WARNING || f->cause_gone ||
+			f->details == NULL)
+			continue;
+		if (listed++ > 0)
+			appendStringInfoString(&list, ", ");
+		appendStringInfoString(&list, f->details);
+	}
+	appendStringInfoChar(&list, ']');
+	if (listed == 0 || (listed == 1 && best_listed))
+	{
+		pfree(list.data);
+		return best->details;
+	}
+	return list.data;
+}
+
 /*
  * One finding per problem and key: an incident is one problem with one
  * cause, so the findings that share a key (one holder's dead entries in
@@ -84,6 +129,7 @@ group_findings(Found *found, int nfound)
 				escape_json(&list, f->touched);
 			}
 		}
+		best->seen_details = seen_details(order + i, j - i, best);
 		for (int k = i; k < j; k++)
 		{
 			Found	   *f = order[k];

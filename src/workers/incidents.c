@@ -304,6 +304,7 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		f->cause_gone = !isnull && DatumGetBool(value);
 		f->touched = SPI_getvalue(tup, desc, 12);
 		f->members = 1;
+		f->seen_details = f->details;
 		MemoryContextSwitchTo(old);
 	}
 	return nfound;
@@ -415,9 +416,12 @@ freeze(const Found *f)
 	return frozen;
 }
 
-/* What ended it, as far as the server can tell now; NULL if it cannot. */
+/*
+ * What ended it, judged on details seen at seen_at; NULL if it cannot
+ * tell.
+ */
 static char *
-resolve(const OpenCopy *o)
+resolve_on(const OpenCopy *o, const char *details, TimestampTz seen_at)
 {
 	Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		args[3];
@@ -426,9 +430,28 @@ resolve(const OpenCopy *o)
 
 	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::jsonb, $3)", ext_schema);
 	args[0] = CStringGetTextDatum(o->problem);
-	args[1] = CStringGetTextDatum(o->finding[0] ? o->finding : "{}");
-	args[2] = TimestampTzGetDatum(o->opened);
+	args[1] = CStringGetTextDatum(details);
+	args[2] = TimestampTzGetDatum(seen_at);
 	return query_text("resolution", o->id, sql, 3, types, args, nulls);
+}
+
+/*
+ * What ended it, as far as the server can tell now; NULL if it cannot.
+ * Judged on the findings it was last seen with (their culprits: sessions
+ * that overflowed after the first ones ended, or after a restart); on
+ * its peak's only when the worker has not seen it since it started.  The
+ * peak's culprits are never a fallback: when the last ones have not
+ * ended, the peak's ended long before and did not end it.
+ */
+static char *
+resolve(const OpenCopy *o)
+{
+	TimestampTz seen_at;
+	const char *last = incident_memory_details(o->id, &seen_at);
+
+	if (last != NULL)
+		return resolve_on(o, last, seen_at);
+	return resolve_on(o, o->finding[0] ? o->finding : "{}", o->opened);
 }
 
 /*
@@ -528,6 +551,7 @@ evaluate(void)
 	int			nclosed = 0;
 	uint64		generation;
 	TimestampTz now;
+	TimestampTz found_at;
 	LogLine    *lines = NULL;	/* allocated before the apply: no palloc */
 	int			nlines = 0;		/* under the lock */
 	LogLine    *refused_line = NULL;
@@ -566,6 +590,8 @@ evaluate(void)
 	{
 		now = GetCurrentTimestamp();
 		nfound = read_findings(&found, &rows, &nrows);
+		/* Every session the findings name had started by then. */
+		found_at = GetCurrentTimestamp();
 		nfound = group_findings(found, nfound);
 
 		/* The open incidents, copied. */
@@ -622,6 +648,8 @@ evaluate(void)
 				if (f->severity >= SEV_WARNING && !f->cause_gone)
 				{
 					o->seen = true;
+					/* What ends it is judged on what it was last seen with. */
+					incident_memory_note(o->id, f->seen_details, found_at);
 					f->escalate = f->severity > o->peak_severity;
 					o->peak_severity = Max(o->peak_severity, f->severity);
 				}
@@ -653,6 +681,7 @@ evaluate(void)
 				o->resolution = resolve(o);
 			}
 		}
+		incident_memory_keep_open(open, nopen);
 
 		/*
 		 * Apply, at once, with nothing that can ERROR under the lock: the

@@ -29,6 +29,8 @@ typedef struct Found
 	bool		cause_gone;		/* what it describes is over (key.sql) */
 	char	   *touched;		/* what it is about within its key, or NULL */
 	int			members;		/* findings of its key it stands for */
+	char	   *seen_details;	/* a JSON array: the details of its key's
+								 * findings at warning or above */
 	/* What the evaluation decided. */
 	int64		match_id;		/* the open incident it belongs to, or 0 */
 	bool		open;			/* opens a new incident */
@@ -62,6 +64,11 @@ typedef struct OpenCopy
 	char	   *finding;		/* for the resolution query */
 	char	   *resolution;
 } OpenCopy;
+
+/* incident_memory.c */
+extern void incident_memory_note(int64 id, const char *details, TimestampTz seen_at);
+extern const char *incident_memory_details(int64 id, TimestampTz *seen_at);
+extern void incident_memory_keep_open(const OpenCopy *open, int nopen);
 
 /* incident_plan.c */
 extern int group_findings(Found *found, int nfound);
