@@ -907,8 +907,13 @@ pgc_sampler_main(Datum main_arg)
 			next_tick = GetCurrentTimestamp();
 		else if (dozing && pg_atomic_read_u32(&sampler->doze) == 0)
 		{
-			/* A client woke us: tick at once. */
+			/*
+			 * A client woke us: tick at once, and count the calm anew (its
+			 * statement may be over by then), so that a lock it took is
+			 * told once calm_ticks reaches the doze again.
+			 */
 			woken = true;
+			calm_ticks = 0;
 			elog(DEBUG1, "pg_contention sampler: woken by process %u",
 				 pg_atomic_read_u32(&sampler->woken_by));
 			next_tick = GetCurrentTimestamp();
