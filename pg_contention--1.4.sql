@@ -3806,6 +3806,19 @@ BEGIN
 	report := report || pg_catalog.format(E'\n== Findings (%s)\n%s\n', n,
 		coalesce(section, 'None: nothing pg_contention checks for is wrong now.'));
 
+	-- What the server itself opened an incident for, each with the
+	-- command for its frozen report (texts masked as the view masks them).
+	SELECT count(*),
+		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   Opened %s, last seen at warning or above %s; its report: pg_contention report --incident=%s',
+				i.id, i.severity, i.problem, i.subject,
+				pg_catalog.to_char(i.opened, 'YYYY-MM-DD HH24:MI:SS'),
+				pg_catalog.to_char(i.last_seen, 'YYYY-MM-DD HH24:MI:SS'), i.id), E'\n' ORDER BY i.opened, i.id)
+	  INTO n, section
+	  FROM @extschema@.pg_contention_incidents(false) AS i
+	 WHERE i.closed IS NULL;
+	report := report || pg_catalog.format(E'\n== Open incidents (%s)\n%s\n', n,
+		coalesce(section, 'None: the server has no incident open.'));
+
 	SELECT pg_catalog.string_agg(pg_catalog.format('%10s %12s %10s %12s %8s  %s',
 				s.calls, s.rows, coalesce(pg_catalog.round(s.blks_per_row::numeric, 1)::text, '-'),
 				s.suboverflowed_calls, s.subtrans_wait_samples,
@@ -3875,7 +3888,8 @@ $$;
 -- Metrics (1.3): every figure a monitoring system polls, one row each,
 -- with bounded labels (the five worst index scans only).  families limits
 -- the work to some of them: subxact, sampler, horizon, index,
--- old_snapshot, findings (an exporter's queries each read their own).
+-- old_snapshot, findings, incidents (an exporter's queries each read
+-- their own).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_metrics(
 	families text[] DEFAULT NULL,
@@ -3892,11 +3906,11 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
-	IF NOT coalesce(families, '{}') <@ ARRAY['subxact', 'sampler', 'horizon', 'index', 'old_snapshot', 'findings']
+	IF NOT coalesce(families, '{}') <@ ARRAY['subxact', 'sampler', 'horizon', 'index', 'old_snapshot', 'findings', 'incidents']
 		OR array_position(families, NULL) IS NOT NULL THEN
 		RAISE EXCEPTION 'unknown metric family in %', pg_catalog.left(families::text, 100)
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'The families are subxact, sampler, horizon, index, old_snapshot and findings; NULL reads them all.';
+				  HINT = 'The families are subxact, sampler, horizon, index, old_snapshot, findings and incidents; NULL reads them all.';
 	END IF;
 
 	IF families IS NULL OR 'subxact' = ANY (families) THEN
@@ -4057,9 +4071,12 @@ BEGIN
 			   (SELECT count(*) FROM f WHERE f.problem = p.problem AND f.severity = s.severity)::float8,
 			   'Current findings (pg_contention_findings) by problem and severity, as the incidents worker last evaluated them (at most two pg_contention.incident_interval ago) when that is this reader''s answer, else evaluated now.', 'gauge'
 		  FROM problems AS p CROSS JOIN severities AS s;
+	END IF;
 
+	IF families IS NULL OR 'incidents' = ANY (families) THEN
 		-- The incidents (1.4): the findings the server remembered.  Cheap:
-		-- read from the store, no evaluation.
+		-- read from the store, no evaluation, so a family of their own that
+		-- an exporter's cheap query can read beside the others.
 		RETURN QUERY
 		WITH problems(problem) AS (
 			VALUES ('subxact_overflow'), ('subtrans_slru_contention'),

@@ -200,9 +200,12 @@ typedef struct IndexRow
 	char	   *query;
 } IndexRow;
 
+/* Overflow events of one session and statement: their count and span. */
 typedef struct EventRow
 {
-	char	   *time;
+	char	   *time;			/* the first */
+	char	   *last_time;
+	long long	events;
 	int			pid;
 	char	   *datname;
 	char	   *usename;

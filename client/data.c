@@ -502,10 +502,17 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 		batch_add(&b, &sql);
 	if (scope->events)
 	{
+		/*
+		 * One row per session and statement: a loop of overflowing
+		 * transactions is one row with its count and time range, not
+		 * a screen of identical rows.
+		 */
 		buf_printf(&sql,
-				   "SELECT pg_catalog.to_char(event_time, 'YYYY-MM-DD HH24:MI:SS'), pid, datname,"
-				   " usename, application_name, %s"
-				   " FROM %s.pg_contention_overflow_events ORDER BY event_time DESC LIMIT %d",
+				   "SELECT pg_catalog.to_char(min(event_time), 'YYYY-MM-DD HH24:MI:SS'),"
+				   " pg_catalog.to_char(max(event_time), 'YYYY-MM-DD HH24:MI:SS'), pid, datname,"
+				   " usename, application_name, %s, count(*)"
+				   " FROM %s.pg_contention_overflow_events GROUP BY 3, 4, 5, 6, 7"
+				   " ORDER BY max(event_time) DESC LIMIT %d",
 				   text_column(c, scope, "query", column, sizeof(column)), x, limit);
 		batch_add(&b, &sql);
 	}
@@ -640,11 +647,13 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 			EventRow   *e = &s->events[i];
 
 			e->time = line_at(res, i, 0);
-			e->pid = atoi(PQgetvalue(res, i, 1));
-			e->datname = line_at(res, i, 2);
-			e->usename = line_at(res, i, 3);
-			e->application = line_at(res, i, 4);
-			e->query = line_at(res, i, 5);
+			e->last_time = line_at(res, i, 1);
+			e->pid = atoi(PQgetvalue(res, i, 2));
+			e->datname = line_at(res, i, 3);
+			e->usename = line_at(res, i, 4);
+			e->application = line_at(res, i, 5);
+			e->query = line_at(res, i, 6);
+			e->events = strtoll(PQgetvalue(res, i, 7), NULL, 10);
 		}
 		PQclear(res);
 	}
@@ -719,6 +728,7 @@ snapshot_free(Snapshot *s)
 	for (int i = 0; i < s->nevents; i++)
 	{
 		free(s->events[i].time);
+		free(s->events[i].last_time);
 		free(s->events[i].datname);
 		free(s->events[i].usename);
 		free(s->events[i].application);

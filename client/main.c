@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void connection_usage(void);
+
 static void
 usage(void)
 {
@@ -43,7 +45,7 @@ usage(void)
 		   "  -n, --iterations=N       top: stop after N refreshes (default: until q)\n"
 		   "      --json               check, incidents: one JSON document\n"
 		   "      --live               check: evaluate the findings now, not read the\n"
-		   "                           incidents worker's evaluation (at most one\n"
+		   "                           incidents worker's evaluation (at most two\n"
 		   "                           pg_contention.incident_interval old)\n"
 		   "      --html=FILE          report: write the HTML page to FILE (- for stdout)\n"
 		   "      --text               report: print the plain-text report (the default)\n"
@@ -51,6 +53,18 @@ usage(void)
 		   "                           froze it (IDs: pg_contention incidents)\n"
 		   "      --with-values        report: statements with their constants, where you\n"
 		   "                           may read them (default: normalized, $1, $2, ...)\n\n");
+	connection_usage();
+	printf("Other options:\n"
+		   "  -V, --version            print the version and exit\n"
+		   "  -?, --help               show this help and exit\n\n");
+	printf("\"%s COMMAND --help\" shows one command's help: top's keys, check's\n"
+		   "exit status.\n", progname_get());
+}
+
+/* The connection options, as every command's help gives them. */
+static void
+connection_usage(void)
+{
 	printf("Connection options:\n"
 		   "  -h, --host=HOSTNAME      database server host or socket directory\n"
 		   "  -p, --port=PORT          database server port\n"
@@ -60,11 +74,84 @@ usage(void)
 		   "  -w, --no-password        never prompt for a password (the default: use\n"
 		   "                           PGPASSWORD or ~/.pgpass)\n"
 		   "The PG* environment variables (PGHOST, PGPORT, PGDATABASE, ...) apply too.\n\n");
+}
+
+/*
+ * One command's help: pg_contention COMMAND --help (or -?), the way
+ * PostgreSQL's programs give theirs.
+ */
+static void
+command_usage(const char *command)
+{
+	const char *p = progname_get();
+
+	if (strcmp(command, "top") == 0)
+	{
+		printf("%s top shows the server's contention live, full screen: the findings,\n"
+			   "the holders of the xmin horizon, the overflowed subtransaction caches, the\n"
+			   "statements that cost most, and charts of the last minutes.\n\n", p);
+		printf("Usage:\n"
+			   "  %s [OPTION]... top [DBNAME | CONNINFO]\n\n", p);
+		printf("Options:\n"
+			   "  -i, --interval=SECONDS   seconds between refreshes, 0.1 to 3600 (default 1)\n"
+			   "  -n, --iterations=N       stop after N refreshes (default: until q)\n\n");
+		printf("Keys:\n"
+			   "  q                        quit\n"
+			   "  p or space               pause and resume the refreshes\n"
+			   "  s                        switch the statements' sort (cost, volume, recent)\n"
+			   "  up, down (or k, j)       select a finding\n"
+			   "  enter                    read the selected finding whole; esc goes back\n\n");
+		printf("Not on a terminal, top prints plain text each refresh.\n\n");
+	}
+	else if (strcmp(command, "check") == 0)
+	{
+		printf("%s check prints the findings, one line each, for a person or a\n"
+			   "monitoring system (the Nagios plugin convention).\n\n", p);
+		printf("Usage:\n"
+			   "  %s [OPTION]... check [DBNAME | CONNINFO]\n\n", p);
+		printf("Options:\n"
+			   "      --json               one JSON document instead of lines\n"
+			   "      --live               evaluate the findings now instead of reading the\n"
+			   "                           incidents worker's last evaluation\n\n");
+		printf("The answer is the incidents worker's last evaluation where it is this\n"
+			   "session's own (same database, pg_read_all_stats, the same settings): at most\n"
+			   "two pg_contention.incident_interval old (20 s by default), its age in the\n"
+			   "status line.  Otherwise, or with --live, the check evaluates now.\n\n");
+		printf("Exit status:\n"
+			   "  0  nothing above info\n"
+			   "  1  a warning\n"
+			   "  2  a critical finding\n"
+			   "  3  could not tell (no connection, no extension, an error)\n\n");
+	}
+	else if (strcmp(command, "report") == 0)
+	{
+		printf("%s report writes a report for an incident ticket: the findings with\n"
+			   "their evidence, the statements, the history, as plain text or as one\n"
+			   "self-contained HTML page with charts.\n\n", p);
+		printf("Usage:\n"
+			   "  %s [OPTION]... report [DBNAME | CONNINFO]\n\n", p);
+		printf("Options:\n"
+			   "      --html=FILE          write the HTML page to FILE (- for stdout)\n"
+			   "      --text               print the plain-text report (the default)\n"
+			   "      --incident=ID        the report of that incident, as the server froze\n"
+			   "                           it (IDs: %s incidents)\n"
+			   "      --with-values        statements with their constants, where you may\n"
+			   "                           read them (default: normalized, $1, $2, ...)\n\n", p);
+	}
+	else
+	{
+		printf("%s incidents lists the incidents the server kept, one line each: the\n"
+			   "open ones first, then the closed ones (extension 1.4 or later).\n\n", p);
+		printf("Usage:\n"
+			   "  %s [OPTION]... incidents [DBNAME | CONNINFO]\n\n", p);
+		printf("Options:\n"
+			   "      --json               one JSON document instead of lines\n\n");
+		printf("\"%s report --incident=ID\" gives one incident's whole report.\n\n", p);
+	}
+	connection_usage();
 	printf("Other options:\n"
-		   "  -V, --version            print the version and exit\n"
-		   "  -?, --help               show this help and exit\n\n");
-	printf("In top: q quits, p or space pauses, s switches the statements' sort\n"
-		   "(cost, volume, recent).  Not on a terminal, top prints plain text each refresh.\n");
+		   "  -?, --help               show this help and exit\n\n"
+		   "\"%s --help\" lists every command.\n", p);
 }
 
 static void
@@ -132,7 +219,7 @@ main(int argc, char **argv)
 		{"live", no_argument, NULL, 5},
 		{"with-values", no_argument, NULL, 6},
 		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, '?'},
+		{"help", no_argument, NULL, 7},
 		{NULL, 0, NULL, 0}
 	};
 	const char *keywords[9];
@@ -148,6 +235,7 @@ main(int argc, char **argv)
 				live = false,
 				text = false,
 				with_values = false,
+				help = false,
 				interval_given = false,
 				iterations_given = false;
 	TopOptions top = {1.0, 0};
@@ -164,11 +252,6 @@ main(int argc, char **argv)
 	setlocale(LC_NUMERIC, "C");
 	text_init();
 
-	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
-	{
-		usage();
-		return 0;
-	}
 	if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0))
 	{
 		printf("pg_contention (client) %s\n", PGC_CLIENT_PROGRAM_VERSION);
@@ -222,12 +305,19 @@ main(int argc, char **argv)
 			case 'V':
 				printf("pg_contention (client) %s\n", PGC_CLIENT_PROGRAM_VERSION);
 				return 0;
+			case 7:
+				help = true;
+				break;
 			case '?':
 				if (strcmp(argv[optind - 1], "-?") == 0)
 				{
-					usage();
-					return 0;
+					help = true;
+					break;
 				}
+				/* -h is the host, as in psql: say so to who meant help */
+				if (optopt == 'h')
+					fprintf(stderr, "%s: -h is the host option, as in psql; -? or --help shows the help\n",
+							progname_get());
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname_get());
 				return EXIT_UNKNOWN;
 			default:
@@ -238,6 +328,17 @@ main(int argc, char **argv)
 
 	if (optind < argc)
 		command = argv[optind++];
+	if (help)
+	{
+		/* A command's own help, or everything when there is none. */
+		if (command != NULL &&
+			(strcmp(command, "top") == 0 || strcmp(command, "check") == 0 ||
+			 strcmp(command, "report") == 0 || strcmp(command, "incidents") == 0))
+			command_usage(command);
+		else
+			usage();
+		return 0;
+	}
 	if (optind < argc && dbname == NULL)
 		dbname = argv[optind++];
 	if (optind < argc)

@@ -197,12 +197,25 @@ html_victims(Buf *b, const Snapshot *s, const Conn *c)
  * or an incident's frozen one (its details' history), the same charts.
  */
 static void
-html_seconds_charts(Buf *b, const Second *sec, int nseconds)
+html_seconds_charts(Buf *b, const Second *sec, int nseconds, const char *problem)
 {
 	ChartSeries classes[NUM_CLASSES];
 	ChartSeries one;
 	size_t		stride = sizeof(Second);
 	const double *epochs = nseconds ? &sec[0].epoch : NULL;
+	/* What the problem is about first: the horizon's age for a held one. */
+	bool		horizon_first = problem != NULL &&
+		(strcmp(problem, "xmin_horizon_held") == 0 ||
+		 strcmp(problem, "dead_tuple_index_scan") == 0 ||
+		 strcmp(problem, "hot_chain_scan") == 0);
+
+	one.name = "xmin age";
+	one.color = "#1565c0";
+	one.values = nseconds ? &sec[0].horizon_age : NULL;
+	one.stride = stride;
+	if (horizon_first)
+		chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
+				  epochs, stride, nseconds, &one, 1, false);
 
 	for (int k = 0; k < NUM_CLASSES; k++)
 	{
@@ -217,7 +230,6 @@ html_seconds_charts(Buf *b, const Second *sec, int nseconds)
 	one.name = "lookups/s";
 	one.color = "#c62828";
 	one.values = nseconds ? &sec[0].lookups : NULL;
-	one.stride = stride;
 	chart_svg(b, "lookups", "pg_subtrans lookups per second by readers",
 			  "Subtrans pages read or hit, less parent records",
 			  epochs, stride, nseconds, &one, 1, false);
@@ -228,11 +240,14 @@ html_seconds_charts(Buf *b, const Second *sec, int nseconds)
 	chart_svg(b, "overflowed", "Backends with an overflowed subtransaction cache",
 			  "most in one sample", epochs, stride, nseconds, &one, 1, false);
 
-	one.name = "xmin age";
-	one.color = "#1565c0";
-	one.values = nseconds ? &sec[0].horizon_age : NULL;
-	chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
-			  epochs, stride, nseconds, &one, 1, false);
+	if (!horizon_first)
+	{
+		one.name = "xmin age";
+		one.color = "#1565c0";
+		one.values = nseconds ? &sec[0].horizon_age : NULL;
+		chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
+				  epochs, stride, nseconds, &one, 1, false);
+	}
 }
 
 static void
@@ -245,7 +260,7 @@ html_charts(Buf *b, const Snapshot *s)
 		buf_printf(b, "<p class=\"meta\">%d seconds recorded by the sampler, from %s to %s "
 				   "(a gap in a line is a time it recorded nothing, such as a restart).</p>\n",
 				   s->nseconds, fmt_clock(sec[0].epoch), fmt_clock(sec[s->nseconds - 1].epoch));
-	html_seconds_charts(b, s->seconds, s->nseconds);
+	html_seconds_charts(b, s->seconds, s->nseconds, NULL);
 }
 
 static void
@@ -268,7 +283,7 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 		"statement"
 	};
 	static const char *const event_headers[] = {
-		"time", "pid", "database", "user", "application", "statement"
+		"first", "last", "events", "pid", "database", "user", "application", "statement"
 	};
 	char		near[64];
 
@@ -366,8 +381,8 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 	}
 	table_end(b, s->nindexes);
 
-	table_start(b, "Latest subtransaction-cache overflow events", event_headers, 6, s->nevents,
-				"None recorded.");
+	table_start(b, "Latest subtransaction-cache overflow events, by session and statement",
+				event_headers, 8, s->nevents, "None recorded.");
 	for (int i = 0; i < s->nevents; i++)
 	{
 		const EventRow *r = &s->events[i];
@@ -375,6 +390,10 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 
 		buf_append(b, "<tr>");
 		cell(b, r->time);
+		/* the time alone when it is the same day */
+		cell(b, strlen(r->last_time) > 11 && strncmp(r->time, r->last_time, 11) == 0 ?
+			 r->last_time + 11 : r->last_time);
+		cell_number(b, fmt_count(r->events));
 		snprintf(n, sizeof(n), "%d", r->pid);
 		cell_number(b, n);
 		cell(b, r->datname);
@@ -402,6 +421,42 @@ write_out(const char *path, const char *data, size_t len)
 	return ok;
 }
 
+/*
+ * The incidents open now (extension 1.4): what the server itself judged
+ * worth an incident, each with the command for its frozen report.
+ */
+static void
+html_open_incidents(Buf *b, const Snapshot *s, const Conn *c)
+{
+	static const char *const headers[] = {
+		"id", "severity", "problem", "opened", "last seen", "subject"
+	};
+	int			open = 0;
+
+	if (!c->has_incidents)
+		return;
+	for (int i = 0; i < s->incidents.n; i++)
+		open += s->incidents.rows[i].closed[0] == '\0';
+	table_start(b, "Open incidents (pg_contention report --incident=ID: each one's frozen report)",
+				headers, 6, open, "None: the server has no incident open.");
+	for (int i = 0; i < s->incidents.n; i++)
+	{
+		const Incident *r = &s->incidents.rows[i];
+
+		if (r->closed[0] != '\0')
+			continue;
+		buf_append(b, "<tr>");
+		cell_number(b, r->id);
+		cell(b, r->severity);
+		cell(b, r->problem);
+		cell(b, r->opened);
+		cell(b, r->last_seen);
+		cell_query(b, r->subject);
+		buf_append(b, "</tr>\n");
+	}
+	table_end(b, open);
+}
+
 static int
 report_html(Conn *c, const char *path, bool with_values)
 {
@@ -417,6 +472,7 @@ report_html(Conn *c, const char *path, bool with_values)
 	scope.row_limit = 20;
 	scope.sort = SORT_COST;
 	scope.events = true;
+	scope.incidents = 1;		/* the open ones (and the last closed) */
 	scope.without_values = !with_values;
 	if (!snapshot_take(c, &scope, &s, &message))
 	{
@@ -448,6 +504,7 @@ report_html(Conn *c, const char *path, bool with_values)
 	buf_append(&b, "</p>\n");
 
 	html_findings(&b, &s);
+	html_open_incidents(&b, &s, c);
 	/* The charts before the tables: the top of the page shows the story. */
 	html_charts(&b, &s);
 	html_victims(&b, &s, c);
@@ -591,6 +648,7 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 	Second	   *seconds;
 	int			nseconds;
 	bool		open;
+	bool		peak_at_open;
 	const char *details;
 	char		title[64];
 
@@ -758,16 +816,21 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 
 	buf_append(&b, "<h2>Timeline</h2>\n");
 	table_start(&b, "Open, peak and close", timeline_headers, 5, 3, "");
-	buf_append(&b, "<tr>");
-	cell(&b, "opened");
-	cell(&b, PQgetvalue(inc, 0, 7));
-	cell(&b, PQgetvalue(inc, 0, 12));
-	cell(&b, PQgetvalue(inc, 0, 13));
-	cell(&b, PQgetisnull(inc, 0, 14) ? "(not kept)" : PQgetvalue(inc, 0, 14));
-	buf_append(&b, "</tr>\n");
+	/* Opened at its peak: one row, not the same figures twice. */
+	peak_at_open = strcmp(PQgetvalue(inc, 0, 7), PQgetvalue(inc, 0, 8)) == 0;
+	if (!peak_at_open)
+	{
+		buf_append(&b, "<tr>");
+		cell(&b, "opened");
+		cell(&b, PQgetvalue(inc, 0, 7));
+		cell(&b, PQgetvalue(inc, 0, 12));
+		cell(&b, PQgetvalue(inc, 0, 13));
+		cell(&b, PQgetisnull(inc, 0, 14) ? "(not kept)" : PQgetvalue(inc, 0, 14));
+		buf_append(&b, "</tr>\n");
+	}
 	timeline_restarts(&b, inc, PQgetvalue(inc, 0, 8), false);
 	buf_append(&b, "<tr>");
-	cell(&b, "peak");
+	cell(&b, peak_at_open ? "opened at its peak" : "peak");
 	cell(&b, PQgetvalue(inc, 0, 8));
 	cell(&b, PQgetvalue(inc, 0, 1));
 	cell(&b, PQgetvalue(inc, 0, 2));
@@ -790,7 +853,7 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 				   nseconds, fmt_clock(seconds[0].epoch), fmt_clock(seconds[nseconds - 1].epoch));
 	else
 		buf_append(&b, "<p class=\"none\">No seconds were kept with this incident.</p>\n");
-	html_seconds_charts(&b, seconds, nseconds);
+	html_seconds_charts(&b, seconds, nseconds, PQgetvalue(inc, 0, 0));
 	free(seconds);
 
 	buf_append(&b, "<h2>Evidence at the peak</h2>\n");

@@ -9,6 +9,7 @@
 use strict;
 use warnings;
 use IPC::Run;
+use Encode qw(decode_utf8);
 use JSON::PP;
 use Compress::Zlib;
 use PostgreSQL::Test::Cluster;
@@ -41,6 +42,27 @@ sub client
 my ($rc, $out, $err) = client('--help');
 is($rc, 0, '--help exits 0');
 like($out, qr/^Usage:\n  pg_contention \[OPTION\]\.\.\. COMMAND/m, '--help shows the usage');
+like($out, qr/^"pg_contention COMMAND --help" shows one command's help/m, '--help says each command has its own');
+# Each command's help, as PostgreSQL's programs give theirs, with --help
+# or -? anywhere on the line, and only its own options.
+my %own = (top => qr/^Keys:\n  q /m, check => qr/^Exit status:\n  0 /m,
+	report => qr/--incident=ID/, incidents => qr/report --incident=ID" gives/);
+for my $command (sort keys %own)
+{
+	for my $args ([ $command, '--help' ], [ '-?', $command ], [ $command, '-d', 'nowhere', '-?' ])
+	{
+		($rc, $out, $err) = client(@$args);
+		ok($rc == 0 && $err eq '', "@$args exits 0");
+		like($out, qr/^Usage:\n  pg_contention \[OPTION\]\.\.\. $command \[DBNAME \| CONNINFO\]$/m,
+			"@$args: $command's usage");
+	}
+	like($out, $own{$command}, "$command's help has what is its own");
+	like($out, qr/^Connection options:\n  -h, --host=HOSTNAME/m, "$command's help has the connection options");
+	unlike($out, qr/^Commands:/m, "$command's help does not list every command");
+}
+($rc, $out, $err) = client('check', '-h');
+is($rc, 3, 'check -h: a usage error (the host, as in psql)');
+like($err, qr/-h is the host option, as in psql; -\? or --help shows the help/, 'check -h says what -h is');
 ($rc, $out) = client('--version');
 like($out, qr/^pg_contention \(client\) \d+\.\d+$/m, '--version');
 for my $bad ([ [], qr/no command given/ ],
@@ -299,6 +321,17 @@ like($page, qr{<section class="finding critical"><h3><span class="sev">critical<
 	'the critical finding is on the page');
 like($page, qr{<td class="n">$overflowed_pid</td>.*?<td class="n">64</td><td>yes</td>}s,
 	'the overflowed backend is in the evidence table');
+# The overflow events, one row per session and statement: pgbench's
+# sessions overflow at every transaction, each a row with its count and
+# time range, not a screen of identical rows.
+my ($events) = $page =~ m{Latest subtransaction-cache overflow events, by session and statement(.*?)</table>}s;
+my @event_rows = map { [ map { s/<[^>]+>//gr } /<td[^>]*>(.*?)<\/td>/g ] } ($events // '') =~ m{<tr>(<td.*?)</tr>}g;
+my %pair;
+$pair{"$_->[3] $_->[7]"}++ for @event_rows;
+ok(@event_rows > 0 && !grep({ $_ > 1 } values %pair),
+	'report --html: the overflow events, one row per session and statement (' . scalar(@event_rows) . ' rows)');
+ok((grep { $_->[2] =~ /^[\d,]+$/ && $_->[2] =~ tr/,//dr > 1 && $_->[1] =~ /\d\d:\d\d:\d\d$/ } @event_rows),
+	'report --html: a pgbench session\'s row counts its events, with the last one\'s time');
 ($rc, $out) = client('report', '--text');
 like($out, qr/^pg_contention report at .*== Findings \(\d+\).*== The last 60 seconds .* xmin age$/ms,
 	'report --text prints the server\'s report');
@@ -340,7 +373,7 @@ like($out, qr/^ +$overflowed_pid postgres +\S+ +loader +idle in transaction +64 
 SKIP:
 {
 	my $tmux = find_program('tmux');
-	skip 'tmux is not installed', 12 unless $tmux;
+	skip 'tmux is not installed', 33 unless $tmux;
 	my $socket = "$tmp/tmux.sock";
 	my @tmux = ($tmux, '-u', '-S', $socket);
 	local $ENV{TERM} = 'xterm-256color';
@@ -373,6 +406,67 @@ SKIP:
 	like($s, qr/^ +critical +dead_tuple_index_scan index public\.orders_customer/m,
 		'the critical finding is on screen');
 	like($s, qr/^ subtrans lookups\/s +.*[▁▂▃▄▅▆▇█]/m, 'the history as sparklines');
+
+	# The same screen on an ordinary terminal, a larger and a wide one:
+	# every table that has rows shows some (no heading over nothing: the
+	# sparklines give way), the mode and the sort always in sight, and at
+	# 80x24 the first finding read whole (enter), what its row cuts.
+	# A frame drawn at that width: its header is as wide, its keys last
+	# (tmux trims the last blank).
+	my $frame_at = sub {
+		my ($w) = @_;
+		my $s = '';
+		for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+		{
+			$s = $screen->();
+			my ($first) = split /\n/, $s;
+			my $n = length(decode_utf8($first // ''));
+			# (Its keys end it: old content beyond an earlier width does not.)
+			return $s if $n >= $w - 1 && $n <= $w && ($first // '') =~ /^ pg_contention top .*enter(: read)?\s*$/;
+			select(undef, undef, undef, 0.1);
+		}
+		return $s;
+	};
+	my $subject = $node->safe_psql('postgres',
+		"SELECT subject FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan'");
+	for my $size ([ 80, 24 ], [ 120, 40 ], [ 200, 60 ])
+	{
+		my ($w, $h) = @$size;
+		system(@tmux, 'resize-window', '-t', 'pgc', '-x', $w, '-y', $h) == 0 or die 'tmux resize-window failed';
+		$s = $frame_at->($w);
+		my @lines = split /\n/, $s;
+		like($lines[0], qr/^ pg_contention top  sort: cost  /, "${w}x$h: the header starts with the sort");
+		my @empty = grep { /\(\d+, 0 shown\)/ } @lines;
+		is(join(' | ', @empty), '', "${w}x$h: no table heading without a row under it");
+		like($s, qr/^ +critical +dead_tuple_index_scan /m, "${w}x$h: the critical finding");
+		like($s, qr/^Holders of the xmin horizon \(\d+(, \d+ shown)?\)\n.*\n.*\b(backend|prepared)/m,
+			"${w}x$h: the holders' table has rows");
+		unlike($s, qr/^\S.*\b(\d+)\b +\1 +[\d,]+ +\S+ +(yes|no) /m, "${w}x$h: no holder's pid twice");
+	}
+	system(@tmux, 'send-keys', '-t', 'pgc', 'p');
+	like($until->(qr/^ pg_contention top  PAUSED  sort: /), qr/^ pg_contention top  PAUSED  sort: cost/,
+		'at 200x60, p pauses, said first on the header');
+	system(@tmux, 'resize-window', '-t', 'pgc', '-x', 80, '-y', 24);
+	like($frame_at->(80), qr/^ pg_contention top  PAUSED  sort: cost/,
+		'at 80x24 too: the mode and the sort are never cut');
+	system(@tmux, 'send-keys', '-t', 'pgc', 'p');
+	# Down to the dead_tuple_index_scan finding, and read it whole.
+	$s = $screen->();
+	my @rows = $s =~ /^[ >](critical|warning|info) +(\w+) /mg;
+	my %pos;
+	for (my $i = 0; $i < @rows; $i += 2) { $pos{ $rows[ $i + 1 ] } //= $i / 2 }
+	system(@tmux, 'send-keys', '-t', 'pgc', 'Down') for 1 .. ($pos{dead_tuple_index_scan} // 0);
+	system(@tmux, 'send-keys', '-t', 'pgc', 'Enter');
+	$s = $until->(qr/^Finding \d+ of \d+: critical dead_tuple_index_scan/m);
+	like($s, qr/^Finding \d+ of \d+: critical dead_tuple_index_scan, since /m, 'enter: the selected finding read whole');
+	my ($shown) = $s =~ /^Subject\n((?:  .*\n)+)/m;
+	is(join(' ', map { s/^\s+|\s+$//gr } split /\n/, $shown // ''), $subject =~ s/\s+/ /gr,
+		'at 80x24 its whole subject, wrapped at spaces');
+	like($s, qr/^Evidence\n  \S/m, 'its evidence');
+	like($s, qr/^Advice\n  \S/m, 'its advice');
+	system(@tmux, 'send-keys', '-t', 'pgc', 'Escape');
+	like($until->(qr/^Findings over/m), qr/^Findings over/m, 'esc: back to the tables');
+	system(@tmux, 'resize-window', '-t', 'pgc', '-x', 160, '-y', 58);
 
 	system(@tmux, 'send-keys', '-t', 'pgc', 's');
 	like($until->(qr/sort: volume/), qr/sort: volume/, 's switches the sort');

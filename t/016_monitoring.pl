@@ -63,11 +63,24 @@ is($node->safe_psql('postgres',
 
 is($node->safe_psql('postgres',
 	"SELECT string_agg(DISTINCT metric, ',' ORDER BY metric) FROM pg_contention_metrics('{horizon,findings}')"),
-	'cluster_horizon_age_xids,findings,horizon_age_xids,horizon_blocking_holders,horizon_held_seconds,incidents_open,incidents_opened_total',
+	'cluster_horizon_age_xids,findings,horizon_age_xids,horizon_blocking_holders,horizon_held_seconds',
 	'families limit the rows to theirs');
+is($node->safe_psql('postgres',
+	"SELECT string_agg(DISTINCT metric, ',' ORDER BY metric) FROM pg_contention_metrics('{incidents}')"),
+	'incidents_open,incidents_opened_total', 'the incidents, a family of their own (no evaluation of the findings)');
 my ($ret, $out, $err) = $node->psql('postgres', "SELECT * FROM pg_contention_metrics('{horizon,bogus}')");
-like($err, qr/ERROR:  unknown metric family in \{horizon,bogus\}\nHINT:  The families are subxact, sampler, horizon, index, old_snapshot and findings/,
+like($err, qr/ERROR:  unknown metric family in \{horizon,bogus\}\nHINT:  The families are subxact, sampler, horizon, index, old_snapshot, findings and incidents/,
 	'an unknown family is an error that lists them');
+
+# ---- The manual's list of metrics (doc/monitoring.md's table) is what
+# the view returns, and (below) what the exporter and pgwatch give.
+my ($table) = slurp_file(dirname(__FILE__) . '/../doc/monitoring.md')
+  =~ /^## pg_contention_metrics\n(.*?)^## /ms;
+my @documented = sort map { /`(\w+)`/g } map { (split /\|/)[1] } grep { /^\| `/ } split /\n/, $table;
+ok(@documented >= 20, scalar(@documented) . ' metrics in doc/monitoring.md');
+# The name a metric is exported under: the query's name, an underscore,
+# the column (the findings' count column).
+sub exported_name { return $_[0] eq 'findings' ? 'pg_contention_findings_count' : "pg_contention_$_[0]" }
 
 # ---- During the incidents.
 $node->safe_psql('postgres', q{
@@ -91,6 +104,11 @@ $node->safe_psql('postgres', 'SET enable_bitmapscan = off; SELECT * FROM orders 
 PgContention::Test::evaluated_twice($node);
 my %metric = map { my @c = split /\|/; ("$c[0] $c[1]" => $c[2]) } split /\n/,
   $node->safe_psql('postgres', 'SELECT metric, labels, value FROM pg_contention_metrics');
+# (During the incidents every metric has rows: the index's only when
+# some scan met dead entries.)
+my %names = map { (split / /)[0] => 1 } keys %metric;
+is(join(',', @documented), join(',', sort keys %names),
+	'the manual lists every metric of the view, and no other');
 is($metric{'overflowed_backends {}'}, 1, 'the overflowed session is counted');
 ok($metric{'overflow_events_total {}'} >= 1, 'its overflow event is counted');
 ok($metric{'horizon_age_xids {"kind": "backend"}'} >= 1, 'the horizon is held by a backend');
@@ -156,6 +174,9 @@ unless (%served_names)
 		  if $line =~ /^    - (\w+):$/ && $queries !~ /^    - $1:\n        usage: "LABEL"/m;
 	}
 }
+is(join(', ', grep { !$served_names{ exported_name($_) } } @documented), '',
+	'every metric of the manual is exported by the exporter\'s queries file'
+	  . ($served ? ' (a scrape returned each)' : ' (as the file defines them)'));
 my @unknown = grep { !$served_names{$_} } map { /(pg_contention_\w+)/g } @exprs;
 is_deeply(\@unknown, [], 'every metric the dashboard queries is one the exporter serves');
 ok((grep { /pg_contention_findings_count/ } @exprs)
@@ -165,17 +186,22 @@ ok((grep { /pg_contention_findings_count/ } @exprs)
 
 # ---- pgwatch: each definition runs and gives epoch_ns and its columns.
 my $pgwatch = slurp_file("$examples/pgwatch/pg_contention.yaml");
-my @blocks = $pgwatch =~ /^      13: \|\n((?:        .*\n)+)/mg;
-is(scalar @blocks, 4, 'four pgwatch metric definitions');
-for my $sql (@blocks)
+my @blocks = $pgwatch =~ /^  (\w+):\n(?:    .*\n)*?      13: \|\n((?:        .*\n)+)/mg;
+is(scalar @blocks, 2 * 5, 'five pgwatch metric definitions');
+my %pgwatch_names;
+while (my ($metric, $sql) = splice(@blocks, 0, 2))
 {
 	$sql =~ s/^        //mg;
-	my ($name) = $sql =~ /AS (\w+)$/m;
 	($ret, $out, $err) = $node->psql('postgres',
 		"SELECT count(*) > 0 AND bool_and(epoch_ns > 0) FROM ($sql) AS pgwatch");
-	is("$ret $out", '0 t', "the pgwatch definition ending with $name runs, with epoch_ns")
+	is("$ret $out", '0 t', "the pgwatch definition $metric runs, with epoch_ns")
 	  or diag($err);
+	# Its fields, named as the exporter's metrics are (tags and the time apart).
+	$pgwatch_names{"${metric}_$_"} = 1 for grep { !/^(epoch_ns|tag_\w+)$/ } split /,/, $node->safe_psql('postgres',
+		"SELECT string_agg(k, ',') FROM (SELECT * FROM ($sql) AS q LIMIT 1) AS q, jsonb_object_keys(to_jsonb(q)) AS k");
 }
+is(join(', ', grep { !$pgwatch_names{ exported_name($_) } } @documented), '',
+	'every metric of the manual is given by the pgwatch definitions');
 
 # ---- The alerting rules: promtool checks them and runs their unit tests.
 SKIP:

@@ -127,6 +127,17 @@ my $id = $node->safe_psql('postgres',
 
 	($rc, $out) = client('report', '--incident', $id);
 	like($out, qr/^Closed: +no, still open \(severity now /m, 'report of an open incident says so');
+
+	# The live reports name it, with the command for its frozen report.
+	($rc, $out) = client('report');
+	like($out, qr/^== Open incidents \(1\)\n$id\. \[(warning|critical)\] xmin_horizon_held: pid $holder_pid .*\n   Opened \d{4}-\d\d-\d\d \d\d:\d\d:\d\d, last seen at warning or above \d{4}-[-\d: ]+; its report: pg_contention report --incident=$id$/m,
+		'the live report names the open incident, with the command for its report');
+	no_server_escapes($out, 'report (live, an incident open)');
+	($rc, $out) = client('report', '--html', '-');
+	like($out, qr{<h3>Open incidents \(pg_contention report --incident=ID[^<]*</h3>\s*<table>.*?<tr><td class="n">$id</td><td>(warning|critical)</td><td>xmin_horizon_held</td>}s,
+		'report --html: the open incidents\' table');
+	no_server_escapes($out, 'report --html (an incident open)');
+	unlike($out, qr/<i>&'/, 'report --html: the role\'s markup escaped');
 }
 SKIP:
 {
@@ -210,6 +221,16 @@ cmp_ok($frozen_seconds, '>', 0, 'the incident froze history seconds');
 		like($html, qr/<svg id="chart-$chart" class="chart" [^>]*data-points="$frozen_seconds"/,
 			"HTML: the $chart chart drawn from the $frozen_seconds frozen seconds");
 	}
+	my @order = $html =~ /<svg id="chart-(\w+)"/g;
+	is($order[0], 'horizon', 'HTML: an xmin incident\'s page shows the horizon\'s age first');
+	# The timeline: opened and peak in one row when it opened at its peak,
+	# else two rows that differ.
+	my ($timeline) = $html =~ m{<h3>Open, peak and close</h3>(.*?)</table>}s;
+	my @moments = ($timeline // '') =~ m{<tr><td>([^<]*)</td>}g;
+	my $at_peak = $node->safe_psql('postgres',
+		"SELECT date_trunc('second', opened) = date_trunc('second', peak) FROM pg_contention_incidents WHERE id = $id");
+	is(join(', ', @moments), $at_peak eq 't' ? 'opened at its peak, closed' : 'opened, peak, closed',
+		'HTML: the timeline repeats no row (opened at its peak: one row for both)');
 	my ($horizon) = $html =~ /<svg id="chart-horizon"[^>]*data-max="([0-9.e+]+)"/;
 	cmp_ok($horizon // 0, '>', 0, 'HTML: the frozen xmin age is on the chart');
 	like($html, qr/<section class="finding (warning|critical)">/, 'HTML: the incident at its peak');

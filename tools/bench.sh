@@ -305,9 +305,9 @@ findings_cost() {
 			for ((k = 0; k <= 30; k++)); do echo "SELECT count(*) FROM pg_contention_findings;"; done
 			for ((k = 0; k <= 30; k++)); do echo "SELECT length(pg_contention_report());"; done
 			for ((k = 0; k <= 30; k++)); do echo "SELECT count(*) FROM pg_contention_metrics;"; done
-			# One scrape of examples/postgres_exporter/queries.yaml: its four queries.
+			# One scrape of examples/postgres_exporter/queries.yaml: its five queries.
 			for ((k = 0; k <= 30; k++)); do
-				echo "SELECT (SELECT count(*) FROM pg_contention_metrics('{subxact,sampler,horizon,old_snapshot}')) + (SELECT count(*) FROM pg_contention_metrics('{horizon}')) + (SELECT count(*) FROM pg_contention_metrics('{index}')) + (SELECT count(*) FROM pg_contention_metrics('{findings}'));"
+				echo "SELECT (SELECT count(*) FROM pg_contention_metrics('{subxact,sampler,horizon,old_snapshot,incidents}')) + (SELECT count(*) FROM pg_contention_metrics('{horizon}')) + (SELECT count(*) FROM pg_contention_metrics('{index}')) + (SELECT count(*) FROM pg_contention_metrics('{findings}')) + (SELECT count(*) FROM pg_contention_metrics('{incidents}'));"
 			done
 		} >"$work/timed.sql"
 		chmod 644 "$work/timed.sql"
@@ -446,7 +446,7 @@ if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
 	echo "| pg_contention_findings, median of the next 30, ms: empty stores / full ($findings_fill) | ${findings_ms[empty]} / ${findings_ms[full]} |"
 	echo "| pg_contention_report(), median of 30, ms: empty / full | ${report_ms[empty]} / ${report_ms[full]} |"
 	echo "| pg_contention_metrics, median of 30, ms: empty / full | ${metrics_ms[empty]} / ${metrics_ms[full]} |"
-	echo "| one postgres_exporter scrape (its four queries), median of 30, ms: empty / full | ${scrape_ms[empty]} / ${scrape_ms[full]} |"
+	echo "| one postgres_exporter scrape (its queries), median of 30, ms: empty / full | ${scrape_ms[empty]} / ${scrape_ms[full]} |"
 	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms (its backend, start to exit); wall time per check, median, ms: reading the worker's evaluation / --live / a bare psql -c 'SELECT 1' | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]} / ${check_cpu_ms[connect]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} / ${check_wall_ms[connect]} |"
 	echo "| pg_contention top, one session refreshing every 0.5 s, stores full: its backend's CPU per refresh over 40 refreshes, ms, median of 3 | $top_cpu_ms |"
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | $incident_pct; $incident_ms ($incident_max) |"
@@ -642,7 +642,7 @@ out=$work/results.md
 	echo "| pg_contention_findings, median of the next 30: empty stores / full ($findings_fill), ms | | ${findings_ms[empty]} / ${findings_ms[full]} | | |"
 	echo "| pg_contention_report(), median of 30: empty / full, ms | | ${report_ms[empty]} / ${report_ms[full]} | | |"
 	echo "| pg_contention_metrics, median of 30: empty / full, ms | | ${metrics_ms[empty]} / ${metrics_ms[full]} | | |"
-	echo "| one postgres_exporter scrape (its four queries), median of 30: empty / full, ms | | ${scrape_ms[empty]} / ${scrape_ms[full]} | | |"
+	echo "| one postgres_exporter scrape (its queries), median of 30: empty / full, ms | | ${scrape_ms[empty]} / ${scrape_ms[full]} | | |"
 	echo "| pg_contention check, a new session each, stores full: the server's CPU per check, ms; wall time per check, median, ms: reading the worker's evaluation / --live / a bare psql -c 'SELECT 1' | | ${check_cpu_ms[kept]} / ${check_cpu_ms[live]} / ${check_cpu_ms[connect]}; ${check_wall_ms[kept]} / ${check_wall_ms[live]} / ${check_wall_ms[connect]} | | |"
 	echo "| pg_contention top, one session refreshing every 0.5 s, stores full: its backend's CPU per refresh over 40 refreshes, ms, median of 3 | | $top_cpu_ms | | |"
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | | $incident_pct; $incident_ms ($incident_max) | | |"

@@ -9,11 +9,18 @@
 #      its version that of pg_contention.control, the files it names present.
 #   2. dpkg-buildpackage -us -uc -b on a scratch copy of the checkout
 #      (debian/control regenerated first with pg_buildext updatecontrol).
+#      The build keeps what it did not build: a client built in the tree
+#      (client/pg_contention) is there after it.
 #   3. apt-get install ./postgresql-N-pg-contention_*.deb: the extension, its
-#      SQL files and the client in the server's directories.
+#      SQL files and the client in the server's directories.  A file of the
+#      package's that no package owns (a make install of a checkout) is
+#      kept aside first, and put back after the purge (or when this script
+#      stops early): the server is never left without its library.
 #   4. debian/tests/installcheck (the regression and isolation suites) on
 #      the installed package, as the user postgres, and the packaged client.
-#   5. apt-get purge: every file of the package gone.
+#   5. apt-get purge: every file of the package gone, and what it replaced
+#      back, byte for byte.  (When no such file is there, a marker in the
+#      client's place stands for one, so that this is always tested.)
 #
 # Needs root (it installs packages); as another user it is SKIPPED.  The last
 # line printed is "package: PASSED FAILED SKIPPED" for tools/test.sh.
@@ -91,26 +98,77 @@ major=$(/usr/share/postgresql-common/supported-versions 2>/dev/null | tail -n 1)
 apt_install dpkg-dev debhelper postgresql-server-dev-all libpq-dev gcc make \
 	"postgresql-$major" libipc-run-perl
 package=postgresql-$major-pg-contention
+# A package installed already is somebody's: this script would replace it
+# and purge it, leaving the server without the library.
+if dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed'; then
+	log "SKIPPED: $package is installed on this machine; remove it first (this script installs its own build and purges it)"
+	finish 1
+fi
 
 work=$(mktemp -d /tmp/pgc-package.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# What the package replaced (files no package owns), kept aside under
+# $work/replaced until the purge; put back whenever this script ends.
+installed_here=0
+restore_replaced() {
+	if [ "$installed_here" -eq 1 ] && dpkg -s "$package" >/dev/null 2>&1; then
+		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "$package" >/dev/null 2>&1
+	fi
+	[ -f "$work/replaced.list" ] || return 0
+	# File by file into directories that exist: never a directory's
+	# attributes copied onto the system's.
+	local f
+	while IFS= read -r f; do
+		cp -a "$work/replaced$f" "$f" || return 1
+	done <"$work/replaced.list"
+	rm -f "$work/replaced.list"
+}
+trap 'restore_replaced; rm -rf "$work"' EXIT
 chmod 755 "$work"
 version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
 src=$work/pg-contention-$version
 copy_checkout "$top" "$src"
 
-# 2. Build.
+# 2. Build, with a client built in the tree beforehand (a marker).
+in_tree_client='#!/bin/sh
+echo "a client built in the tree"'
 build() {
+	printf '%s\n' "$in_tree_client" >"$src/client/pg_contention"
 	(cd "$src" && pg_buildext updatecontrol && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 ||
 		{ tail -n 40 "$work/build.log" >&2; return 1; }
 	ls "$work/${package}_${version}_"*.deb >/dev/null 2>&1 ||
 		{ log "no ${package} package was built"; ls "$work" >&2; return 1; }
 }
 step "dpkg-buildpackage builds $package $version" build || finish
+kept_in_tree() {
+	[ "$(cat "$src/client/pg_contention" 2>/dev/null)" = "$in_tree_client" ] ||
+		{ log "the build removed or replaced client/pg_contention, which it did not build"; return 1; }
+	rm -f "$src/client/pg_contention"
+}
+step "the build keeps a client built in the tree" kept_in_tree
 
 # 3. Install, and see the files where the server looks for them.
 pg_config=/usr/lib/postgresql/$major/bin/pg_config
+planted=
 install_package() {
+	local f
+	# Keep aside every file of the package that is there and no package
+	# owns: a make install of a checkout, which the purge would remove.
+	if [ ! -e "$("$pg_config" --bindir)/pg_contention" ]; then
+		planted=$("$pg_config" --bindir)/pg_contention
+		printf '#!/bin/sh\necho "a make-installed client"\n' >"$planted"
+	fi
+	: >"$work/replaced.list"
+	for f in $(dpkg-deb --fsys-tarfile "$work/${package}_${version}_"*.deb | tar -t | sed 's|^\.||'); do
+		[ -f "$f" ] && ! dpkg -S "$f" >/dev/null 2>&1 || continue
+		mkdir -p "$work/replaced$(dirname "$f")" && cp -a "$f" "$work/replaced$f" || return 1
+		echo "$f" >>"$work/replaced.list"
+	done
+	while IFS= read -r f; do sha256sum "$f"; done <"$work/replaced.list" >"$work/replaced.sha256"
+	# The modes of the directories it installs into, to compare after.
+	dpkg-deb --fsys-tarfile "$work/${package}_${version}_"*.deb | tar -t | sed 's|^\.||; s|/$||' |
+		while IFS= read -r f; do [ -d "$f" ] && stat -c '%a %u %g %n' "$f"; done >"$work/dirs.before"
+	log "kept aside, to put back after the purge: $(wc -l <"$work/replaced.list") file(s) no package owns"
+	installed_here=1
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$work/${package}_${version}_"*.deb \
 		>"$work/install.log" 2>&1 || { tail -n 20 "$work/install.log" >&2; return 1; }
 	local f
@@ -150,4 +208,15 @@ purge() {
 	! dpkg -s "$package" >/dev/null 2>&1
 }
 step "apt-get purge $package removes every file it installed" purge
+put_back() {
+	restore_replaced || return 1
+	[ -s "$work/replaced.sha256" ] || { log "nothing was kept aside"; return 1; }
+	sha256sum --quiet -c "$work/replaced.sha256" || return 1
+	while IFS=' ' read -r _ _ _ f; do stat -c '%a %u %g %n' "$f"; done <"$work/dirs.before" >"$work/dirs.after"
+	diff "$work/dirs.before" "$work/dirs.after" >&2 || { log "a directory's mode or owner changed"; return 1; }
+	if [ -n "$planted" ]; then
+		rm -f "$planted"
+	fi
+}
+step "what the package replaced is back after the purge, byte for byte, every directory as it was" put_back
 finish

@@ -2,7 +2,8 @@
 -- Metrics (1.3): every figure a monitoring system polls, one row each,
 -- with bounded labels (the five worst index scans only).  families limits
 -- the work to some of them: subxact, sampler, horizon, index,
--- old_snapshot, findings (an exporter's queries each read their own).
+-- old_snapshot, findings, incidents (an exporter's queries each read
+-- their own).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_metrics(
 	families text[] DEFAULT NULL,
@@ -19,11 +20,11 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
-	IF NOT coalesce(families, '{}') <@ ARRAY['subxact', 'sampler', 'horizon', 'index', 'old_snapshot', 'findings']
+	IF NOT coalesce(families, '{}') <@ ARRAY['subxact', 'sampler', 'horizon', 'index', 'old_snapshot', 'findings', 'incidents']
 		OR array_position(families, NULL) IS NOT NULL THEN
 		RAISE EXCEPTION 'unknown metric family in %', pg_catalog.left(families::text, 100)
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'The families are subxact, sampler, horizon, index, old_snapshot and findings; NULL reads them all.';
+				  HINT = 'The families are subxact, sampler, horizon, index, old_snapshot, findings and incidents; NULL reads them all.';
 	END IF;
 
 	IF families IS NULL OR 'subxact' = ANY (families) THEN
@@ -184,9 +185,12 @@ BEGIN
 			   (SELECT count(*) FROM f WHERE f.problem = p.problem AND f.severity = s.severity)::float8,
 			   'Current findings (pg_contention_findings) by problem and severity, as the incidents worker last evaluated them (at most two pg_contention.incident_interval ago) when that is this reader''s answer, else evaluated now.', 'gauge'
 		  FROM problems AS p CROSS JOIN severities AS s;
+	END IF;
 
+	IF families IS NULL OR 'incidents' = ANY (families) THEN
 		-- The incidents (1.4): the findings the server remembered.  Cheap:
-		-- read from the store, no evaluation.
+		-- read from the store, no evaluation, so a family of their own that
+		-- an exporter's cheap query can read beside the others.
 		RETURN QUERY
 		WITH problems(problem) AS (
 			VALUES ('subxact_overflow'), ('subtrans_slru_contention'),

@@ -196,6 +196,19 @@ BEGIN
 	report := report || pg_catalog.format(E'\n== Findings (%s)\n%s\n', n,
 		coalesce(section, 'None: nothing pg_contention checks for is wrong now.'));
 
+	-- What the server itself opened an incident for, each with the
+	-- command for its frozen report (texts masked as the view masks them).
+	SELECT count(*),
+		   pg_catalog.string_agg(pg_catalog.format(E'%s. [%s] %s: %s\n   Opened %s, last seen at warning or above %s; its report: pg_contention report --incident=%s',
+				i.id, i.severity, i.problem, i.subject,
+				pg_catalog.to_char(i.opened, 'YYYY-MM-DD HH24:MI:SS'),
+				pg_catalog.to_char(i.last_seen, 'YYYY-MM-DD HH24:MI:SS'), i.id), E'\n' ORDER BY i.opened, i.id)
+	  INTO n, section
+	  FROM @extschema@.pg_contention_incidents(false) AS i
+	 WHERE i.closed IS NULL;
+	report := report || pg_catalog.format(E'\n== Open incidents (%s)\n%s\n', n,
+		coalesce(section, 'None: the server has no incident open.'));
+
 	SELECT pg_catalog.string_agg(pg_catalog.format('%10s %12s %10s %12s %8s  %s',
 				s.calls, s.rows, coalesce(pg_catalog.round(s.blks_per_row::numeric, 1)::text, '-'),
 				s.suboverflowed_calls, s.subtrans_wait_samples,
