@@ -1776,11 +1776,12 @@ overflow_findings AS (
 				   ELSE '.' END AS advice,
 		   jsonb_build_object(
 			   'pids', o.pids, 'earlier_run_pids', o.earlier_run_pids,
-			   -- Of those, the sessions overflowed now: what an incident
-			   -- is last seen with, whose end resolves it.
-			   'overflowed_pids', (SELECT coalesce(pg_catalog.jsonb_agg(l.pid ORDER BY l.pid), '[]')
-									 FROM live AS l
-									WHERE l.subxact_overflowed AND o.pids @> pg_catalog.to_jsonb(l.pid)),
+			   -- Of those, the sessions alive now (overflowed, or between
+			   -- the transactions that overflow): what an incident is
+			   -- last seen with, whose end resolves it.
+			   'alive_pids', (SELECT coalesce(pg_catalog.jsonb_agg(a.pid ORDER BY a.pid), '[]')
+								FROM activity AS a
+							   WHERE o.pids @> pg_catalog.to_jsonb(a.pid)),
 			   'query_id', o.query_id, 'query_ids', o.query_ids,
 			   'database_oid', o.datid::bigint,
 			   'user_oid', o.usesysid::bigint, 'overflow_events', o.events,
@@ -3383,10 +3384,10 @@ BEGIN
 			  CROSS JOIN LATERAL (
 					SELECT e.value AS pid, false AS earlier
 					  FROM pg_catalog.jsonb_array_elements(
-							   -- Those overflowed then, if any were; else every one it names.
-							   CASE WHEN pg_catalog.jsonb_typeof(d.value -> 'overflowed_pids') = 'array'
-										 AND pg_catalog.jsonb_array_length(d.value -> 'overflowed_pids') > 0
-									THEN d.value -> 'overflowed_pids'
+							   -- Those alive then, if any were; else every one it names.
+							   CASE WHEN pg_catalog.jsonb_typeof(d.value -> 'alive_pids') = 'array'
+										 AND pg_catalog.jsonb_array_length(d.value -> 'alive_pids') > 0
+									THEN d.value -> 'alive_pids'
 									WHEN pg_catalog.jsonb_typeof(d.value -> 'pids') = 'array' THEN d.value -> 'pids'
 									WHEN pg_catalog.jsonb_typeof(d.value -> 'culprit_pids') = 'array' THEN d.value -> 'culprit_pids'
 									ELSE '[]' END) AS e

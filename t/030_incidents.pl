@@ -138,7 +138,8 @@ is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_findings WHERE problem IN ('subxact_overflow', 'subtrans_slru_contention') AND severity <> 'info'"),
 	'0', 'no subtransaction finding above info once it ended');
 like($node->safe_psql('postgres', "SELECT resolution FROM pg_contention_incidents WHERE id = $id"),
-	qr/^the overflowing sessions? \(pids? \d+(, \d+)?\) ended$/, 'the resolution names the sessions that ended');
+	qr/^the overflowing sessions \(pids \d+, \d+\) ended$/,
+	'the resolution names the sessions that ended: both of pgbench\'s, alive when last seen (not only the one overflowed at that instant)');
 ok($node->log_contains(qr/LOG:  pg_contention: incident $id closed after \d+ (s|min): the overflowing sessions? \(pids? [\d, ]+\) ended/, $offset),
 	'the close is logged with it');
 is($node->safe_psql('postgres', "SELECT severity IS NULL AND details -> 'closed' ->> 'evidence' ~ '^(Ended at .*)?From ' FROM pg_contention_incidents WHERE id = $id"),
@@ -191,9 +192,9 @@ my $before_later = $node->safe_psql('postgres', 'SELECT clock_timestamp()');
 my @later = overflowing_sessions();
 my @later_pids = pids_of(@later);
 ok($node->poll_query_until('postgres', qq{
-	SELECT bool_or(details -> 'overflowed_pids' \@> '[$later_pids[0]]') AND bool_or(details -> 'overflowed_pids' \@> '[$later_pids[1]]')
+	SELECT bool_or(details -> 'alive_pids' \@> '[$later_pids[0]]') AND bool_or(details -> 'alive_pids' \@> '[$later_pids[1]]')
 	  FROM pg_contention_findings WHERE problem = 'subxact_overflow'}),
-	'the findings name the later sessions, overflowed now');
+	'the findings name the later sessions, alive now');
 $_->quit for @first;
 # (A backend ends after its client: gone from the server first.)
 ok($node->poll_query_until('postgres',
@@ -213,7 +214,7 @@ ok($node->poll_query_until('postgres',
 # overflowed (the first ones' end is no answer), and sessions that started
 # after the details were seen are others, with a reused pid.
 my $remembered = qq{'[{"pids": [$first_pids[0], $first_pids[1], $later_pids[0], $later_pids[1]],
-	"overflowed_pids": [$later_pids[0], $later_pids[1]]}]'};
+	"alive_pids": [$later_pids[0], $later_pids[1]]}]'};
 is($node->safe_psql('postgres',
 	"SELECT pg_contention_incident_resolution('subxact_overflow', $remembered, clock_timestamp()) IS NULL"),
 	't', 'while the later sessions are overflowed, nothing has ended it');

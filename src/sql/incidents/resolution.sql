@@ -47,10 +47,10 @@ BEGIN
 			  CROSS JOIN LATERAL (
 					SELECT e.value AS pid, false AS earlier
 					  FROM pg_catalog.jsonb_array_elements(
-							   -- Those overflowed then, if any were; else every one it names.
-							   CASE WHEN pg_catalog.jsonb_typeof(d.value -> 'overflowed_pids') = 'array'
-										 AND pg_catalog.jsonb_array_length(d.value -> 'overflowed_pids') > 0
-									THEN d.value -> 'overflowed_pids'
+							   -- Those alive then, if any were; else every one it names.
+							   CASE WHEN pg_catalog.jsonb_typeof(d.value -> 'alive_pids') = 'array'
+										 AND pg_catalog.jsonb_array_length(d.value -> 'alive_pids') > 0
+									THEN d.value -> 'alive_pids'
 									WHEN pg_catalog.jsonb_typeof(d.value -> 'pids') = 'array' THEN d.value -> 'pids'
 									WHEN pg_catalog.jsonb_typeof(d.value -> 'culprit_pids') = 'array' THEN d.value -> 'culprit_pids'
 									ELSE '[]' END) AS e
