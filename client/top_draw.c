@@ -614,8 +614,8 @@ wrapped(TopState *t, int indent, const char *text, int max_lines)
 			cut = word_end;
 			q = word_end;
 		}
-		if (cut == NULL)		/* one word wider than the line */
-			cut = q == p ? p + strlen(p) : q;
+		if (cut == NULL)		/* one word wider than the line: cut, go on */
+			cut = p + strcspn(p, " ");
 		buf_reset(&part);
 		buf_appendn(&part, p, (size_t) (cut - p));
 		for (int i = 0; i < indent; i++)

@@ -120,7 +120,11 @@ like($node->safe_psql('postgres', "SELECT details ->> 'key' FROM pg_contention_i
 like($node->safe_psql('postgres', "SELECT jsonb_typeof(details -> 'finding') || ' ' || jsonb_typeof(details -> 'statements')
 	|| ' ' || (jsonb_array_length(details -> 'history') > 0) || ' ' || (details -> 'statements' -> 0 ->> 'query' LIKE 'UPDATE contend%')
 	|| ' ' || (details -> 'opened' ->> 'severity') FROM pg_contention_incidents WHERE id = $id"),
-	qr/^object array true true (warning|critical)$/, 'the frozen evidence: the finding, the culprit statement first, the history');
+	qr/^object array true true (warning|critical)$/, 'the frozen evidence: the finding, the culprit statement first, the history')
+  or diag('the frozen statements: ' . $node->safe_psql('postgres',
+	"SELECT string_agg(left(s ->> 'query', 40) || ' (' || (s ->> 'query_id') || ')', ' | ') FROM pg_contention_incidents,
+	        jsonb_array_elements(details -> 'statements') AS s WHERE id = $id")
+	. '; the finding: ' . $node->safe_psql('postgres', "SELECT details -> 'finding' ->> 'query_id' FROM pg_contention_incidents WHERE id = $id"));
 # The fix: the sessions end (pgbench is stopped).  Closed
 # incident_close_after later, with what ended it; the finding, still in
 # its window, says it has ended, at info (check and the incident agree).

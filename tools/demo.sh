@@ -157,7 +157,8 @@ mkfifo "$work/billing.fifo"
 [ ${#as_user[@]} -eq 0 ] || chown postgres: "$work/billing.fifo"
 "${psql_cmd[@]}" -f "$work/billing.fifo" >/dev/null 2>&1 &
 pids+=($!)
-exec 3>"$work/billing.fifo"
+# (Read-write: an open that cannot block, should psql have failed.)
+exec 3<>"$work/billing.fifo"
 echo "SET application_name = 'billing'; BEGIN; SELECT txid_current();" >&3
 for _ in $(seq 1 100); do
 	n=$(sql -At -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'billing' AND backend_xid IS NOT NULL")
@@ -270,7 +271,7 @@ mkfifo "$work/idle.fifo"
 [ ${#as_user[@]} -eq 0 ] || chown postgres: "$work/idle.fifo"
 "${psql_cmd[@]}" -f "$work/idle.fifo" >/dev/null 2>&1 &
 pids+=($!)
-exec 5>"$work/idle.fifo"
+exec 5<>"$work/idle.fifo"
 echo "SET application_name = 'idle_session';" >&5
 tps_ok=$("${pgbench_cmd[@]}" -n -c 8 -j 2 -T 15 postgres 2>&1 | tps)
 settle

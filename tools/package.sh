@@ -109,20 +109,37 @@ work=$(mktemp -d /tmp/pgc-package.XXXXXX)
 # What the package replaced (files no package owns), kept aside under
 # $work/replaced until the purge; put back whenever this script ends.
 installed_here=0
+planted=
 restore_replaced() {
+	local f d mode owner group failed=0
 	if [ "$installed_here" -eq 1 ] && dpkg -s "$package" >/dev/null 2>&1; then
 		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "$package" >/dev/null 2>&1
 	fi
 	[ -f "$work/replaced.list" ] || return 0
-	# File by file into directories that exist: never a directory's
-	# attributes copied onto the system's.
-	local f
+	# File by file: never a directory's attributes copied onto the
+	# system's.  A directory the purge removed with the package's files (a
+	# make install's own, such as the bitcode's) is made again, as it was.
 	while IFS= read -r f; do
-		cp -a "$work/replaced$f" "$f" || return 1
+		d=$(dirname "$f")
+		if [ ! -d "$d" ]; then
+			mkdir -p "$d"
+			read -r mode owner group _ < <(grep -F " $d" "$work/dirs.before" | awk -v d="$d" '$4 == d' | head -n 1) &&
+				chmod "$mode" "$d" && chown "$owner:$group" "$d"
+		fi
+		cp -a "$work/replaced$f" "$f" || { log "could not put back $f"; failed=1; }
 	done <"$work/replaced.list"
-	rm -f "$work/replaced.list"
+	# The marker that stood for a make-installed client is not one.
+	[ -z "$planted" ] || rm -f "$planted"
+	if [ "$failed" -eq 0 ]; then
+		rm -f "$work/replaced.list"
+	else
+		keep_work=1
+		log "what could not be put back is kept in $work/replaced"
+		return 1
+	fi
 }
-trap 'restore_replaced; rm -rf "$work"' EXIT
+keep_work=0
+trap 'restore_replaced; [ "$keep_work" -eq 1 ] || rm -rf "$work"' EXIT
 chmod 755 "$work"
 version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
 src=$work/pg-contention-$version
@@ -148,7 +165,6 @@ step "the build keeps a client built in the tree" kept_in_tree
 
 # 3. Install, and see the files where the server looks for them.
 pg_config=/usr/lib/postgresql/$major/bin/pg_config
-planted=
 install_package() {
 	local f
 	# Keep aside every file of the package that is there and no package
@@ -209,14 +225,17 @@ purge() {
 }
 step "apt-get purge $package removes every file it installed" purge
 put_back() {
-	restore_replaced || return 1
-	[ -s "$work/replaced.sha256" ] || { log "nothing was kept aside"; return 1; }
-	sha256sum --quiet -c "$work/replaced.sha256" || return 1
-	while IFS=' ' read -r _ _ _ f; do stat -c '%a %u %g %n' "$f"; done <"$work/dirs.before" >"$work/dirs.after"
-	diff "$work/dirs.before" "$work/dirs.after" >&2 || { log "a directory's mode or owner changed"; return 1; }
-	if [ -n "$planted" ]; then
-		rm -f "$planted"
+	local marker=$planted rc=0
+	planted=	# checked below, then removed whatever the checks say
+	restore_replaced || rc=1
+	if [ "$rc" -eq 0 ]; then
+		[ -s "$work/replaced.sha256" ] || { log "nothing was kept aside"; rc=1; }
+		sha256sum --quiet -c "$work/replaced.sha256" || rc=1
+		while IFS=' ' read -r _ _ _ f; do stat -c '%a %u %g %n' "$f"; done <"$work/dirs.before" >"$work/dirs.after"
+		diff "$work/dirs.before" "$work/dirs.after" >&2 || { log "a directory's mode or owner changed"; rc=1; }
 	fi
+	[ -z "$marker" ] || rm -f "$marker"
+	return "$rc"
 }
 step "what the package replaced is back after the purge, byte for byte, every directory as it was" put_back
 finish

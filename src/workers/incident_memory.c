@@ -41,6 +41,7 @@ void
 incident_memory_note(int64 id, const char *details, TimestampTz seen_at)
 {
 	int			i;
+	char	   *copy;
 
 	if (details == NULL)
 		return;
@@ -60,12 +61,17 @@ incident_memory_note(int64 id, const char *details, TimestampTz seen_at)
 		last_seen[nlast].details = NULL;
 		nlast++;
 	}
-	if (last_seen[i].details != NULL)
-		pfree(last_seen[i].details);
-	/* Always an array: the resolution reads it as the last seen findings. */
-	last_seen[i].details = details[0] == '[' ?
+	/*
+	 * Always an array: the resolution reads it as the last seen findings.
+	 * The copy is made before the old one is freed: an error in between
+	 * leaves the entry as it was.
+	 */
+	copy = details[0] == '[' ?
 		MemoryContextStrdup(TopMemoryContext, details) :
 		MemoryContextStrdup(TopMemoryContext, psprintf("[%s]", details));
+	if (last_seen[i].details != NULL)
+		pfree(last_seen[i].details);
+	last_seen[i].details = copy;
 	last_seen[i].seen_at = seen_at;
 }
 
@@ -99,7 +105,7 @@ incident_memory_keep_open(const OpenCopy *open, int nopen)
 			stays = open[j].id == last_seen[i].id && !open[j].close;
 		if (stays)
 			last_seen[kept++] = last_seen[i];
-		else
+		else if (last_seen[i].details != NULL)
 			pfree(last_seen[i].details);
 	}
 	nlast = kept;

@@ -1,7 +1,7 @@
 --
 -- Incidents (1.4): what an incident freezes at its open and at its peak
--- besides the finding itself: the statements it names (else the busiest,
--- not pg_contention's own), the oldest horizon holders (not the client's
+-- besides the finding itself: the statements it names, its culprits'
+-- first, then those that paid (else the busiest, not pg_contention's own), the oldest horizon holders (not the client's
 -- own snapshot; each with its role, by which pg_contention_incidents masks
 -- it for a reader), and the history of the 60 seconds before, oldest
 -- first; at most max_bytes of JSON text: history rows are dropped
@@ -23,6 +23,7 @@ SET jit = off
 AS $$
 DECLARE
 	ids numeric[];
+	culprit_ids numeric[];
 	statements jsonb;
 	holders jsonb;
 	history jsonb;
@@ -42,15 +43,29 @@ BEGIN
 								 AND k.key IN ('query_ids', 'victim_query_ids', 'culprit_query_ids')
 							THEN k.value ELSE '[]' END) AS e) AS v
 	 WHERE pg_catalog.jsonb_typeof(v.value) = 'number';
+	-- Of those, the culprits' (a statement that overflowed, not one that
+	-- paid for it): they come first, whatever the payers' buffers.
+	SELECT pg_catalog.array_agg(DISTINCT v.value::text::numeric)
+	  INTO culprit_ids
+	  FROM (SELECT details -> 'query_id' AS value
+			UNION ALL
+			SELECT e.value
+			  FROM pg_catalog.jsonb_each(details) AS k,
+				   pg_catalog.jsonb_array_elements(
+					   CASE WHEN pg_catalog.jsonb_typeof(k.value) = 'array'
+								 AND k.key IN ('query_ids', 'culprit_query_ids')
+							THEN k.value ELSE '[]' END) AS e) AS v
+	 WHERE pg_catalog.jsonb_typeof(v.value) = 'number';
 
 	SELECT coalesce(jsonb_agg(pg_catalog.jsonb_build_object(
 			   'query_id', s.query_id, 'query', s.query, 'calls', s.calls, 'rows', s.rows,
 			   'shared_blks_hit', s.shared_blks_hit, 'shared_blks_read', s.shared_blks_read,
 			   'blks_per_row', s.blks_per_row, 'suboverflowed_calls', s.suboverflowed_calls,
 			   'subtrans_wait_samples', s.subtrans_wait_samples, 'userid', s.userid)
-			   ORDER BY s.named DESC, s.weight DESC), '[]')
+			   ORDER BY s.culprit DESC, s.named DESC, s.weight DESC), '[]')
 	  INTO statements
 	  FROM (SELECT st.*, st.query_id::numeric = ANY (coalesce(ids, '{}')) AS named,
+				   st.query_id::numeric = ANY (coalesce(culprit_ids, '{}')) AS culprit,
 				   st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls AS weight
 			  FROM @extschema@.pg_contention_statements AS st
 			 -- Not pg_contention's own (the client's, the workers', its
@@ -60,7 +75,8 @@ BEGIN
 				OR (st.application_name IS DISTINCT FROM 'pg_contention'
 					AND coalesce(st.application_name, '') NOT LIKE 'pg\_contention %'
 					AND pg_catalog.strpos(st.query, 'pg_contention') = 0)
-			 ORDER BY st.query_id::numeric = ANY (coalesce(ids, '{}')) DESC,
+			 ORDER BY st.query_id::numeric = ANY (coalesce(culprit_ids, '{}')) DESC,
+					  st.query_id::numeric = ANY (coalesce(ids, '{}')) DESC,
 					  st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls DESC
 			 LIMIT 5) AS s;
 

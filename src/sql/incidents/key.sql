@@ -110,7 +110,7 @@ SELECT CASE problem
 							 -- the pids are kept whole: the resolution asks
 							 -- whether every one of them ended
 							 CASE WHEN pg_catalog.jsonb_typeof(k.value) = 'array'
-									   AND k.key NOT IN ('pids', 'culprit_pids')
+									   AND k.key NOT IN ('pids', 'culprit_pids', 'alive_pids', 'earlier_run_pids')
 									   AND pg_catalog.jsonb_array_length(k.value) > 10
 								  THEN (SELECT pg_catalog.jsonb_agg(e.value ORDER BY e.i)
 										  FROM pg_catalog.jsonb_array_elements(k.value)
