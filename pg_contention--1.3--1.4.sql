@@ -3249,29 +3249,19 @@ DECLARE
 	truncated boolean := false;
 	n integer;
 BEGIN
-	-- The query ids the finding names, wherever its rule put them.
-	SELECT pg_catalog.array_agg(DISTINCT v.value::text::numeric)
-	  INTO ids
-	  FROM (SELECT details -> 'query_id' AS value
+	-- The query ids the finding names, wherever its rule put them; of
+	-- those, the culprits' (a statement that overflowed, not one that paid
+	-- for it), which come first whatever the payers' buffers.
+	SELECT pg_catalog.array_agg(DISTINCT v.value::text::numeric),
+		   pg_catalog.array_agg(DISTINCT v.value::text::numeric) FILTER (WHERE v.culprit)
+	  INTO ids, culprit_ids
+	  FROM (SELECT details -> 'query_id' AS value, true AS culprit
 			UNION ALL
-			SELECT e.value
+			SELECT e.value, k.key <> 'victim_query_ids'
 			  FROM pg_catalog.jsonb_each(details) AS k,
 				   pg_catalog.jsonb_array_elements(
 					   CASE WHEN pg_catalog.jsonb_typeof(k.value) = 'array'
 								 AND k.key IN ('query_ids', 'victim_query_ids', 'culprit_query_ids')
-							THEN k.value ELSE '[]' END) AS e) AS v
-	 WHERE pg_catalog.jsonb_typeof(v.value) = 'number';
-	-- Of those, the culprits' (a statement that overflowed, not one that
-	-- paid for it): they come first, whatever the payers' buffers.
-	SELECT pg_catalog.array_agg(DISTINCT v.value::text::numeric)
-	  INTO culprit_ids
-	  FROM (SELECT details -> 'query_id' AS value
-			UNION ALL
-			SELECT e.value
-			  FROM pg_catalog.jsonb_each(details) AS k,
-				   pg_catalog.jsonb_array_elements(
-					   CASE WHEN pg_catalog.jsonb_typeof(k.value) = 'array'
-								 AND k.key IN ('query_ids', 'culprit_query_ids')
 							THEN k.value ELSE '[]' END) AS e) AS v
 	 WHERE pg_catalog.jsonb_typeof(v.value) = 'number';
 
