@@ -196,6 +196,16 @@ html_victims(Buf *b, const Snapshot *s, const Conn *c)
  * The charts of seconds of history: the live history (pg_contention_history)
  * or an incident's frozen one (its details' history), the same charts.
  */
+/* The xmin horizon's age, one line. */
+static void
+horizon_chart(Buf *b, const Second *sec, int nseconds)
+{
+	ChartSeries one = {"xmin age", "#1565c0", nseconds ? &sec[0].horizon_age : NULL, sizeof(Second)};
+
+	chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
+			  nseconds ? &sec[0].epoch : NULL, sizeof(Second), nseconds, &one, 1, false);
+}
+
 static void
 html_seconds_charts(Buf *b, const Second *sec, int nseconds, const char *problem)
 {
@@ -209,13 +219,8 @@ html_seconds_charts(Buf *b, const Second *sec, int nseconds, const char *problem
 		 strcmp(problem, "dead_tuple_index_scan") == 0 ||
 		 strcmp(problem, "hot_chain_scan") == 0);
 
-	one.name = "xmin age";
-	one.color = "#1565c0";
-	one.values = nseconds ? &sec[0].horizon_age : NULL;
-	one.stride = stride;
 	if (horizon_first)
-		chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
-				  epochs, stride, nseconds, &one, 1, false);
+		horizon_chart(b, sec, nseconds);
 
 	for (int k = 0; k < NUM_CLASSES; k++)
 	{
@@ -230,6 +235,7 @@ html_seconds_charts(Buf *b, const Second *sec, int nseconds, const char *problem
 	one.name = "lookups/s";
 	one.color = "#c62828";
 	one.values = nseconds ? &sec[0].lookups : NULL;
+	one.stride = stride;
 	chart_svg(b, "lookups", "pg_subtrans lookups per second by readers",
 			  "Subtrans pages read or hit, less parent records",
 			  epochs, stride, nseconds, &one, 1, false);
@@ -241,13 +247,7 @@ html_seconds_charts(Buf *b, const Second *sec, int nseconds, const char *problem
 			  "most in one sample", epochs, stride, nseconds, &one, 1, false);
 
 	if (!horizon_first)
-	{
-		one.name = "xmin age";
-		one.color = "#1565c0";
-		one.values = nseconds ? &sec[0].horizon_age : NULL;
-		chart_svg(b, "horizon", "Age of the xmin horizon", "transactions",
-				  epochs, stride, nseconds, &one, 1, false);
-	}
+		horizon_chart(b, sec, nseconds);
 }
 
 static void

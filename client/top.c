@@ -24,6 +24,7 @@
 #include "top.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -177,15 +178,18 @@ fixed_lines(const TopState *t)
 		history_lines(t) + (t->blanks ? sections - 1 + (t->history_mode != HISTORY_NONE) : 0);
 }
 
-/* Lines the tables take with at most cap rows each (findings: 2 lines). */
+/*
+ * Lines the tables take with at most cap rows each: the findings two a
+ * row, the others one and a column header when they show any, but the
+ * incidents (rows[1]), which have none.
+ */
 static int
-table_lines(const int *want, int cap)
+table_lines(const int *rows, int cap)
 {
-	int			used = 2 * (want[0] < cap ? want[0] : cap);
+	int			used = 2 * (rows[0] < cap ? rows[0] : cap);
 
-	/* The incidents (1) have no column header. */
 	for (int k = 1; k < 7; k++)
-		used += (want[k] < cap ? want[k] : cap) + (k > 1 && want[k] > 0);
+		used += (rows[k] < cap ? rows[k] : cap) + (k > 1 && rows[k] > 0 && cap > 0);
 	return used;
 }
 
@@ -193,63 +197,53 @@ table_lines(const int *want, int cap)
  * Rows per table so that the frame fits the screen: the layout first (see
  * layouts), then take one row at a time from the table that has the most,
  * keeping one in each table that has rows while the layout allows it.
+ * rows: the findings, incidents, victims, backends, holders, statements
+ * and indexes, in the order render() draws them.
  */
 static void
-plan_rows(TopState *t, int *findings, int *incidents, int *victims, int *backends,
-		  int *holders, int *statements, int *indexes)
+plan_rows(TopState *t, int rows[7])
 {
 	const Snapshot *s = &t->last;
-	int		   *tables[6] = {incidents, victims, backends, holders, statements, indexes};
-	int			want[7];
 	int			floor_rows = 1;
 	int			chosen = -1;
 
-	*findings = s->nfindings;
-	*incidents = s->incidents.n;
-	*victims = t->c->ext_version >= 104 ? s->nvictims : 0;
-	*backends = s->nbackends;
-	*holders = s->nholders;
-	*statements = s->nstatements;
-	*indexes = s->nindexes;
+	rows[0] = s->nfindings;
+	rows[1] = s->incidents.n;
+	rows[2] = t->c->ext_version >= 104 ? s->nvictims : 0;
+	rows[3] = s->nbackends;
+	rows[4] = s->nholders;
+	rows[5] = s->nstatements;
+	rows[6] = s->nindexes;
 	t->history_mode = HISTORY_FULL;
 	t->blanks = true;
 	if (t->height <= 0)
 		return;
 
-	want[0] = *findings;
-	for (int k = 0; k < 6; k++)
-		want[k + 1] = *tables[k];
 	/* Five rows a table if some layout holds them, else one. */
 	for (int cap = 5; cap >= 1 && chosen < 0; cap -= 4)
 		for (int i = 0; i < (int) (sizeof(layouts) / sizeof(layouts[0])) && chosen < 0; i++)
 		{
 			t->history_mode = layouts[i].history_mode;
 			t->blanks = layouts[i].blanks;
-			if (fixed_lines(t) + table_lines(want, cap) <= t->height)
+			if (fixed_lines(t) + table_lines(rows, cap) <= t->height)
 				chosen = i;
 		}
 	if (chosen < 0)
 		floor_rows = 0;			/* a tiny screen: some tables show none */
 
-	for (;;)
+	while (fixed_lines(t) + table_lines(rows, INT_MAX) > t->height)
 	{
-		int			used = fixed_lines(t) + 2 * *findings;
-		int		   *largest = NULL;
+		int			largest = -1;
 		int			most = floor_rows;
 
-		/* Rows and column header; the incidents have no column header. */
-		for (int k = 0; k < 6; k++)
-			used += *tables[k] + (k > 0 && *tables[k] > 0);
-		if (used <= t->height)
-			break;
 		/* On a tie the lower table gives up a row. */
-		for (int k = 5; k >= 0; k--)
-			if (*tables[k] > most)
-				most = *(largest = tables[k]);
+		for (int k = 6; k >= 1; k--)
+			if (rows[k] > most)
+				most = rows[largest = k];
 		/* Findings go last, and the first one stays. */
-		if (*findings > 1 && 2 * *findings >= most)
-			largest = findings;
-		if (largest == NULL)
+		if (rows[0] > 1 && 2 * rows[0] >= most)
+			largest = 0;
+		if (largest < 0)
 		{
 			/* Every table at its floor: below it, largest first. */
 			if (floor_rows == 0)
@@ -257,7 +251,7 @@ plan_rows(TopState *t, int *findings, int *incidents, int *victims, int *backend
 			floor_rows = 0;
 			continue;
 		}
-		(*largest)--;
+		rows[largest]--;
 	}
 }
 
@@ -272,13 +266,7 @@ gap(TopState *t)
 static void
 render(TopState *t)
 {
-	int			nf = 0,
-				nx = 0,
-				nv = 0,
-				nb = 0,
-				nh = 0,
-				ns = 0,
-				ni = 0;
+	int			rows[7] = {0};
 
 	t->nlines = 0;
 	draw_header(t);
@@ -293,31 +281,31 @@ render(TopState *t)
 		draw_detail(t);
 		return;
 	}
-	plan_rows(t, &nf, &nx, &nv, &nb, &nh, &ns, &ni);
-	draw_findings(t, nf);
+	plan_rows(t, rows);
+	draw_findings(t, rows[0]);
 	gap(t);
 	if (t->c->has_incidents)
 	{
-		draw_incidents(t, nx);
+		draw_incidents(t, rows[1]);
 		gap(t);
 	}
 	if (t->c->ext_version >= 104)
 	{
-		draw_victims(t, nv);
+		draw_victims(t, rows[2]);
 		gap(t);
 	}
-	draw_backends(t, nb);
+	draw_backends(t, rows[3]);
 	gap(t);
-	draw_holders(t, nh);
+	draw_holders(t, rows[4]);
 	gap(t);
 	if (t->history_mode != HISTORY_NONE)
 	{
 		draw_history(t);
 		gap(t);
 	}
-	draw_statements(t, ns);
+	draw_statements(t, rows[5]);
 	gap(t);
-	draw_indexes(t, ni);
+	draw_indexes(t, rows[6]);
 }
 
 static void

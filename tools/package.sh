@@ -123,7 +123,7 @@ restore_replaced() {
 		d=$(dirname "$f")
 		if [ ! -d "$d" ]; then
 			mkdir -p "$d"
-			read -r mode owner group _ < <(grep -F " $d" "$work/dirs.before" | awk -v d="$d" '$4 == d' | head -n 1) &&
+			read -r mode owner group _ < <(awk -v d="$d" '$4 == d { print; exit }' "$work/dirs.before") &&
 				chmod "$mode" "$d" && chown "$owner:$group" "$d"
 		fi
 		cp -a "$work/replaced$f" "$f" || { log "could not put back $f"; failed=1; }
