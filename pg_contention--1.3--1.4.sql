@@ -112,7 +112,8 @@ GRANT SELECT ON @extschema@.pg_contention_info TO PUBLIC;
 -- tables, as the backends that scanned them noted them in their own
 -- database (1.4): a reader in another database (the incidents worker,
 -- pg_contention check) names them from here.  Another database's only for
--- roles with pg_read_all_stats.  Kept in memory, at most index_names_max
+-- roles with pg_read_all_stats.  owner: the index's owner, whom an
+-- incident that no holder explains counts for.  Kept in memory, at most index_names_max
 -- (pg_contention_info counts the evictions).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_names(
@@ -122,7 +123,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_names(
 	OUT schemaname name,
 	OUT relname name,
 	OUT indexrelname name,
-	OUT noted_at timestamp with time zone
+	OUT noted_at timestamp with time zone,
+	OUT owner oid
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_index_names'
@@ -137,7 +139,10 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 -- PL/pgSQL or SQL function ("PL/pgSQL function orders_of(integer) line 3
 -- at RETURN QUERY"), keyed by the nested statement's query id.  several:
 -- the statement was also noted in another place.  Another database's only
--- for roles with pg_read_all_stats.  Kept with the index names, at most
+-- for roles with pg_read_all_stats; and, as pg_stat_statements, another
+-- role's query id (NULL) and function (<insufficient privilege>) only for
+-- pg_read_all_stats and that role's members (userid: the role that ran
+-- it).  Kept with the index names, at most
 -- index_names_max in all (pg_contention_info counts the evictions).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
@@ -145,7 +150,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
 	OUT query_id bigint,
 	OUT context text,
 	OUT several boolean,
-	OUT noted_at timestamp with time zone
+	OUT noted_at timestamp with time zone,
+	OUT userid oid
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_nested_contexts'
@@ -431,7 +437,7 @@ AS 'MODULE_PATHNAME', 'pg_contention_history'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_history AS
-	SELECT * FROM @extschema@.pg_contention_history();
+	SELECT * FROM @extschema@.pg_contention_history(NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON @extschema@.pg_contention_history TO PUBLIC;
 
@@ -636,7 +642,7 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_old_snapshot AS
 	SELECT pg_catalog.current_setting('old_snapshot_threshold', true) AS setting, o.*
-	  FROM @extschema@.pg_contention_old_snapshot() AS o;
+	  FROM @extschema@.pg_contention_old_snapshot(NULL::pg_catalog.int4) AS o;
 
 GRANT SELECT ON @extschema@.pg_contention_old_snapshot TO PUBLIC;
 
@@ -927,7 +933,7 @@ victims AS (
 		   LATERAL (SELECT r0.*,
 						   CASE WHEN r0.query <> '<insufficient privilege>'
 								THEN r0.dbid::text || ':' || r0.query END AS stmt_key
-					  FROM @extschema@.pg_contention_recent(params.w_s, true) AS r0) AS r
+					  FROM @extschema@.pg_contention_recent(params.w_s, true, false) AS r0) AS r
 	 WHERE r.indexrelid IS NULL
 ),
 -- An overflow in the window: a backend seen overflowed, an overflow
@@ -1556,7 +1562,7 @@ recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname, u.rolname AS usename
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 ),
@@ -1741,7 +1747,7 @@ culprits_keyed AS MATERIALIZED (
 paid_by AS MATERIALIZED (
 	SELECT t.culprit, t.sentence
 	  FROM @extschema@.pg_contention_victims_texts(
-			   window_length, 'suboverflowed_snapshots',
+			   window_length, 'suboverflowed_snapshots'::pg_catalog.text,
 			   (SELECT coalesce(jsonb_agg(jsonb_build_object(
 						   'culprit', o.culprit_key, 'pids', o.pids || coalesce(o.earlier_run_pids, '[]'),
 						   'query_ids', coalesce(o.query_ids, '[]'::jsonb)
@@ -1978,7 +1984,7 @@ recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname, u.rolname AS usename
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 ),
@@ -2060,7 +2066,7 @@ recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname, u.rolname AS usename
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 ),
@@ -2143,8 +2149,9 @@ index_rows AS (
 		   -- that made it can use it).
 		   r.datname = pg_catalog.current_database() AND ic.oid IS NULL AS index_gone,
 		   -- A temporary index (of one session) and its owner: the worker
-		   -- makes one incident of one role's temporary indexes.
-		   ic.relpersistence = 't' AS index_temporary, ic.relowner AS index_owner,
+		   -- makes one incident of one role's temporary indexes, and counts
+		   -- an incident that no holder explains for the index's owner.
+		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
@@ -2386,7 +2393,7 @@ WITH params AS MATERIALIZED (
 ),
 recent AS MATERIALIZED (
 	SELECT r.*, d.datname
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
 	   AND r.worst_buffers IS NOT NULL AND r.worst_dead_visits > 0
@@ -2396,7 +2403,7 @@ root_holders AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
 ),
 candidates AS (
-	SELECT r.*, i.indrelid,
+	SELECT r.*, i.indrelid, ic.relowner,
 		   pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) AS index_name,
 		   pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname) AS table_name,
 		   t.n_tup_upd, t.n_tup_hot_upd,
@@ -2447,6 +2454,7 @@ hot_findings AS (
 		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
 		   || ' read behind a long transaction or snapshot.' AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'owner_oid', x.relowner::bigint,
 							  'query_id', x.query_id, 'query_ids', coalesce(g.ids, jsonb_build_array(x.query_id)), 'calls', x.calls, 'executions', x.scans,
 							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,
 							  'buffers_per_row', pg_catalog.round(x.blks_per_row::numeric, 1),
@@ -2562,7 +2570,7 @@ held_dead AS MATERIALIZED (
 paid_by AS MATERIALIZED (
 	SELECT t.culprit, t.sentence
 	  FROM @extschema@.pg_contention_victims_texts(
-			   window_length, 'dead_index_entries',
+			   window_length, 'dead_index_entries'::pg_catalog.text,
 			   (SELECT coalesce(jsonb_agg(jsonb_build_object(
 						   'culprit', h.culprit_key, 'pids', jsonb_build_array(h.pid))), '[]'::jsonb)
 				  FROM root_holders AS h
@@ -2905,7 +2913,7 @@ END
 $$;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_findings AS
-	SELECT * FROM @extschema@.pg_contention_findings();
+	SELECT * FROM @extschema@.pg_contention_findings(NULL::pg_catalog.interval);
 
 GRANT SELECT ON @extschema@.pg_contention_findings TO PUBLIC;
 
@@ -2977,7 +2985,7 @@ BEGIN
 		RETURN QUERY
 			SELECT pg_catalog.clock_timestamp(), f.problem, f.severity, f.subject,
 				   f.evidence, f.advice, f.details, f.since
-			  FROM @extschema@.pg_contention_findings() AS f;
+			  FROM @extschema@.pg_contention_findings(NULL::pg_catalog.interval) AS f;
 	END IF;
 END
 $$;
@@ -3054,11 +3062,11 @@ holder_culprits AS (
 ),
 victims AS (
 	SELECT v.* FROM overflow_culprits AS c,
-		   @extschema@.pg_contention_victims_of(window_length, c.list, 'suboverflowed_snapshots') AS v
+		   @extschema@.pg_contention_victims_of(window_length, c.list, 'suboverflowed_snapshots'::pg_catalog.text) AS v
 	 WHERE jsonb_array_length(c.list) > 0
 	UNION ALL
 	SELECT v.* FROM holder_culprits AS c,
-		   @extschema@.pg_contention_victims_of(window_length, c.list, 'dead_index_entries') AS v
+		   @extschema@.pg_contention_victims_of(window_length, c.list, 'dead_index_entries'::pg_catalog.text) AS v
 	 WHERE jsonb_array_length(c.list) > 0
 )
 SELECT DISTINCT ON (v.kind, v.application_name, v.userid, v.dbid, v.query_id, v.indexrelid)
@@ -3154,14 +3162,15 @@ SELECT CASE problem
 		   ELSE 'cluster' END,
 	   -- The role the finding names: the overflowing user; the holder's
 	   -- (its session's user, or its prepared transaction's owner), for
-	   -- the horizon and for the dead entries it keeps; the owner of
-	   -- temporary indexes no holder explains.
+	   -- the horizon and for the dead entries it keeps; the owner of the
+	   -- index whose dead entries no holder explains, so that one role's
+	   -- tables cannot take every slot from another's (a full store
+	   -- shares its slots by role).
 	   CASE WHEN problem IN ('subxact_overflow', 'subxact_near_overflow')
 				 AND pg_catalog.jsonb_typeof(details -> 'user_oid') = 'number'
 			THEN (details ->> 'user_oid')::oid
-			WHEN problem = 'dead_tuple_index_scan'
+			WHEN problem IN ('dead_tuple_index_scan', 'hot_chain_scan')
 				 AND pg_catalog.jsonb_typeof(details -> 'holder') IS DISTINCT FROM 'object'
-				 AND details ->> 'temporary' = 'true'
 				 AND pg_catalog.jsonb_typeof(details -> 'owner_oid') = 'number'
 			THEN (details ->> 'owner_oid')::oid
 			ELSE (SELECT CASE WHEN h.h ->> 'kind' = 'backend'
@@ -3419,7 +3428,7 @@ BEGIN
 	IF problem = 'dead_tuple_index_scan' THEN
 		-- The rule itself says when the index is clean or vacuumed.
 		SELECT f.details ->> 'state' INTO state
-		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL) AS f
+		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL::pg_catalog.interval) AS f
 		 WHERE f.details ->> 'indexrelid' = pg_contention_incident_resolution.details ->> 'indexrelid'
 		   AND f.details ->> 'database_oid' = pg_contention_incident_resolution.details ->> 'database_oid';
 		IF state = 'vacuumed' THEN
@@ -3540,7 +3549,7 @@ AS 'MODULE_PATHNAME', 'pg_contention_incidents'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_incidents AS
-	SELECT * FROM @extschema@.pg_contention_incidents();
+	SELECT * FROM @extschema@.pg_contention_incidents(true, 0::pg_catalog.int8);
 
 GRANT SELECT ON @extschema@.pg_contention_incidents TO PUBLIC;
 
@@ -3588,7 +3597,7 @@ BEGIN
 		END IF;
 		-- (Its argument 0 would be every incident: no id is 0 or below.)
 		SELECT * INTO inc
-		  FROM @extschema@.pg_contention_incidents(true, CASE WHEN incident > 0 THEN incident ELSE -1 END) AS x
+		  FROM @extschema@.pg_contention_incidents(true, (CASE WHEN incident > 0 THEN incident ELSE -1 END)::pg_catalog.int8) AS x
 		 WHERE x.id = incident;
 		IF NOT FOUND THEN
 			RAISE EXCEPTION 'no incident %', incident
@@ -3752,7 +3761,7 @@ BEGIN
 				pg_catalog.to_char(i.opened, 'YYYY-MM-DD HH24:MI:SS'),
 				pg_catalog.to_char(i.last_seen, 'YYYY-MM-DD HH24:MI:SS'), i.id), E'\n' ORDER BY i.opened, i.id)
 	  INTO n, section
-	  FROM @extschema@.pg_contention_incidents(false) AS i
+	  FROM @extschema@.pg_contention_incidents(false, 0::pg_catalog.int8) AS i
 	 WHERE i.closed IS NULL;
 	report := report || pg_catalog.format(E'\n== Open incidents (%s)\n%s\n', n,
 		coalesce(section, 'None: the server has no incident open.'));
@@ -4031,7 +4040,7 @@ BEGIN
 		UNION ALL
 		SELECT 'incidents_open', '{}', count(*)::float8,
 			   'Incidents open now (pg_contention_incidents with closed NULL).', 'gauge'
-		  FROM @extschema@.pg_contention_incidents(false) AS x
+		  FROM @extschema@.pg_contention_incidents(false, 0::pg_catalog.int8) AS x
 		 WHERE x.closed IS NULL;
 	END IF;
 
@@ -4054,6 +4063,50 @@ END
 $$;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_metrics AS
-	SELECT * FROM @extschema@.pg_contention_metrics(NULL);
+	SELECT * FROM @extschema@.pg_contention_metrics(NULL::pg_catalog.text[]);
 
 GRANT SELECT ON @extschema@.pg_contention_metrics TO PUBLIC;
+
+-- ---- src/sql/schema_check.sql ----
+
+--
+-- Not an object: the warning every install and update script ends with
+-- (1.4; tools/sql-changed.pl carries this file into every update, its
+-- statement being in no release's install script) when roles other than
+-- the schema's owner may create objects in the extension's schema:
+-- PUBLIC in schema public on PostgreSQL 13 and 14 and on databases
+-- upgraded from them, or any role granted CREATE there.  The extension's
+-- own calls bind only to its objects wherever it is (every argument of
+-- its parameter's type, none left to a default), but such a role can
+-- make them ambiguous (a function of the same name with one more
+-- argument that has a default), which stops the findings and the
+-- incidents, and can capture what a user types by hand.  A warning, not
+-- an error: refusing would break pg_dump's restore and the update of
+-- every installation in such a schema (doc/security.md).  Reads the
+-- catalog only, so that nothing planted can fail or capture it.
+--
+DO $$
+DECLARE
+	writers text;
+	schema_name text;
+BEGIN
+	SELECT pg_catalog.string_agg(DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+											   ELSE pg_catalog.quote_ident(r.rolname) END, ', '),
+		   pg_catalog.quote_ident(pg_catalog.min(n.nspname))
+	  INTO writers, schema_name
+	  FROM pg_catalog.pg_extension AS e
+	  JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+	  CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) AS a
+	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_contention'
+	   AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+	   AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
+	   AND NOT coalesce(r.rolsuper, false);
+	IF writers IS NOT NULL THEN
+		RAISE WARNING 'pg_contention is installed in schema %, where other roles may create objects: %',
+			schema_name, writers
+			USING DETAIL = 'A function such a role creates there beside the extension''s can stop the findings and the incidents, and capture what a user types by hand.',
+				  HINT = pg_catalog.format('Revoke CREATE on schema %s from them, or install pg_contention in a schema of its own: DROP EXTENSION pg_contention; CREATE SCHEMA contention; CREATE EXTENSION pg_contention SCHEMA contention;', schema_name);
+	END IF;
+END
+$$;

@@ -492,7 +492,7 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	{
 		buf_printf(&sql,
 				   "SELECT kind, application_name, usename, datname, query_id, executions, paid, query"
-				   " FROM %s.pg_contention_findings_victims() ORDER BY paid DESC LIMIT %d", x, limit);
+				   " FROM %s.pg_contention_findings_victims(NULL::pg_catalog.interval) ORDER BY paid DESC LIMIT %d", x, limit);
 		batch_add(&b, &sql);
 	}
 	/* The incidents the server kept: the open ones and the last closed. */

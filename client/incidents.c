@@ -60,7 +60,7 @@ incidents_query(Conn *c, int closed_limit, bool details, Buf *sql)
 			   " ORDER BY closed DESC, id DESC) AS r,"
 			   " count(*) FILTER (WHERE closed IS NULL) OVER () AS n_open,"
 			   " count(*) OVER () AS n_all"
-			   " FROM %s.pg_contention_incidents(%s) AS i) AS i"
+			   " FROM %s.pg_contention_incidents(%s, 0::pg_catalog.int8) AS i) AS i"
 			   " WHERE closed IS NULL OR %d < 0 OR r <= %d"
 			   " ORDER BY closed IS NOT NULL, closed DESC, opened DESC, id DESC",
 			   details ? "details::text" : "NULL::text", c->schema,

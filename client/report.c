@@ -687,7 +687,7 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 			   " FROM pg_catalog.jsonb_array_elements(details -> 'restarts') WITH ORDINALITY AS r(value, n)),"
 			   " coalesce((details ->> 'restart_count')::integer"
 			   " - pg_catalog.jsonb_array_length(details -> 'restarts'), 0)"
-			   " FROM %s.pg_contention_incidents(true, %lld) WHERE id = %lld",
+			   " FROM %s.pg_contention_incidents(true, %lld::pg_catalog.int8) WHERE id = %lld",
 			   evidence[0], c->schema, evidence[1], evidence[2],
 			   with_values ? "" : " #- '{worst,literals}'", c->schema, id > 0 ? id : -1, id);
 	inc = conn_query(c, sql.data, &message);
@@ -968,13 +968,21 @@ report_text(Conn *c, long long incident, bool with_values)
 	char	   *message = NULL;
 
 	buf_init(&sql);
-	if (incident > 0)
-		buf_printf(&sql, "SELECT %s.pg_contention_report(incident => %lld%s)", c->schema, incident,
-				   with_values ? ", with_values => true" : "");
-	else if (with_values && c->ext_version >= 104)
-		buf_printf(&sql, "SELECT %s.pg_contention_report(with_values => true)", c->schema);
+	/*
+	 * Every argument given, each of its parameter's type: a function
+	 * planted beside the extension's could win a call that leaves one to
+	 * its default or to a literal's type (doc/security.md).
+	 */
+	if (c->ext_version >= 104 && incident > 0)
+		buf_printf(&sql, "SELECT %s.pg_contention_report(NULL::pg_catalog.interval,"
+				   " %lld::pg_catalog.int8, %s::pg_catalog.bool)", c->schema,
+				   incident, with_values ? "true" : "false");
+	else if (c->ext_version >= 104)
+		buf_printf(&sql, "SELECT %s.pg_contention_report(NULL::pg_catalog.interval,"
+				   " NULL::pg_catalog.int8, %s::pg_catalog.bool)", c->schema,
+				   with_values ? "true" : "false");
 	else
-		buf_printf(&sql, "SELECT %s.pg_contention_report()", c->schema);
+		buf_printf(&sql, "SELECT %s.pg_contention_report(NULL::pg_catalog.interval)", c->schema);
 	res = conn_query(c, sql.data, &message);
 	buf_free(&sql);
 	if (res == NULL)

@@ -4,6 +4,9 @@
 -- report of a real incident is tested in t/031_incident_client.pl.
 --
 SET client_min_messages = warning;
+-- pg_contention warns when other roles may create objects in its schema
+-- (PUBLIC in public on PostgreSQL 13 and 14): none may here.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 CREATE EXTENSION IF NOT EXISTS pg_contention;
 RESET client_min_messages;
 \set SHOW_CONTEXT never

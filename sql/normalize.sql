@@ -4,6 +4,9 @@
 -- (PostgreSQL 13 keys statements by their text: the rows are summed by text.)
 --
 SET client_min_messages = warning;
+-- pg_contention warns when other roles may create objects in its schema
+-- (PUBLIC in public on PostgreSQL 13 and 14): none may here.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 CREATE EXTENSION IF NOT EXISTS pg_contention;
 RESET client_min_messages;
 CREATE TABLE nz_t (a integer, b text, c numeric);

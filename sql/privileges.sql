@@ -2,6 +2,9 @@
 -- Other users' statements are masked exactly as pg_stat_activity masks them.
 --
 SET client_min_messages = warning;
+-- pg_contention warns when other roles may create objects in its schema
+-- (PUBLIC in public on PostgreSQL 13 and 14): none may here.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 CREATE EXTENSION IF NOT EXISTS pg_contention;
 RESET client_min_messages;
 CREATE ROLE regress_pgc_reader;

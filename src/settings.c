@@ -210,12 +210,18 @@ pgc_define_settings(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	/*
+	 * Superuser only: besides a threshold of the findings, it decides what
+	 * every backend's executions record in shared memory (the index names,
+	 * the functions, the bad executions): a plain role could hide its own
+	 * or flood the stores.
+	 */
 	DefineCustomIntVariable("pg_contention.dead_visits_warning",
 							gettext_noop("Dead index entries visited per execution that make a warning."),
-							NULL,
+							gettext_noop("Executions that visit this many are also recorded apart (their index and function names, their worst figures)."),
 							&pgc_dead_visits_warning,
 							1000, 1, INT_MAX,
-							PGC_USERSET,
+							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
 

@@ -137,6 +137,7 @@ record_event(int64 current_query_id, bool in_abort)
 			NAMEDATALEN);
 	pgc_copy_statement_text(ev->query, pgc_max_query_length, text,
 							location, len);
+	pgc_events_note_latest(ev, events->written);
 	events->written++;
 	LWLockRelease(events->lock);
 

@@ -94,13 +94,43 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	version[1] = events->resets;
 	n = (int) Min(written, (int64) pgc_max_events);
 	oldest = (int) ((written - n) % pgc_max_events);
-	if (n > 0)
+
+	/*
+	 * First the (database, role)s' latest events that the ring no longer
+	 * holds (another role's flood overwrote them), oldest first; then the
+	 * ring's.  (The latest events change only with written: the version
+	 * covers them.)
+	 */
 	{
-		copy = palloc_extended(mul_size(n, head), MCXT_ALLOC_HUGE);
-		text_at = palloc_extended(mul_size(n, sizeof(int)), MCXT_ALLOC_HUGE);
-		for (int i = 0; i < n; i++)
+		int			order[PGC_EVENT_ROLES];
+		int			extra = 0;
+
+		for (int j = 0; j < PGC_EVENT_ROLES; j++)
 		{
-			OverflowEvent *ev = EVENT_SLOT(event_ring, (oldest + i) % pgc_max_events);
+			int64		seq = events->role_seq[j];
+			int			at = extra++;
+
+			if (seq < 0 || seq >= written - n)
+			{
+				extra--;
+				continue;
+			}
+			while (at > 0 && events->role_seq[order[at - 1]] > seq)
+			{
+				order[at] = order[at - 1];
+				at--;
+			}
+			order[at] = j;
+		}
+		if (n + extra > 0)
+		{
+			copy = palloc_extended(mul_size(n + extra, head), MCXT_ALLOC_HUGE);
+			text_at = palloc_extended(mul_size(n + extra, sizeof(int)), MCXT_ALLOC_HUGE);
+		}
+		for (int i = 0; i < n + extra; i++)
+		{
+			OverflowEvent *ev = i < extra ? EVENT_SLOT(event_roles, order[i]) :
+				EVENT_SLOT(event_ring, (oldest + i - extra) % pgc_max_events);
 
 			memcpy(copy + i * head, ev, offsetof(OverflowEvent, query));
 			text_at[i] = texts.len;
@@ -108,6 +138,7 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 								   strnlen(ev->query, pgc_max_query_length - 1));
 			appendStringInfoChar(&texts, '\0');
 		}
+		n += extra;
 	}
 	LWLockRelease(events->lock);
 

@@ -64,7 +64,7 @@ BEGIN
 		RETURN QUERY
 			SELECT pg_catalog.clock_timestamp(), f.problem, f.severity, f.subject,
 				   f.evidence, f.advice, f.details, f.since
-			  FROM @extschema@.pg_contention_findings() AS f;
+			  FROM @extschema@.pg_contention_findings(NULL::pg_catalog.interval) AS f;
 	END IF;
 END
 $$;

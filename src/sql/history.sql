@@ -40,6 +40,6 @@ AS 'MODULE_PATHNAME', 'pg_contention_history'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_history AS
-	SELECT * FROM @extschema@.pg_contention_history();
+	SELECT * FROM @extschema@.pg_contention_history(NULL::pg_catalog.timestamptz);
 
 GRANT SELECT ON @extschema@.pg_contention_history TO PUBLIC;

@@ -28,6 +28,6 @@ AS 'MODULE_PATHNAME', 'pg_contention_incidents'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_incidents AS
-	SELECT * FROM @extschema@.pg_contention_incidents();
+	SELECT * FROM @extschema@.pg_contention_incidents(true, 0::pg_catalog.int8);
 
 GRANT SELECT ON @extschema@.pg_contention_incidents TO PUBLIC;

@@ -207,7 +207,7 @@ BEGIN
 		UNION ALL
 		SELECT 'incidents_open', '{}', count(*)::float8,
 			   'Incidents open now (pg_contention_incidents with closed NULL).', 'gauge'
-		  FROM @extschema@.pg_contention_incidents(false) AS x
+		  FROM @extschema@.pg_contention_incidents(false, 0::pg_catalog.int8) AS x
 		 WHERE x.closed IS NULL;
 	END IF;
 
@@ -230,6 +230,6 @@ END
 $$;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_metrics AS
-	SELECT * FROM @extschema@.pg_contention_metrics(NULL);
+	SELECT * FROM @extschema@.pg_contention_metrics(NULL::pg_catalog.text[]);
 
 GRANT SELECT ON @extschema@.pg_contention_metrics TO PUBLIC;

@@ -5,7 +5,10 @@
 -- PL/pgSQL or SQL function ("PL/pgSQL function orders_of(integer) line 3
 -- at RETURN QUERY"), keyed by the nested statement's query id.  several:
 -- the statement was also noted in another place.  Another database's only
--- for roles with pg_read_all_stats.  Kept with the index names, at most
+-- for roles with pg_read_all_stats; and, as pg_stat_statements, another
+-- role's query id (NULL) and function (<insufficient privilege>) only for
+-- pg_read_all_stats and that role's members (userid: the role that ran
+-- it).  Kept with the index names, at most
 -- index_names_max in all (pg_contention_info counts the evictions).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
@@ -13,7 +16,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
 	OUT query_id bigint,
 	OUT context text,
 	OUT several boolean,
-	OUT noted_at timestamp with time zone
+	OUT noted_at timestamp with time zone,
+	OUT userid oid
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_nested_contexts'

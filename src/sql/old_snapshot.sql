@@ -39,6 +39,6 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_old_snapshot AS
 	SELECT pg_catalog.current_setting('old_snapshot_threshold', true) AS setting, o.*
-	  FROM @extschema@.pg_contention_old_snapshot() AS o;
+	  FROM @extschema@.pg_contention_old_snapshot(NULL::pg_catalog.int4) AS o;
 
 GRANT SELECT ON @extschema@.pg_contention_old_snapshot TO PUBLIC;

@@ -40,7 +40,7 @@ BEGIN
 		END IF;
 		-- (Its argument 0 would be every incident: no id is 0 or below.)
 		SELECT * INTO inc
-		  FROM @extschema@.pg_contention_incidents(true, CASE WHEN incident > 0 THEN incident ELSE -1 END) AS x
+		  FROM @extschema@.pg_contention_incidents(true, (CASE WHEN incident > 0 THEN incident ELSE -1 END)::pg_catalog.int8) AS x
 		 WHERE x.id = incident;
 		IF NOT FOUND THEN
 			RAISE EXCEPTION 'no incident %', incident
@@ -204,7 +204,7 @@ BEGIN
 				pg_catalog.to_char(i.opened, 'YYYY-MM-DD HH24:MI:SS'),
 				pg_catalog.to_char(i.last_seen, 'YYYY-MM-DD HH24:MI:SS'), i.id), E'\n' ORDER BY i.opened, i.id)
 	  INTO n, section
-	  FROM @extschema@.pg_contention_incidents(false) AS i
+	  FROM @extschema@.pg_contention_incidents(false, 0::pg_catalog.int8) AS i
 	 WHERE i.closed IS NULL;
 	report := report || pg_catalog.format(E'\n== Open incidents (%s)\n%s\n', n,
 		coalesce(section, 'None: the server has no incident open.'));

@@ -11,7 +11,9 @@
  * writers (at most one event per top-level transaction, so rare;
  * capture/overflow.c) take it exclusively, readers in shared mode only to
  * copy the used slots out (the save for the file a bounded batch at a
- * time, writing with the lock released).
+ * time, writing with the lock released).  Also owns each (database,
+ * role)'s latest event (event_roles), written with its ring slot under
+ * the same lock: a full table gives the slot noted longest ago (counted).
  *
  *-------------------------------------------------------------------------
  */
@@ -22,12 +24,58 @@
 
 EventsShared *events = NULL;
 char	   *event_ring = NULL;
+char	   *event_roles = NULL;
 
 Size
 pgc_events_shmem_size(void)
 {
 	return add_size(MAXALIGN(sizeof(EventsShared)),
-					mul_size(pgc_max_events, event_stride()));
+					mul_size(add_size(pgc_max_events, PGC_EVENT_ROLES), event_stride()));
+}
+
+static void
+forget_latest(void)
+{
+	for (int i = 0; i < PGC_EVENT_ROLES; i++)
+		events->role_seq[i] = -1;
+	events->role_evictions = 0;
+}
+
+/*
+ * Keep ev, the ring's event number seq, as its database and role's latest.
+ * Caller holds the lock exclusively.
+ */
+void
+pgc_events_note_latest(const OverflowEvent *ev, int64 seq)
+{
+	int			slot = -1;
+	int			oldest = 0;
+
+	for (int i = 0; i < PGC_EVENT_ROLES; i++)
+	{
+		OverflowEvent *e = EVENT_SLOT(event_roles, i);
+
+		if (events->role_seq[i] < 0)
+		{
+			if (slot < 0)
+				slot = i;
+			continue;
+		}
+		if (e->dbid == ev->dbid && e->userid == ev->userid)
+		{
+			slot = i;
+			break;
+		}
+		if (events->role_seq[i] < events->role_seq[oldest] || events->role_seq[oldest] < 0)
+			oldest = i;
+	}
+	if (slot < 0)
+	{
+		slot = oldest;
+		events->role_evictions++;
+	}
+	memcpy(EVENT_SLOT(event_roles, slot), ev, event_stride());
+	events->role_seq[slot] = seq;
 }
 
 /* Called under AddinShmemInitLock. */
@@ -41,10 +89,12 @@ pgc_events_shmem_init(LWLock *lock)
 						   pgc_events_shmem_size(), &found);
 	events = (EventsShared *) base;
 	event_ring = base + MAXALIGN(sizeof(EventsShared));
+	event_roles = event_ring + mul_size(pgc_max_events, event_stride());
 	if (!found)
 	{
 		memset(base, 0, pgc_events_shmem_size());
 		events->lock = lock;
+		forget_latest();
 	}
 }
 
@@ -55,6 +105,7 @@ pgc_events_reset(void)
 	LWLockAcquire(events->lock, LW_EXCLUSIVE);
 	events->written = 0;
 	events->resets++;
+	forget_latest();
 	LWLockRelease(events->lock);
 }
 

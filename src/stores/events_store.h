@@ -30,17 +30,32 @@ typedef struct OverflowEvent
 	char		query[FLEXIBLE_ARRAY_MEMBER];	/* NUL-terminated */
 } OverflowEvent;
 
+/*
+ * Besides the ring, each (database, role)'s latest event, in memory only:
+ * one role's flood of overflows between two evaluations overwrites the
+ * ring, never another role's latest event, which the reader gives with
+ * the ring's when the ring no longer holds it.
+ */
+#define PGC_EVENT_ROLES 64
+
 typedef struct EventsShared
 {
 	LWLock	   *lock;
 	int64		written;		/* events ever written since reset */
 	uint64		resets;			/* resets since start, for a save's batches */
+	int64		role_evictions; /* latest events given to another role's */
+	int64		role_seq[PGC_EVENT_ROLES];	/* each latest event's place in
+											 * the ring's sequence, -1: free */
 } EventsShared;
 
 
-/* The header, then pgc_max_events slots of event_stride() bytes (events.c). */
+/*
+ * The header, then pgc_max_events slots of event_stride() bytes, then
+ * PGC_EVENT_ROLES slots of the latest events (events.c).
+ */
 extern EventsShared *events;
 extern char *event_ring;
+extern char *event_roles;
 
 static inline Size
 event_stride(void)
@@ -49,5 +64,7 @@ event_stride(void)
 }
 
 #define EVENT_SLOT(ring, i) ((OverflowEvent *) ((ring) + (i) * event_stride()))
+
+extern void pgc_events_note_latest(const OverflowEvent *ev, int64 seq);
 
 #endif							/* PGC_EVENTS_STORE_H */

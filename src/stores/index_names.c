@@ -40,6 +40,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "catalog/pg_index.h"
 #include "funcapi.h"
@@ -68,6 +69,8 @@ typedef struct IndexNames
 	bool		several;		/* a context: another one was noted for it */
 	Oid			indexoid;		/* an index: the index and its table */
 	Oid			relid;
+	Oid			owner;			/* an index: its owner; a context: the
+								 * role that ran the statement */
 	int64		query_id;		/* a context: the function's statement */
 	TimestampTz noted_at;
 	union
@@ -187,7 +190,7 @@ unchanged(const IndexNames *e, const IndexNames *noted)
 	if (noted->noted_at - e->noted_at >= NOTE_AGAIN_AFTER)
 		return false;
 	if (noted->kind == NOTED_INDEX)
-		return e->relid == noted->relid &&
+		return e->relid == noted->relid && e->owner == noted->owner &&
 			memcmp(&e->u.rel, &noted->u.rel, sizeof(e->u.rel)) == 0;
 	return strcmp(e->u.context, noted->u.context) == 0;
 }
@@ -219,7 +222,8 @@ store_entry(IndexNames *noted)
 		IndexNames *e = &names->entries[found];
 
 		if (noted->kind == NOTED_CONTEXT)
-			noted->several = e->several || strcmp(e->u.context, noted->u.context) != 0;
+			noted->several = e->several || strcmp(e->u.context, noted->u.context) != 0 ||
+				e->owner != noted->owner;
 	}
 	else
 	{
@@ -269,6 +273,12 @@ pgc_index_names_note(Oid indexoid)
 	if (!HeapTupleIsValid(tuple))
 		return;
 	noted.relid = ((Form_pg_index) GETSTRUCT(tuple))->indrelid;
+	ReleaseSysCache(tuple);
+	/* Whose it is: an incident no holder explains counts for its owner. */
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tuple))
+		return;
+	noted.owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
 	/* An index lives in its table's schema. */
 	if ((text = get_namespace_name(get_rel_namespace(indexoid))) == NULL)
@@ -324,6 +334,7 @@ pgc_nested_context_note(int64 query_id)
 	noted.dbid = MyDatabaseId;
 	noted.kind = NOTED_CONTEXT;
 	noted.query_id = query_id;
+	noted.owner = GetUserId();
 	noted.noted_at = now;
 	memcpy(noted.u.context, line, pg_mbcliplen(line, strlen(line), CONTEXT_LEN - 1));
 	pfree(stack);
@@ -356,6 +367,7 @@ static const PgcResultColumn index_names_columns[] = {
 	{"relname", NAMEOID, PGC_SQL_V(1, 4)},
 	{"indexrelname", NAMEOID, PGC_SQL_V(1, 4)},
 	{"noted_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"owner", OIDOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape index_names_shape = {
 	"pg_contention_index_names", index_names_columns, lengthof(index_names_columns)
@@ -381,8 +393,8 @@ pg_contention_index_names(PG_FUNCTION_ARGS)
 	for (int i = 0; i < PGC_INDEX_NAMES; i++)
 	{
 		IndexNames *e = &copy[i];
-		Datum		values[7];
-		bool		nulls[7] = {0};
+		Datum		values[8];
+		bool		nulls[8] = {0};
 
 		if (e->kind != NOTED_INDEX || (!all_databases && e->dbid != MyDatabaseId))
 			continue;
@@ -393,6 +405,7 @@ pg_contention_index_names(PG_FUNCTION_ARGS)
 		values[4] = NameGetDatum(&e->u.rel.table);
 		values[5] = NameGetDatum(&e->u.rel.index);
 		values[6] = TimestampTzGetDatum(e->noted_at);
+		values[7] = ObjectIdGetDatum(e->owner);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);
@@ -407,6 +420,7 @@ static const PgcResultColumn nested_contexts_columns[] = {
 	{"context", TEXTOID, PGC_SQL_V(1, 4)},
 	{"several", BOOLOID, PGC_SQL_V(1, 4)},
 	{"noted_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
+	{"userid", OIDOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape nested_contexts_shape = {
 	"pg_contention_nested_contexts", nested_contexts_columns, lengthof(nested_contexts_columns)
@@ -416,7 +430,9 @@ static const PgcResultShape nested_contexts_shape = {
  * pg_contention_nested_contexts(): the function each statement that met
  * dead entries inside a function ran in, per database and query id.
  * Another database's only for roles with pg_read_all_stats, as
- * pg_contention_index_names().
+ * pg_contention_index_names(); and, as pg_stat_statements shows them,
+ * another role's query id and function only to pg_read_all_stats or a
+ * member of that role (NULL and <insufficient privilege> otherwise).
  */
 Datum
 pg_contention_nested_contexts(PG_FUNCTION_ARGS)
@@ -433,17 +449,21 @@ pg_contention_nested_contexts(PG_FUNCTION_ARGS)
 	for (int i = 0; i < PGC_INDEX_NAMES; i++)
 	{
 		IndexNames *e = &copy[i];
-		Datum		values[5];
-		bool		nulls[5] = {0};
+		Datum		values[6];
+		bool		nulls[6] = {0};
+		bool		visible;
 
 		if (e->kind != NOTED_CONTEXT || (!all_databases && e->dbid != MyDatabaseId))
 			continue;
+		visible = all_databases || has_privs_of_role(GetUserId(), e->owner);
 		e->u.context[CONTEXT_LEN - 1] = '\0';
 		values[0] = ObjectIdGetDatum(e->dbid);
 		values[1] = Int64GetDatum(e->query_id);
-		values[2] = CStringGetTextDatum(e->u.context);
+		nulls[1] = !visible;
+		values[2] = CStringGetTextDatum(visible ? e->u.context : "<insufficient privilege>");
 		values[3] = BoolGetDatum(e->several);
 		values[4] = TimestampTzGetDatum(e->noted_at);
+		values[5] = ObjectIdGetDatum(e->owner);
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);

@@ -216,9 +216,12 @@ role_holds(Oid role, const OpenCopy *open, int nopen, const Found *found, int nf
  * against every other: its least severe, newest open incident gives its
  * slot.  NULL when no role holds that much more.  Never two roles back and
  * forth: the one that gave a slot holds no more than the other after it.
+ * A cluster-wide problem (one incident each at most) is never refused for
+ * room: it takes the slot of the role that holds the most, whatever it
+ * holds, and never another cluster-wide incident's.
  */
 static OpenCopy *
-take_room(Oid role, OpenCopy *open, int nopen, const Found *found, int nfound)
+take_room(Oid role, bool cluster_wide, OpenCopy *open, int nopen, const Found *found, int nfound)
 {
 	int			mine = role_holds(role, open, nopen, found, nfound);
 	OpenCopy   *victim = NULL;
@@ -228,7 +231,8 @@ take_room(Oid role, OpenCopy *open, int nopen, const Found *found, int nfound)
 	{
 		int			n;
 
-		if (open[j].evicted || open[j].culprit == role)
+		if (open[j].evicted || strcmp(open[j].key, CLUSTER_KEY) == 0 ||
+			(!cluster_wide && open[j].culprit == role))
 			continue;
 		n = role_holds(open[j].culprit, open, nopen, found, nfound);
 		if (n > most || (n == most && victim != NULL && open[j].culprit == victim->culprit &&
@@ -240,7 +244,7 @@ take_room(Oid role, OpenCopy *open, int nopen, const Found *found, int nfound)
 			victim = &open[j];
 		}
 	}
-	if (victim == NULL || most <= mine + 1)
+	if (victim == NULL || (!cluster_wide && most <= mine + 1))
 		return NULL;
 	victim->evicted = true;
 	return victim;
@@ -283,7 +287,8 @@ plan_openings(Found *found, int nfound, OpenCopy *open, int nopen, int room)
 		f->open = false;		/* not counted by take_room's role_holds */
 		if (room > 0)
 			room--;
-		else if ((victim = take_room(f->culprit, open, nopen, found, nfound)) != NULL)
+		else if ((victim = take_room(f->culprit, strcmp(f->key, CLUSTER_KEY) == 0,
+									 open, nopen, found, nfound)) != NULL)
 			f->evict_id = victim->id;
 		else
 		{

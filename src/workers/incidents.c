@@ -244,7 +244,7 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 
 		sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
 					   " k.key, k.culprit, f.since, k.cause_gone, f.details::text, k.touched"
-					   " FROM %s.pg_contention_findings() AS f"
+					   " FROM %s.pg_contention_findings(NULL::pg_catalog.interval) AS f"
 					   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k",
 					   ext_schema, ext_schema);
 		plan = SPI_prepare(sql, 0, NULL);
@@ -390,7 +390,7 @@ freeze(const Found *f)
 	char	   *sql;
 	FrozenText *frozen = MemoryContextAlloc(eval_context, sizeof(FrozenText));
 
-	sql = psprintf("SELECT %s.pg_contention_incident_evidence($1, $2::jsonb, $3)::text", ext_schema);
+	sql = psprintf("SELECT %s.pg_contention_incident_evidence($1, $2::pg_catalog.jsonb, $3)::pg_catalog.text", ext_schema);
 	args[0] = CStringGetTextDatum(f->problem);
 	args[1] = CStringGetTextDatum(f->details);
 	for (int i = 0; i < lengthof(bounds); i++)
@@ -428,7 +428,7 @@ resolve_on(const OpenCopy *o, const char *details, TimestampTz seen_at)
 	char		nulls[3] = {' ', ' ', ' '};
 	char	   *sql;
 
-	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::jsonb, $3)", ext_schema);
+	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::pg_catalog.jsonb, $3)", ext_schema);
 	args[0] = CStringGetTextDatum(o->problem);
 	args[1] = CStringGetTextDatum(details);
 	args[2] = TimestampTzGetDatum(seen_at);
@@ -512,7 +512,7 @@ role_text(Oid role)
 	char	   *name;
 
 	if (!OidIsValid(role))
-		return "no role (the cluster, an index)";
+		return "no role (the cluster, a slot, a standby)";
 	name = GetUserNameFromId(role, true);
 	return name ? psprintf("role %s", log_text(name)) : psprintf("role %u (dropped)", role);
 }

@@ -15,6 +15,9 @@
 #include "workers.h"
 
 /* A finding of one evaluation, in the worker's evaluation context. */
+/* The key of a cluster-wide problem's incident (key.sql): one at a time. */
+#define CLUSTER_KEY		"cluster"
+
 typedef struct Found
 {
 	char	   *problem;

@@ -31,7 +31,7 @@ recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname, u.rolname AS usename
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 ),
@@ -114,8 +114,9 @@ index_rows AS (
 		   -- that made it can use it).
 		   r.datname = pg_catalog.current_database() AND ic.oid IS NULL AS index_gone,
 		   -- A temporary index (of one session) and its owner: the worker
-		   -- makes one incident of one role's temporary indexes.
-		   ic.relpersistence = 't' AS index_temporary, ic.relowner AS index_owner,
+		   -- makes one incident of one role's temporary indexes, and counts
+		   -- an incident that no holder explains for the index's owner.
+		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
 		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h

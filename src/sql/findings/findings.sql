@@ -50,6 +50,6 @@ END
 $$;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_findings AS
-	SELECT * FROM @extschema@.pg_contention_findings();
+	SELECT * FROM @extschema@.pg_contention_findings(NULL::pg_catalog.interval);
 
 GRANT SELECT ON @extschema@.pg_contention_findings TO PUBLIC;

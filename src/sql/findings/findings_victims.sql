@@ -68,11 +68,11 @@ holder_culprits AS (
 ),
 victims AS (
 	SELECT v.* FROM overflow_culprits AS c,
-		   @extschema@.pg_contention_victims_of(window_length, c.list, 'suboverflowed_snapshots') AS v
+		   @extschema@.pg_contention_victims_of(window_length, c.list, 'suboverflowed_snapshots'::pg_catalog.text) AS v
 	 WHERE jsonb_array_length(c.list) > 0
 	UNION ALL
 	SELECT v.* FROM holder_culprits AS c,
-		   @extschema@.pg_contention_victims_of(window_length, c.list, 'dead_index_entries') AS v
+		   @extschema@.pg_contention_victims_of(window_length, c.list, 'dead_index_entries'::pg_catalog.text) AS v
 	 WHERE jsonb_array_length(c.list) > 0
 )
 SELECT DISTINCT ON (v.kind, v.application_name, v.userid, v.dbid, v.query_id, v.indexrelid)

@@ -31,7 +31,7 @@ WITH params AS MATERIALIZED (
 ),
 recent AS MATERIALIZED (
 	SELECT r.*, d.datname
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
 	   AND r.worst_buffers IS NOT NULL AND r.worst_dead_visits > 0
@@ -41,7 +41,7 @@ root_holders AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
 ),
 candidates AS (
-	SELECT r.*, i.indrelid,
+	SELECT r.*, i.indrelid, ic.relowner,
 		   pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname) AS index_name,
 		   pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname) AS table_name,
 		   t.n_tup_upd, t.n_tup_hot_upd,
@@ -92,6 +92,7 @@ hot_findings AS (
 		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
 		   || ' read behind a long transaction or snapshot.' AS advice,
 		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'owner_oid', x.relowner::bigint,
 							  'query_id', x.query_id, 'query_ids', coalesce(g.ids, jsonb_build_array(x.query_id)), 'calls', x.calls, 'executions', x.scans,
 							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,
 							  'buffers_per_row', pg_catalog.round(x.blks_per_row::numeric, 1),

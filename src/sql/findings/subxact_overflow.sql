@@ -60,7 +60,7 @@ recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname, u.rolname AS usename
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 ),
@@ -245,7 +245,7 @@ culprits_keyed AS MATERIALIZED (
 paid_by AS MATERIALIZED (
 	SELECT t.culprit, t.sentence
 	  FROM @extschema@.pg_contention_victims_texts(
-			   window_length, 'suboverflowed_snapshots',
+			   window_length, 'suboverflowed_snapshots'::pg_catalog.text,
 			   (SELECT coalesce(jsonb_agg(jsonb_build_object(
 						   'culprit', o.culprit_key, 'pids', o.pids || coalesce(o.earlier_run_pids, '[]'),
 						   'query_ids', coalesce(o.query_ids, '[]'::jsonb)

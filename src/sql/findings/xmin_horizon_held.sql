@@ -76,7 +76,7 @@ held_dead AS MATERIALIZED (
 paid_by AS MATERIALIZED (
 	SELECT t.culprit, t.sentence
 	  FROM @extschema@.pg_contention_victims_texts(
-			   window_length, 'dead_index_entries',
+			   window_length, 'dead_index_entries'::pg_catalog.text,
 			   (SELECT coalesce(jsonb_agg(jsonb_build_object(
 						   'culprit', h.culprit_key, 'pids', jsonb_build_array(h.pid))), '[]'::jsonb)
 				  FROM root_holders AS h

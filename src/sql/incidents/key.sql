@@ -81,14 +81,15 @@ SELECT CASE problem
 		   ELSE 'cluster' END,
 	   -- The role the finding names: the overflowing user; the holder's
 	   -- (its session's user, or its prepared transaction's owner), for
-	   -- the horizon and for the dead entries it keeps; the owner of
-	   -- temporary indexes no holder explains.
+	   -- the horizon and for the dead entries it keeps; the owner of the
+	   -- index whose dead entries no holder explains, so that one role's
+	   -- tables cannot take every slot from another's (a full store
+	   -- shares its slots by role).
 	   CASE WHEN problem IN ('subxact_overflow', 'subxact_near_overflow')
 				 AND pg_catalog.jsonb_typeof(details -> 'user_oid') = 'number'
 			THEN (details ->> 'user_oid')::oid
-			WHEN problem = 'dead_tuple_index_scan'
+			WHEN problem IN ('dead_tuple_index_scan', 'hot_chain_scan')
 				 AND pg_catalog.jsonb_typeof(details -> 'holder') IS DISTINCT FROM 'object'
-				 AND details ->> 'temporary' = 'true'
 				 AND pg_catalog.jsonb_typeof(details -> 'owner_oid') = 'number'
 			THEN (details ->> 'owner_oid')::oid
 			ELSE (SELECT CASE WHEN h.h ->> 'kind' = 'backend'

@@ -76,7 +76,7 @@ BEGIN
 	IF problem = 'dead_tuple_index_scan' THEN
 		-- The rule itself says when the index is clean or vacuumed.
 		SELECT f.details ->> 'state' INTO state
-		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL) AS f
+		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL::pg_catalog.interval) AS f
 		 WHERE f.details ->> 'indexrelid' = pg_contention_incident_resolution.details ->> 'indexrelid'
 		   AND f.details ->> 'database_oid' = pg_contention_incident_resolution.details ->> 'database_oid';
 		IF state = 'vacuumed' THEN

@@ -1,0 +1,41 @@
+--
+-- Not an object: the warning every install and update script ends with
+-- (1.4; tools/sql-changed.pl carries this file into every update, its
+-- statement being in no release's install script) when roles other than
+-- the schema's owner may create objects in the extension's schema:
+-- PUBLIC in schema public on PostgreSQL 13 and 14 and on databases
+-- upgraded from them, or any role granted CREATE there.  The extension's
+-- own calls bind only to its objects wherever it is (every argument of
+-- its parameter's type, none left to a default), but such a role can
+-- make them ambiguous (a function of the same name with one more
+-- argument that has a default), which stops the findings and the
+-- incidents, and can capture what a user types by hand.  A warning, not
+-- an error: refusing would break pg_dump's restore and the update of
+-- every installation in such a schema (doc/security.md).  Reads the
+-- catalog only, so that nothing planted can fail or capture it.
+--
+DO $$
+DECLARE
+	writers text;
+	schema_name text;
+BEGIN
+	SELECT pg_catalog.string_agg(DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+											   ELSE pg_catalog.quote_ident(r.rolname) END, ', '),
+		   pg_catalog.quote_ident(pg_catalog.min(n.nspname))
+	  INTO writers, schema_name
+	  FROM pg_catalog.pg_extension AS e
+	  JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+	  CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) AS a
+	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_contention'
+	   AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+	   AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
+	   AND NOT coalesce(r.rolsuper, false);
+	IF writers IS NOT NULL THEN
+		RAISE WARNING 'pg_contention is installed in schema %, where other roles may create objects: %',
+			schema_name, writers
+			USING DETAIL = 'A function such a role creates there beside the extension''s can stop the findings and the incidents, and capture what a user types by hand.',
+				  HINT = pg_catalog.format('Revoke CREATE on schema %s from them, or install pg_contention in a schema of its own: DROP EXTENSION pg_contention; CREATE SCHEMA contention; CREATE EXTENSION pg_contention SCHEMA contention;', schema_name);
+	END IF;
+END
+$$;
