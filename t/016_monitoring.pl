@@ -31,7 +31,12 @@ autovacuum = off
 pg_contention.incident_interval = '1s'
 });
 $node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
+# In a schema of its own, as the README creates it and the examples name it.
+$node->safe_psql('postgres', q{
+	CREATE SCHEMA contention;
+	GRANT USAGE ON SCHEMA contention TO PUBLIC;
+	CREATE EXTENSION pg_contention SCHEMA contention;
+	ALTER DATABASE postgres SET search_path = "$user", public, contention;});
 
 # ---- The view on a healthy server.
 my $rows = $node->safe_psql('postgres',

@@ -29,27 +29,12 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
 use PgContention::Test qw(run_client savepoint_script);
-use PgContention::Traps qw(trap_targets plant_traps trap_fired yaml_queries);
+use PgContention::Traps qw(planted_cluster shop_tables bench_script trap_targets plant_traps trap_fired yaml_queries);
 
 my $top = dirname(__FILE__) . '/..';
 $top = $ENV{PWD} unless -d "$top/client";
 
-my $node = PostgreSQL::Test::Cluster->new('planted');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'pg_contention'
-pg_contention.overflow_ended_after = '1h'
-pg_contention.incident_interval = 1s
-pg_contention.incident_close_after = 2s
-pg_contention.incident_database = 'shop'
-pg_contention.findings_window = 10s
-pg_contention.subtrans_lookups_warning = 1
-pg_contention.horizon_min_age = 1s
-pg_contention.dead_visits_warning = 50
-max_prepared_transactions = 2
-autovacuum = off
-});
-$node->start;
+my $node = planted_cluster('planted');
 my $superuser = $node->safe_psql('postgres', 'SELECT current_user');
 my $version = $node->safe_psql('postgres', 'SHOW server_version_num');
 
@@ -63,15 +48,7 @@ $node->safe_psql('postgres', q{
 });
 for my $db (qw(shop crm))
 {
-	$node->safe_psql($db, q{
-		CREATE UNLOGGED TABLE public.contend (id integer PRIMARY KEY, val integer NOT NULL);
-		INSERT INTO public.contend SELECT i, 0 FROM pg_catalog.generate_series(1, 10000) AS i;
-		CREATE TABLE public.items (id integer PRIMARY KEY, k integer NOT NULL);
-		CREATE INDEX items_k ON public.items (k);
-		INSERT INTO public.items SELECT i, i OPERATOR(pg_catalog.%) 100 FROM pg_catalog.generate_series(1, 20000) AS i;
-		GRANT ALL ON public.contend, public.items TO app;
-	});
-	$node->safe_psql($db, 'VACUUM (ANALYZE) public.contend, public.items');
+	shop_tables($node, $db);
 	# On 15 and later only the database owner may CREATE in public; 13
 	# and 14 let every role.
 	$node->safe_psql($db, 'GRANT CREATE ON SCHEMA public TO mallory') if $version >= 150000;
@@ -171,8 +148,8 @@ my ($bench_out, $bench_err) = ('', '');
 # (At 40 transactions a second: enough for all three, and the machine is
 # left to the worker.)
 my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '2', '-j', '2', '-R', '40', '-T', '600', '-U', 'app',
-		'-h', $node->host, '-p', $node->port, '-f', write_script('savepoints.sql', savepoint_script(70)),
-		'-f', write_script('lookup.sql', "SET enable_seqscan = off;\nSET enable_bitmapscan = off;\n"
+		'-h', $node->host, '-p', $node->port, '-f', bench_script($node, 'savepoints.sql', savepoint_script(70)),
+		'-f', bench_script($node, 'lookup.sql', "SET enable_seqscan = off;\nSET enable_bitmapscan = off;\n"
 			  . "SELECT pg_catalog.sum(id) FROM public.items WHERE k OPERATOR(pg_catalog.=) 7;\n"), 'shop' ],
 	'>', \$bench_out, '2>', \$bench_err);
 ok($node->poll_query_until('shop', q{
@@ -184,15 +161,6 @@ $bench->kill_kill;
 isnt($node->safe_psql('shop', 'SELECT pg_catalog.count(*) FROM pgc.pg_contention_overflow_events'), '0',
 	'pgbench: 70 savepoints per transaction in shop, overflowed');
 
-sub write_script
-{
-	my ($name, $text) = @_;
-	my $file = $node->basedir . "/$name";
-	open my $fh, '>', $file or die "$file: $!";
-	print $fh $text;
-	close $fh;
-	return $file;
-}
 
 # ---- Every client command, as the DBA runs them: a superuser.
 sub client_commands
@@ -296,14 +264,15 @@ for my $db (qw(shop crm))
 	read_everything($db, $_) for ($superuser, 'stats', 'plain');
 }
 
-# ---- The monitoring examples' queries (they name the extension's
-# objects unqualified: crm has it in public).
+# ---- The monitoring examples' queries (in crm, which has the extension
+# in public).
 my @queries = map { yaml_queries(slurp_file($_)) }
   glob("$top/examples/postgres_exporter/*.yaml"), glob("$top/examples/pgwatch/*.yaml");
 ok(@queries >= 5, scalar(@queries) . ' monitoring queries');
 for my $sql (@queries)
 {
-	my ($ret, $out, $err) = $node->psql('crm', $sql);
+	# (They name the README's schema.)
+	my ($ret, $out, $err) = $node->psql('crm', $sql =~ s/\bcontention\.pg_contention_/public.pg_contention_/gr);
 	is($ret, 0, 'crm: a monitoring query runs: ' . substr($sql =~ s/\s+/ /gr, 0, 60)) or diag($err);
 }
 

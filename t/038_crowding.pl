@@ -8,10 +8,18 @@
 #     invisible entries inside one open transaction: one incident for the
 #     holder behind them (listing the 105 indexes), not 105.
 # (b) 8 tables of hers, each scanned once over dead entries nothing holds:
-#     8 incidents of no role for 6 slots, 2 refused (counted, logged once);
-#     alice's held horizon then takes the slot of one of them (the role
-#     that holds the most gives way to one that holds fewer), which is
-#     counted and logged; alice's closes after her COMMIT.
+#     8 incidents of hers (an incident no holder explains counts for the
+#     index's owner, issue 58) for 6 slots, 2 refused (counted, logged
+#     once); alice's own table's dead entries then take the slot of one of
+#     them (the role that holds the most gives way to one that holds
+#     fewer), which is counted and logged, and so does alice's held
+#     horizon; alice's closes after her COMMIT.
+# (e) What a plain role may set decides nothing that is recorded: alice
+#     may not set pg_contention.dead_visits_warning, and with every setting
+#     she may set at its maximum, her lookups over dead entries are noted
+#     and found as before (issue 58, item 4).
+# (f) mallory's flood of overflow events (50, for a ring of 20) between
+#     two evaluations does not hide alice's overflow from the findings.
 # (c) The dead entries behind a holder, then the holder gone and the
 #     entries still visited, then VACUUM: one incident from the hold to
 #     the fix.
@@ -39,6 +47,7 @@ pg_contention.incident_database = 'shop'
 pg_contention.max_incidents = 6
 pg_contention.horizon_min_age = 1s
 pg_contention.dead_visits_warning = 10
+pg_contention.max_events = 20
 autovacuum = off
 });
 $node->start;
@@ -49,7 +58,7 @@ $node->safe_psql('postgres', q{
 	CREATE DATABASE shop;
 });
 $node->safe_psql('shop', 'CREATE EXTENSION pg_contention');
-$node->safe_psql('shop', 'GRANT CREATE ON SCHEMA public TO mallory') if $version >= 150000;
+$node->safe_psql('shop', 'GRANT CREATE ON SCHEMA public TO mallory, alice') if $version >= 150000;
 
 sub incidents
 {
@@ -103,6 +112,19 @@ sub alice_opens_and_closes
 		  FROM pg_contention_incidents WHERE details ->> 'key' = 'backend $pid'}),
 		"$what: and closed after her COMMIT, with what ended it");
 	$alice->quit;
+	return;
+}
+
+# A table of alice's, public.NAME (k, v) with an index NAME_k on k, and
+# 11 dead rows of k = 1 that nothing holds.
+sub alice_dead_table
+{
+	my ($name) = @_;
+	$node->safe_psql('shop', qq{
+		CREATE TABLE public.$name (k integer, v integer);
+		CREATE INDEX ${name}_k ON public.$name (k);
+		INSERT INTO public.$name SELECT 1, 1 FROM generate_series(1, 11);
+		DELETE FROM public.$name;}, extra_params => [ '-U', 'alice' ]);
 	return;
 }
 
@@ -162,16 +184,73 @@ my $refusals = 0;
 for (split /\n/, slurp_file($node->logfile, $offset))
 {
 	$refusals += $1 // 1
-	  if /LOG:  pg_contention: (?:(\d+) incidents|incident) not opened: all 6 incident slots hold open incidents[,;] .*of no role/;
+	  if /LOG:  pg_contention: (?:(\d+) incidents|incident) not opened: all 6 incident slots hold open incidents[,;] .*of role mallory/;
 }
 is($refusals, 2, '(b) the refusals are logged, once each');
 is($node->safe_psql('shop', 'SELECT incident_open_evictions FROM pg_contention_info'), '0', '(b) nothing evicted yet');
-alice_opens_and_closes('(b)');
+# alice's own table, its dead entries held by nothing either.
+alice_dead_table('a1');
+my $alice_index = $node->safe_psql('shop', "SELECT 'public.a1_k'::regclass::oid");
+my $alice_oid = $node->safe_psql('shop', "SELECT 'alice'::regrole::oid");
+$node->safe_psql('shop', 'SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT sum(v) FROM public.a1 WHERE k = 1',
+	extra_params => [ '-U', 'alice' ]);
+ok($node->poll_query_until('shop', qq{
+	SELECT count(*) = 1 FROM pg_contention_incidents
+	 WHERE problem = 'dead_tuple_index_scan' AND details ->> 'key' LIKE '% index $alice_index' AND closed IS NULL}),
+	'(b) alice\'s index, in a store full of mallory\'s: its incident opens');
 is($node->safe_psql('shop', 'SELECT incident_open_evictions FROM pg_contention_info'), '1',
-	'(b) one of the 6 gave its slot to alice\'s, counted');
-ok($node->log_contains(qr/LOG:  pg_contention: incident \d+ evicted while open, for an incident of a role that held fewer: warning dead_tuple_index_scan, of no role \(the cluster, an index\), which held 6 of the 6 incident slots/, $offset),
+	'(b) one of mallory\'s 6 gave its slot to alice\'s, counted');
+ok($node->log_contains(qr/LOG:  pg_contention: incident \d+ evicted while open, for an incident of a role that held fewer: warning dead_tuple_index_scan, of role mallory, which held 6 of the 6 incident slots/, $offset),
 	'(b) and logged');
+alice_opens_and_closes('(b)');
+is($node->safe_psql('shop', 'SELECT incident_open_evictions FROM pg_contention_info'), '2',
+	'(b) her held horizon took another of mallory\'s');
 $mallory->quit;
+
+# ---- (e) The settings a plain role may change decide nothing recorded.
+is($node->safe_psql('shop', q{
+	SELECT string_agg(name, ', ' ORDER BY name) FROM pg_settings
+	 WHERE name LIKE 'pg\_contention.%' AND context IN ('user')
+	   AND name IN ('pg_contention.dead_visits_warning', 'pg_contention.track_statements',
+					'pg_contention.max_events', 'pg_contention.sampler')}), '',
+	'(e) no setting that decides what is recorded is one a plain role may set');
+my ($ret, $out, $err) = $node->psql('shop', 'SET pg_contention.dead_visits_warning = 1000000',
+	extra_params => [ '-U', 'alice' ]);
+like($err, qr/permission denied to set parameter "pg_contention.dead_visits_warning"/,
+	'(e) alice may not raise dead_visits_warning to hide her lookups');
+my $all_max = $node->safe_psql('shop', q{
+	SELECT string_agg(format('SET %s = %s;', name, quote_literal(max_val)), ' ' ORDER BY name) FROM pg_settings
+	 WHERE name LIKE 'pg\_contention.%' AND context = 'user' AND max_val IS NOT NULL});
+ok($all_max =~ /horizon_min_age/, '(e) the settings alice may set, each at its maximum');
+alice_dead_table('a2');
+my $a2_index = $node->safe_psql('shop', "SELECT 'public.a2_k'::regclass::oid");
+$node->safe_psql('shop', "$all_max SET enable_seqscan = off; SET enable_bitmapscan = off; SELECT sum(v) FROM public.a2 WHERE k = 1",
+	extra_params => [ '-U', 'alice' ]);
+is($node->safe_psql('shop', "SELECT owner = $alice_oid FROM pg_contention_index_names() WHERE indexrelid = $a2_index"),
+	't', '(e) her lookup over 11 dead entries was noted as the server\'s threshold says, with its owner');
+ok($node->poll_query_until('shop', qq{
+	SELECT count(*) = 1 FROM pg_contention_findings_kept() WHERE problem = 'dead_tuple_index_scan'
+	   AND details ->> 'indexrelid' = '$a2_index' AND severity = 'warning'}),
+	'(e) and the worker found it at warning');
+
+# ---- (f) A flood of overflow events does not hide another role's.
+# (Each its own statement: one overflowing 70 times into its table.)
+$node->safe_psql('shop', 'CREATE TABLE public.f (i integer); CREATE TABLE public.g (i integer);
+	GRANT INSERT ON public.f, public.g TO PUBLIC');
+my $overflow = q{DO $$ BEGIN FOR i IN 1..70 LOOP
+	BEGIN INSERT INTO public.TABLE VALUES (i); EXCEPTION WHEN others THEN NULL; END;
+	END LOOP; END $$;};
+$node->safe_psql('shop', $overflow =~ s/TABLE/g/r, extra_params => [ '-U', 'alice' ]);
+my $flood = $overflow =~ s/TABLE/f/r;
+$node->safe_psql('shop', $flood x 50, extra_params => [ '-U', 'mallory' ]);
+is($node->safe_psql('shop', 'SELECT events_written FROM pg_contention_info'), '51',
+	'(f) 51 overflow events for a ring of 20');
+is($node->safe_psql('shop', "SELECT count(*) FROM pg_contention_overflow_events WHERE usename = 'alice'"), '1',
+	'(f) alice\'s is still read, kept as her latest');
+is($node->safe_psql('shop', qq{
+	SELECT count(*) FROM pg_contention_findings
+	 WHERE problem = 'subxact_overflow' AND details ->> 'user_oid' = '$alice_oid'}), '1',
+	'(f) and her overflow is found');
 
 # ---- (c) One incident from the hold to the fix: the dead entries' key
 # follows their cause ("held by" the holder, then the index once it ended)

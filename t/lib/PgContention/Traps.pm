@@ -23,10 +23,36 @@
 #                  $db, with the log they write to when one runs:
 #                  public.pgc_trap_log (what ran, as whom, the application
 #                  and the statement); returns how many it planted
+#   planted_cluster($name)
+#                  a started node for a test of planted objects: the
+#                  library preloaded, incidents evaluated every second in
+#                  database shop and closed 2 s after their finding, a
+#                  10 s window, thresholds low enough for a short workload
+#   shop_tables($node, $db)
+#                  contend (case 1's) and items (20,000 rows, k = id % 100,
+#                  indexed), vacuumed, granted to role app
+#   bench_script($node, $name, $text)
+#                  a pgbench script file in the node's directory
 #   trap_fired($node, $db)
 #                  the log's rows, one line each ('' if none ran)
 #   yaml_queries($text)
 #                  the queries of a monitoring example's file
+#   extension_functions($node, $db)
+#                  the extension's functions as the catalog of $db has
+#                  them (it is created there): [[name, [type, ...]], ...]
+#   overloads($functions)
+#                  what a plain role plants to capture or break a call of
+#                  the extension's own functions that does not bind
+#                  exactly: for each function, the same name with each
+#                  argument as text, with a narrower or another numeric
+#                  type (integer for bigint, ...), with fewer arguments and
+#                  with none; [[name, [type, ...]], ...]
+#   plant_overloads($node, $db, $role, $schema, $overloads)
+#                  $role creates them in $schema of $db (each a trap that
+#                  writes to public.pgc_trap_log, which it creates if
+#                  missing); one that cannot be created (the extension's
+#                  own signature, of an older version) is skipped; returns
+#                  how many it planted
 #
 # A trap returns NULL (any result fails the statement that called it, which
 # the test sees too); it writes its row and nothing else.  Functions are
@@ -38,9 +64,11 @@ package PgContention::Traps;
 use strict;
 use warnings;
 use Exporter 'import';
+use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
-our @EXPORT_OK = qw(trap_targets plant_traps trap_fired yaml_queries);
+our @EXPORT_OK = qw(trap_targets plant_traps trap_fired yaml_queries extension_functions overloads plant_overloads
+  planted_cluster shop_tables bench_script);
 
 # SQL without comments and literals: what names it resolves.
 sub sql_tokens
@@ -178,6 +206,105 @@ sub trap_targets
 	};
 }
 
+# The table every trap writes to, created by $role in $db if missing.
+sub trap_log
+{
+	my ($node, $db, $role) = @_;
+	$node->safe_psql($db, q{
+		SET client_min_messages = warning;
+		CREATE TABLE IF NOT EXISTS public.pgc_trap_log (trap text, by_role name, application text, query text);
+		GRANT INSERT ON public.pgc_trap_log TO PUBLIC;},
+		extra_params => [ '-U', $role ]);
+	return;
+}
+
+sub extension_functions
+{
+	my ($node, $db) = @_;
+	my $rows = $node->safe_psql($db, q{
+		SET search_path = pg_catalog, pg_temp;
+		SELECT p.proname || ':' || coalesce((
+				   SELECT string_agg(format_type(t, NULL), ',' ORDER BY n)
+					 FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, n)), '')
+		  FROM pg_depend AS d JOIN pg_proc AS p ON p.oid = d.objid
+		  JOIN pg_extension AS e ON e.oid = d.refobjid
+		 WHERE d.classid = 'pg_proc'::regclass AND d.refclassid = 'pg_extension'::regclass
+		   AND e.extname = 'pg_contention' AND d.deptype = 'e'
+		 ORDER BY 1});
+	return [ map { my ($name, $args) = split /:/, $_, 2; [ $name, [ split /,/, $args ] ] } split /\n/, $rows ];
+}
+
+# The types a caller's argument may have where the parameter's is
+# another: a literal's (integer, numeric), a narrower integer's.
+my %other_numeric = (
+	'bigint' => [ 'integer', 'smallint', 'numeric' ],
+	'integer' => [ 'smallint', 'bigint', 'numeric' ],
+	'smallint' => ['integer'],
+	'numeric' => [ 'integer', 'bigint' ],
+	'double precision' => [ 'integer', 'numeric', 'real' ],
+	'real' => [ 'integer', 'numeric' ]);
+
+sub overloads
+{
+	my ($functions) = @_;
+	my (@planted, %seen);
+	my $add = sub {
+		my ($name, @types) = @_;
+		push @planted, [ $name, [@types] ] unless $seen{ join(',', $name, @types) }++;
+	};
+	for my $f (@$functions)
+	{
+		my ($name, $types) = @$f;
+		my $n = @$types;
+		for my $i (0 .. $n - 1)
+		{
+			my @t = @$types;
+			for my $other ('text', @{ $other_numeric{ $types->[$i] } // [] })
+			{
+				next if $other eq $types->[$i];
+				$t[$i] = $other;
+				$add->($name, @t);
+			}
+		}
+		$add->($name, @$types[ 0 .. $_ - 1 ]) for 0 .. $n - 1;
+	}
+	return \@planted;
+}
+
+sub plant_overloads
+{
+	my ($node, $db, $role, $schema, $overloads) = @_;
+	trap_log($node, $db, $role);
+	my $list = sql_array(map { join(':', $_->[0], join(',', @{ $_->[1] })) } @$overloads);
+	return $node->safe_psql($db, qq{
+		SET search_path = pg_catalog, pg_temp;
+		DO \$do\$
+		DECLARE
+			f text;
+			n integer := 0;
+			body text := \$b\$ BEGIN
+				INSERT INTO public.pgc_trap_log VALUES (%L, current_user,
+					pg_catalog.current_setting('application_name'), pg_catalog.current_query());
+				RETURN NULL; END \$b\$;
+		BEGIN
+			FOREACH f IN ARRAY $list LOOP
+				BEGIN
+					EXECUTE pg_catalog.format('CREATE FUNCTION %I.%I(%s) RETURNS text LANGUAGE plpgsql AS %L',
+						'$schema', pg_catalog.split_part(f, ':', 1), pg_catalog.split_part(f, ':', 2),
+						pg_catalog.format(body, pg_catalog.format('%s.%s', '$schema', f)));
+					n := n + 1;
+				EXCEPTION WHEN duplicate_function THEN
+					NULL;
+				END;
+			END LOOP;
+			RAISE NOTICE 'planted %', n;
+		END
+		\$do\$;
+		SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc AS p
+		 WHERE p.pronamespace = '$schema'::pg_catalog.regnamespace AND p.proowner = current_user::pg_catalog.regrole},
+		extra_params => [ '-U', $role ]);
+}
+
 sub plant_traps
 {
 	my ($node, $db, $role, $targets) = @_;
@@ -185,10 +312,7 @@ sub plant_traps
 	my $operators = sql_array(@{ $targets->{operators} });
 	my $prefix = sql_array(@{ $targets->{prefix} });
 	my $functions = sql_array(map { join(' ', @$_) } @{ $targets->{functions} });
-	$node->safe_psql($db, q{
-		CREATE TABLE public.pgc_trap_log (trap text, by_role name, application text, query text);
-		GRANT INSERT ON public.pgc_trap_log TO PUBLIC;},
-		extra_params => [ '-U', $role ]);
+	trap_log($node, $db, $role);
 	# One DO block (a statement of its own: it commits after each name,
 	# or the locks it holds on what it created would fill the lock table),
 	# each operator and function name over every type (pair).
@@ -269,6 +393,53 @@ sub plant_traps
 			 + (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc WHERE pronamespace = 'public'::pg_catalog.regnamespace
 				   AND proname NOT LIKE 'pgc\\_trap\\_%')},
 		extra_params => [ '-U', $role ]);
+}
+
+sub planted_cluster
+{
+	my ($name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+pg_contention.overflow_ended_after = '1h'
+pg_contention.incident_interval = 1s
+pg_contention.incident_close_after = 2s
+pg_contention.incident_database = 'shop'
+pg_contention.findings_window = 10s
+pg_contention.subtrans_lookups_warning = 1
+pg_contention.horizon_min_age = 1s
+pg_contention.dead_visits_warning = 50
+max_prepared_transactions = 2
+autovacuum = off
+});
+	$node->start;
+	return $node;
+}
+
+sub shop_tables
+{
+	my ($node, $db) = @_;
+	$node->safe_psql($db, q{
+		CREATE UNLOGGED TABLE public.contend (id integer PRIMARY KEY, val integer NOT NULL);
+		INSERT INTO public.contend SELECT i, 0 FROM pg_catalog.generate_series(1, 10000) AS i;
+		CREATE TABLE public.items (id integer PRIMARY KEY, k integer NOT NULL);
+		CREATE INDEX items_k ON public.items (k);
+		INSERT INTO public.items SELECT i, i OPERATOR(pg_catalog.%) 100 FROM pg_catalog.generate_series(1, 20000) AS i;
+		GRANT ALL ON public.contend, public.items TO app;
+	});
+	$node->safe_psql($db, 'VACUUM (ANALYZE) public.contend, public.items');
+	return;
+}
+
+sub bench_script
+{
+	my ($node, $name, $text) = @_;
+	my $file = $node->basedir . "/$name";
+	open my $fh, '>', $file or die "$file: $!";
+	print $fh $text;
+	close $fh;
+	return $file;
 }
 
 sub trap_fired
