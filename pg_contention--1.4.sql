@@ -117,7 +117,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_info(
 	OUT incident_open_evictions bigint,
 	OUT index_names_max integer,
 	OUT index_names integer,
-	OUT index_name_evictions bigint
+	OUT index_name_evictions bigint,
+	OUT event_role_evictions bigint
 )
 RETURNS record
 AS 'MODULE_PATHNAME', 'pg_contention_info'

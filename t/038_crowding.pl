@@ -20,6 +20,11 @@
 #     and found as before (issue 58, item 4).
 # (f) mallory's flood of overflow events (50, for a ring of 20) between
 #     two evaluations does not hide alice's overflow from the findings.
+# (g) A cluster-wide incident is never refused for room: six roles' index
+#     incidents, one each, fill the store, so that no role's incident may
+#     take a slot (none holds more than one over another); pg_subtrans
+#     contention, one incident for the cluster, still opens in one of
+#     their slots (counted and logged).
 # (c) The dead entries behind a holder, then the holder gone and the
 #     entries still visited, then VACUUM: one incident from the hold to
 #     the fix.
@@ -35,7 +40,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
-use PgContention::Test qw(evaluated_twice churn);
+use IPC::Run;
+use PgContention::Test qw(evaluated_twice churn savepoint_script);
 
 my $node = PostgreSQL::Test::Cluster->new('crowding');
 $node->init;
@@ -48,6 +54,7 @@ pg_contention.max_incidents = 6
 pg_contention.horizon_min_age = 1s
 pg_contention.dead_visits_warning = 10
 pg_contention.max_events = 20
+pg_contention.subtrans_lookups_warning = 1
 autovacuum = off
 });
 $node->start;
@@ -241,8 +248,8 @@ my $overflow = q{DO $$ BEGIN FOR i IN 1..70 LOOP
 	BEGIN INSERT INTO public.TABLE VALUES (i); EXCEPTION WHEN others THEN NULL; END;
 	END LOOP; END $$;};
 $node->safe_psql('shop', $overflow =~ s/TABLE/g/r, extra_params => [ '-U', 'alice' ]);
-my $flood = $overflow =~ s/TABLE/f/r;
-$node->safe_psql('shop', $flood x 50, extra_params => [ '-U', 'mallory' ]);
+my $flood_sql = $overflow =~ s/TABLE/f/r;
+$node->safe_psql('shop', $flood_sql x 50, extra_params => [ '-U', 'mallory' ]);
 is($node->safe_psql('shop', 'SELECT events_written FROM pg_contention_info'), '51',
 	'(f) 51 overflow events for a ring of 20');
 is($node->safe_psql('shop', "SELECT count(*) FROM pg_contention_overflow_events WHERE usename = 'alice'"), '1',
@@ -300,6 +307,50 @@ is(incidents("problem = 'dead_tuple_index_scan' AND details::text LIKE '%orders_
 	'(c) one incident from the hold to the fix')
   or diag($node->safe_psql('shop', 'SELECT id, problem, opened, closed, resolution, details ->> \'key\'
 									  FROM pg_contention_incidents ORDER BY id'));
+
+# ---- (g) A cluster-wide incident in a store full of six roles' one each.
+$node->safe_psql('shop', 'SELECT pg_contention_reset()');
+$offset = -s $node->logfile;
+for my $i (1 .. 6)
+{
+	$node->safe_psql('shop', "CREATE ROLE r$i LOGIN");
+	$node->safe_psql('shop', "GRANT CREATE ON SCHEMA public TO r$i") if $version >= 150000;
+	$node->safe_psql('shop', qq{
+		CREATE TABLE public.r$i (k integer, v integer);
+		CREATE INDEX ON public.r$i (k);
+		INSERT INTO public.r$i SELECT 1, 1 FROM generate_series(1, 11);
+		DELETE FROM public.r$i;
+		SET enable_seqscan = off; SET enable_bitmapscan = off;
+		SELECT sum(v) FROM public.r$i WHERE k = 1;}, extra_params => [ '-U', "r$i" ]);
+}
+ok($node->poll_query_until('shop', q{
+	SELECT count(DISTINCT details -> 'finding' ->> 'owner_oid') = 6 AND count(*) = 6 FROM pg_contention_incidents
+	 WHERE closed IS NULL AND problem = 'dead_tuple_index_scan'}),
+	'(g) six roles\' index incidents, one each, fill the store')
+  or diag($node->safe_psql('shop', 'SELECT id, problem, closed, details -> \'finding\' ->> \'owner_oid\' FROM pg_contention_incidents'));
+my $evicted = $node->safe_psql('shop', 'SELECT incident_open_evictions FROM pg_contention_info');
+# An overflow beside readers, alice's: the cluster's pg_subtrans lookups.
+$node->safe_psql('shop', q{
+	CREATE UNLOGGED TABLE public.contend (id integer PRIMARY KEY, val integer NOT NULL);
+	INSERT INTO public.contend SELECT i, 0 FROM generate_series(1, 10000) AS i;
+	GRANT ALL ON public.contend TO alice;});
+my $script = $node->basedir . '/savepoints.sql';
+open my $fh, '>', $script or die "$script: $!";
+print $fh savepoint_script(70);
+close $fh;
+my ($bench_out, $bench_err) = ('', '');
+my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '2', '-j', '2', '-R', '40', '-T', '600', '-U', 'alice',
+		'-h', $node->host, '-p', $node->port, '-f', $script, 'shop' ], '>', \$bench_out, '2>', \$bench_err);
+ok($node->poll_query_until('shop', q{
+	SELECT count(*) = 1 FROM pg_contention_incidents
+	 WHERE problem = 'subtrans_slru_contention' AND closed IS NULL}),
+	'(g) the cluster\'s pg_subtrans contention opens an incident all the same')
+  or diag($node->safe_psql('shop', 'SELECT problem, severity, subject FROM pg_contention_findings'));
+$bench->kill_kill;
+cmp_ok($node->safe_psql('shop', 'SELECT incident_open_evictions FROM pg_contention_info'), '>', $evicted,
+	'(g) in the slot of one of the six, counted');
+ok($node->log_contains(qr/LOG:  pg_contention: incident \d+ evicted while open, for a cluster-wide incident: warning dead_tuple_index_scan, of role r\d, which held 1 of the 6 incident slots/, $offset),
+	'(g) and logged');
 
 # ---- (d) 1,000 temporary indexes, their session left open (last: the
 # server stops at once after it, rather than wait for that session to drop

@@ -109,6 +109,18 @@ pgc_events_reset(void)
 	LWLockRelease(events->lock);
 }
 
+/* Latest events of a (database, role) given to another's. */
+int64
+pgc_events_role_evictions(void)
+{
+	int64		n;
+
+	LWLockAcquire(events->lock, LW_SHARED);
+	n = events->role_evictions;
+	LWLockRelease(events->lock);
+	return n;
+}
+
 void
 pgc_events_info(int64 *written)
 {

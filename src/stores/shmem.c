@@ -228,6 +228,7 @@ static const PgcResultColumn info_columns[] = {
 	{"index_names_max", INT4OID, PGC_SQL_V(1, 4)},
 	{"index_names", INT4OID, PGC_SQL_V(1, 4)},
 	{"index_name_evictions", INT8OID, PGC_SQL_V(1, 4)},
+	{"event_role_evictions", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape info_shape = {
 	"pg_contention_info", info_columns, lengthof(info_columns)
@@ -300,6 +301,7 @@ pg_contention_info(PG_FUNCTION_ARGS)
 		values[17] = Int32GetDatum(pgc_index_names_max());
 		values[18] = Int32GetDatum(used);
 		values[19] = Int64GetDatum(name_evictions);
+		values[20] = Int64GetDatum(pgc_events_role_evictions());
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -242,6 +242,7 @@ extern void pgc_events_shmem_init(LWLock *lock);
 extern void pgc_events_reset(void);
 
 extern void pgc_events_info(int64 *written);
+extern int64 pgc_events_role_evictions(void);
 
 /* ---- sampler.c: the worker, the wait profile and the history ---- */
 

@@ -502,6 +502,7 @@ typedef struct LogLine
 	Oid			role;			/* an evicted one's, and how many it held */
 	int			role_holds;
 	int			count;			/* refused: how many (one line for them) */
+	bool		for_cluster;	/* evicted for a cluster-wide incident */
 	const char *role_name;		/* role_text(role), named in the transaction */
 } LogLine;
 
@@ -711,6 +712,7 @@ evaluate(void)
 					memcpy(line->closed_problem, s->problem, PROBLEM_LEN);
 					line->problem = line->closed_problem;
 					line->role = s->culprit;
+					line->for_cluster = strcmp(f->key, CLUSTER_KEY) == 0;
 					line->role_holds = 0;
 					for (int k = 0; k < pgc_max_incidents; k++)
 						line->role_holds += (slots[k].id != 0 && slots[k].closed == 0 &&
@@ -863,8 +865,10 @@ evaluate(void)
 					 errhint("Raise pg_contention.max_incidents (it takes a restart); an open incident gives its slot only to a role that holds fewer.")));
 		else if (line->kind == 4)
 			ereport(LOG,
-					(errmsg("pg_contention: incident " INT64_FORMAT " evicted while open, for an incident of a role that held fewer: %s %s, of %s, which held %d of the %d incident slots",
-							line->id, severity_name(line->severity), log_text(line->problem),
+					(errmsg("pg_contention: incident " INT64_FORMAT " evicted while open, for %s: %s %s, of %s, which held %d of the %d incident slots",
+							line->id,
+							line->for_cluster ? "a cluster-wide incident" : "an incident of a role that held fewer",
+							severity_name(line->severity), log_text(line->problem),
 							line->role_name, line->role_holds, pgc_max_incidents),
 					 errhint("Raise pg_contention.max_incidents (it takes a restart); the evicted incident opens again when there is room.")));
 		else if (!pgc_incident_log)
