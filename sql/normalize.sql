@@ -73,6 +73,7 @@ CREATE DATABASE regress_pgc_utf8 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C' TEM
 \c regress_pgc_utf8
 SET client_encoding = 'UTF8';
 SET client_min_messages = warning;
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 CREATE EXTENSION pg_contention;
 RESET client_min_messages;
 SELECT 'café' AS "nz_été", 1 AS nz_one;

@@ -3,7 +3,8 @@
  * subxact.c
  *		Subtransaction caches as SQL sees them: pg_contention_subxact, the
  *		live view of every backend's cache, and
- *		pg_contention_overflow_events, the ring of overflow events.
+ *		pg_contention_overflow_events, the ring of overflow events and each
+ *		(database, role)'s latest.
  *
  * Owns no shared state.  The live view reads other backends' PGPROCs in
  * one pass under ProcArrayLock held in shared mode, and their backend
@@ -50,7 +51,8 @@ static const PgcResultShape event_shape = {
 static PgcRowCache event_rows;
 
 /*
- * pg_contention_overflow_events(): the ring, oldest first.  The used slots'
+ * pg_contention_overflow_events(): the ring, oldest first, after the
+ * latest events of the (database, role)s the ring no longer holds.  The used slots'
  * events are copied out under the lock in shared mode (in ring order: the
  * slots before the oldest one come after it); tuples are built after it is
  * released, or an earlier call's given back (event_rows).
