@@ -88,6 +88,11 @@ is($node->psql('postgres', 'SELECT count(*) FROM pg_contention_nested_contexts()
 	'pg_contention_nested_contexts() runs for a plain role');
 is($node->safe_psql('postgres', 'SET ROLE plain; SELECT count(*) FROM pg_contention_nested_contexts()'), '0',
 	'and shows it none of another database\'s');
+# In shop itself, as pg_stat_statements shows them: another role's query
+# id and function masked (issue 58, item 6).
+is($node->safe_psql('shop', q{SET ROLE plain;
+	SELECT string_agg(coalesce(query_id::text, 'NULL') || ' ' || context, ', ') FROM pg_contention_nested_contexts()}),
+	'NULL <insufficient privilege>', 'in shop, a plain role reads neither the query id nor the function of another role\'s statement');
 # The same statement in a second function: named as noted in several places.
 $node->safe_psql('shop', q{
 	CREATE FUNCTION orders_again(c integer) RETURNS SETOF orders LANGUAGE plpgsql AS $$

@@ -192,7 +192,7 @@ unchanged(const IndexNames *e, const IndexNames *noted)
 	if (noted->kind == NOTED_INDEX)
 		return e->relid == noted->relid && e->owner == noted->owner &&
 			memcmp(&e->u.rel, &noted->u.rel, sizeof(e->u.rel)) == 0;
-	return strcmp(e->u.context, noted->u.context) == 0;
+	return e->owner == noted->owner && strcmp(e->u.context, noted->u.context) == 0;
 }
 
 /*
