@@ -4073,10 +4073,11 @@ GRANT SELECT ON @extschema@.pg_contention_metrics TO PUBLIC;
 --
 -- Not an object: the warning every install and update script ends with
 -- (1.4; tools/sql-changed.pl carries this file into every update, its
--- statement being in no release's install script) when roles other than
--- the schema's owner may create objects in the extension's schema:
--- PUBLIC in schema public on PostgreSQL 13 and 14 and on databases
--- upgraded from them, or any role granted CREATE there.  The extension's
+-- statement being in no release's install script) when a role that is no
+-- superuser may create objects in the extension's schema: PUBLIC in
+-- schema public on PostgreSQL 13 and 14 and on databases upgraded from
+-- them, the database's owner in public from 15 on when it is no
+-- superuser, a role that owns the schema or was granted CREATE there.  The extension's
 -- own calls bind only to its objects wherever it is (every argument of
 -- its parameter's type, none left to a default), but such a role can
 -- make them ambiguous (a function of the same name with one more
@@ -4091,18 +4092,25 @@ DECLARE
 	writers text;
 	schema_name text;
 BEGIN
-	SELECT pg_catalog.string_agg(DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-											   ELSE pg_catalog.quote_ident(r.rolname) END, ', '),
-		   pg_catalog.quote_ident(pg_catalog.min(n.nspname))
-	  INTO writers, schema_name
+	-- PUBLIC, or else every role that may log in and is no superuser but
+	-- may create there, itself or through a role it is a member of (the
+	-- schema's owner too: public belongs to pg_database_owner from
+	-- PostgreSQL 15 on, whose member the database's owner is).
+	SELECT pg_catalog.quote_ident(n.nspname),
+		   CASE WHEN EXISTS (SELECT FROM pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) AS a
+							  WHERE a.grantee OPERATOR(pg_catalog.=) 0
+								AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE')
+				THEN 'PUBLIC'
+				ELSE (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(r.rolname), ', ' ORDER BY r.rolname)
+						FROM pg_catalog.pg_roles AS r
+					   WHERE r.rolcanlogin AND NOT r.rolsuper
+						 AND EXISTS (SELECT FROM pg_catalog.pg_roles AS g
+									  WHERE pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')
+										AND pg_catalog.has_schema_privilege(g.oid, n.oid, 'CREATE'))) END
+	  INTO schema_name, writers
 	  FROM pg_catalog.pg_extension AS e
 	  JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
-	  CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) AS a
-	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) a.grantee
-	 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_contention'
-	   AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
-	   AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner
-	   AND NOT coalesce(r.rolsuper, false);
+	 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_contention';
 	IF writers IS NOT NULL THEN
 		RAISE WARNING 'pg_contention is installed in schema %, where other roles may create objects: %',
 			schema_name, writers

@@ -98,7 +98,7 @@ like($err, qr/WARNING:  pg_contention is installed in schema public, where other
 public_writable('crm');
 $node->safe_psql('crm', 'CREATE SCHEMA pgc; GRANT USAGE ON SCHEMA pgc TO PUBLIC');
 ($ret, $out, $err) = $node->psql('crm', 'CREATE EXTENSION pg_contention SCHEMA pgc');
-unlike($err, qr/WARNING/, 'crm: no warning in a schema only its owner may create in');
+is("$ret $err", '0 ', 'crm: no warning in a schema only its owner may create in');
 $node->safe_psql('crm', 'GRANT CREATE ON SCHEMA pgc TO mallory');
 ok(plant_overloads($node, 'crm', 'mallory', 'pgc', $overloads) > 0
 	  && plant_overloads($node, 'crm', 'mallory', 'public', $overloads) > 0,
@@ -307,8 +307,28 @@ is($node->safe_psql('shop', q{
 is("$ret $err", '0 ', 'shop: the index\'s resolution, judged by the rule it calls');
 client_commands('shop');
 
+# ---- What exact calls cannot prevent, and why the install warns: in a
+# database a plain role owns (public is its to create in: on 15 and later
+# through pg_database_owner), a function of the extension's name with one
+# more argument that has a default makes the extension's own call
+# ambiguous.  The call fails; it never runs the planted function.
+$node->safe_psql('postgres', 'CREATE ROLE appowner LOGIN; CREATE DATABASE owned OWNER appowner');
+($ret, $out, $err) = $node->psql('owned', 'CREATE EXTENSION pg_contention');
+like($err, qr/WARNING:  pg_contention is installed in schema public, where other roles may create objects: (PUBLIC|appowner)\n/,
+	'owned: CREATE EXTENSION warns that the database\'s owner (or every role) may create objects in public');
+plant_overloads($node, 'owned', 'appowner', 'public', []);
+$node->safe_psql('owned', q{
+	CREATE FUNCTION public.pg_contention_findings(interval, integer DEFAULT 0) RETURNS text LANGUAGE plpgsql AS $$
+	BEGIN
+		INSERT INTO public.pgc_trap_log VALUES ('findings with a default', current_user, '', pg_catalog.current_query());
+		RETURN NULL;
+	END $$}, extra_params => [ '-U', 'appowner' ]);
+($ret, $out, $err) = $node->psql('owned', 'SELECT count(*) FROM public.pg_contention_findings_latest()');
+like($err, qr/function public\.pg_contention_findings\(interval\) is not unique/,
+	'owned: a planted overload with one more defaulted argument makes the extension\'s own call fail (the documented limit)');
+
 # ---- Nothing ran mallory's code, nothing failed.
-for my $db ('shop', 'crm', map { 'up_' . s/\./_/gr } @released)
+for my $db ('shop', 'crm', 'owned', map { 'up_' . s/\./_/gr } @released)
 {
 	is(trap_fired($node, $db), '', "$db: no trap ran");
 }

@@ -74,7 +74,9 @@ pgc_events_note_latest(const OverflowEvent *ev, int64 seq)
 		slot = oldest;
 		events->role_evictions++;
 	}
-	memcpy(EVENT_SLOT(event_roles, slot), ev, event_stride());
+	/* Its fields and its text: most of a slot is unused room for text. */
+	memcpy(EVENT_SLOT(event_roles, slot), ev,
+		   offsetof(OverflowEvent, query) + strnlen(ev->query, pgc_max_query_length - 1) + 1);
 	events->role_seq[slot] = seq;
 }
 

@@ -195,16 +195,20 @@ continues_incident(const Found *f, OpenCopy *open, int nopen)
 /* At most this many incidents are frozen (opened or escalated) at one evaluation. */
 #define FREEZES_PER_EVALUATION	8
 
-/* Open incidents of a role (InvalidOid: of none) once the plan is applied. */
+/*
+ * Open incidents of a role (InvalidOid: of none) once the plan is applied,
+ * but the ones of which there is one at a time: never evicted, they do not
+ * make their role (none) look like the one that holds the most.
+ */
 static int
 role_holds(Oid role, const OpenCopy *open, int nopen, const Found *found, int nfound)
 {
 	int			n = 0;
 
 	for (int j = 0; j < nopen; j++)
-		n += (!open[j].evicted && open[j].culprit == role);
+		n += (!open[j].evicted && open[j].culprit == role && !ONE_AT_A_TIME(open[j].key));
 	for (int i = 0; i < nfound; i++)
-		n += (found[i].open && found[i].culprit == role);
+		n += (found[i].open && found[i].culprit == role && !ONE_AT_A_TIME(found[i].key));
 	return n;
 }
 
@@ -214,14 +218,15 @@ role_holds(Oid role, const OpenCopy *open, int nopen, const Found *found, int nf
  * holds more than one over what "role" would hold with it, so that one
  * role (or one kind of incident without a role) cannot keep the store full
  * against every other: its least severe, newest open incident gives its
- * slot.  NULL when no role holds that much more.  Never two roles back and
- * forth: the one that gave a slot holds no more than the other after it.
- * A cluster-wide problem (one incident each at most) is never refused for
- * room: it takes the slot of the role that holds the most, whatever it
- * holds, and never another cluster-wide incident's.
+ * slot (between roles that hold as many, the least severe, newest of
+ * theirs).  NULL when no role holds that much more.  Never two roles back
+ * and forth: the one that gave a slot holds no more than the other after
+ * it.  An incident of which there is one at a time (a cluster-wide
+ * problem's) is never refused for room: it takes the slot so chosen,
+ * whatever its role holds, and never gives its own.
  */
 static OpenCopy *
-take_room(Oid role, bool cluster_wide, OpenCopy *open, int nopen, const Found *found, int nfound)
+take_room(Oid role, bool one_at_a_time, OpenCopy *open, int nopen, const Found *found, int nfound)
 {
 	int			mine = role_holds(role, open, nopen, found, nfound);
 	OpenCopy   *victim = NULL;
@@ -231,20 +236,20 @@ take_room(Oid role, bool cluster_wide, OpenCopy *open, int nopen, const Found *f
 	{
 		int			n;
 
-		if (open[j].evicted || strcmp(open[j].key, CLUSTER_KEY) == 0 ||
-			(!cluster_wide && open[j].culprit == role))
+		if (open[j].evicted || ONE_AT_A_TIME(open[j].key) ||
+			(!one_at_a_time && open[j].culprit == role))
 			continue;
 		n = role_holds(open[j].culprit, open, nopen, found, nfound);
-		if (n > most || (n == most && victim != NULL && open[j].culprit == victim->culprit &&
-						 (open[j].peak_severity < victim->peak_severity ||
-						  (open[j].peak_severity == victim->peak_severity &&
-						   open[j].id > victim->id))))
+		if (victim == NULL || n > most ||
+			(n == most && (open[j].peak_severity < victim->peak_severity ||
+						   (open[j].peak_severity == victim->peak_severity &&
+							open[j].id > victim->id))))
 		{
 			most = n;
 			victim = &open[j];
 		}
 	}
-	if (victim == NULL || (!cluster_wide && most <= mine + 1))
+	if (victim == NULL || (!one_at_a_time && most <= mine + 1))
 		return NULL;
 	victim->evicted = true;
 	return victim;
@@ -287,7 +292,7 @@ plan_openings(Found *found, int nfound, OpenCopy *open, int nopen, int room)
 		f->open = false;		/* not counted by take_room's role_holds */
 		if (room > 0)
 			room--;
-		else if ((victim = take_room(f->culprit, strcmp(f->key, CLUSTER_KEY) == 0,
+		else if ((victim = take_room(f->culprit, ONE_AT_A_TIME(f->key),
 									 open, nopen, found, nfound)) != NULL)
 			f->evict_id = victim->id;
 		else

@@ -712,7 +712,7 @@ evaluate(void)
 					memcpy(line->closed_problem, s->problem, PROBLEM_LEN);
 					line->problem = line->closed_problem;
 					line->role = s->culprit;
-					line->for_cluster = strcmp(f->key, CLUSTER_KEY) == 0;
+					line->for_cluster = ONE_AT_A_TIME(f->key);
 					line->role_holds = 0;
 					for (int k = 0; k < pgc_max_incidents; k++)
 						line->role_holds += (slots[k].id != 0 && slots[k].closed == 0 &&

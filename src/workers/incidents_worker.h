@@ -14,10 +14,15 @@
 #include "../stores/incidents_store.h"
 #include "workers.h"
 
-/* A finding of one evaluation, in the worker's evaluation context. */
-/* The key of a cluster-wide problem's incident (key.sql): one at a time. */
+/*
+ * The keys of the incidents of which there is one at a time (key.sql): a
+ * cluster-wide problem's, and a standby's overflow (the primary's).
+ */
 #define CLUSTER_KEY		"cluster"
+#define PRIMARY_KEY		"the primary"
+#define ONE_AT_A_TIME(key) (strcmp((key), CLUSTER_KEY) == 0 || strcmp((key), PRIMARY_KEY) == 0)
 
+/* A finding of one evaluation, in the worker's evaluation context. */
 typedef struct Found
 {
 	char	   *problem;
