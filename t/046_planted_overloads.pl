@@ -35,7 +35,8 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
 use PgContention::Test qw(run_client savepoint_script);
-use PgContention::Traps qw(planted_cluster shop_tables bench_script trap_fired yaml_queries extension_functions overloads plant_overloads);
+use PgContention::Traps qw(planted_cluster shop_tables bench_script trap_fired yaml_queries extension_functions overloads plant_overloads
+  signature);
 
 my $top = dirname(__FILE__) . '/..';
 $top = $ENV{PWD} unless -d "$top/client";
@@ -79,11 +80,12 @@ my $functions = extension_functions($node, 'ref');
 my $overloads = overloads($functions);
 ok(@$functions >= 40 && @$overloads > 2 * @$functions,
 	scalar(@$functions) . ' functions of the extension, ' . scalar(@$overloads) . ' overloads of them to plant');
-ok((grep { $_->[0] eq 'pg_contention_incidents' && "@{$_->[1]}" eq 'boolean integer' } @$overloads)
-	  && (grep { $_->[0] eq 'pg_contention_rule_dead_tuple_index_scan' && "@{$_->[1]}" eq 'text' } @$overloads)
-	  && (grep { $_->[0] eq 'pg_contention_findings' && !@{ $_->[1] } } @$overloads)
-	  && (grep { $_->[0] eq 'pg_contention_metrics' && "@{$_->[1]}" eq 'text' } @$overloads),
-	'among them the issue\'s: incidents(boolean, integer), rule_dead_tuple_index_scan(text), findings(), metrics(text)');
+my %planned = map { ($_->[0] . '(' . join(', ', map { s/\|/ /r } @{ $_->[1] }) . ')') => 1 } @$overloads;
+ok($planned{'pg_contention_incidents(with_details boolean, incident integer)'}
+	  && $planned{'pg_contention_report(window_length interval, incident integer, with_values boolean)'}
+	  && $planned{'pg_contention_rule_dead_tuple_index_scan(window_length text)'}
+	  && $planned{'pg_contention_findings()'} && $planned{'pg_contention_metrics(families text)'},
+	'among them the issue\'s: incidents(boolean, integer), report(..., incident integer, ...), rule_dead_tuple_index_scan(text), findings(), metrics(text)');
 
 # ---- shop: traps in public first, the extension after them.
 public_writable('shop');
@@ -114,9 +116,9 @@ my %created;
 for my $v (@released)
 {
 	$node->safe_psql('steps', "ALTER EXTENSION pg_contention UPDATE TO '$v'") if $v ne $released[0];
-	$created{ join(',', $_->[0], @{ $_->[1] }) } = 1 for @{ extension_functions($node, 'steps') };
+	$created{ signature($_) } = 1 for @{ extension_functions($node, 'steps') };
 }
-my $update_overloads = [ grep { !$created{ join(',', $_->[0], @{ $_->[1] }) } } @$overloads ];
+my $update_overloads = [ grep { !$created{ signature($_) } } @$overloads ];
 
 # ---- Each released version, updated with the traps in place.  The
 # released steps before 1.3's bind their views by name: the 1.2 to 1.3
@@ -155,8 +157,14 @@ is($node->safe_psql('shop', q{
 	SELECT count(*) FROM public.pg_contention_incidents(true, 1);
 	SELECT public.pg_contention_rule_dead_tuple_index_scan(NULL);
 	SELECT pg_catalog.string_agg(trap, ', ' ORDER BY trap) FROM public.pgc_trap_log;
-	ROLLBACK;}), "1\n\npublic.pg_contention_incidents:boolean,integer, public.pg_contention_rule_dead_tuple_index_scan:text",
+	ROLLBACK;}), "1\n\npublic.pg_contention_incidents:with_details boolean,incident integer, public.pg_contention_rule_dead_tuple_index_scan:window_length text",
 	'positive control: incidents(true, 1) and rule_dead_tuple_index_scan(NULL) run mallory\'s traps (rolled back)');
+is($node->safe_psql('shop', q{
+	BEGIN;
+	SELECT public.pg_contention_report(incident => 1);
+	SELECT pg_catalog.string_agg(trap, ', ' ORDER BY trap) FROM public.pgc_trap_log;
+	ROLLBACK;}), "\npublic.pg_contention_report:incident integer",
+	'positive control: report(incident => 1), as the client sent it, runs mallory\'s report(incident integer) (rolled back)');
 ($ret, $out, $err) = $node->psql('shop', 'SELECT count(*) FROM public.pg_contention_findings()');
 like($err, qr/function public\.pg_contention_findings\(\) is not unique/,
 	'positive control: findings() leaning on its default is ambiguous');
@@ -257,7 +265,7 @@ sub read_everything
 	{
 		my ($name, $types) = @$f;
 		next if $name eq 'pg_contention_reset';
-		my $args = join(', ', map { $value_of{$_} // "NULL::$_" } @$types);
+		my $args = join(', ', map { my $type = (split /\|/, $_, 2)[1]; $value_of{$type} // "NULL::$type" } @$types);
 		push @statements, "SELECT count(*) FROM $schema.$name($args)";
 	}
 	my $script = join('', map { "$_;\n" } @statements);

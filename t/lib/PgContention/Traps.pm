@@ -39,14 +39,20 @@
 #                  the queries of a monitoring example's file
 #   extension_functions($node, $db)
 #                  the extension's functions as the catalog of $db has
-#                  them (it is created there): [[name, [type, ...]], ...]
+#                  them (it is created there): [[name, [param, ...]], ...],
+#                  each param "name|type" (name empty if it has none): an
+#                  overload keeps the names, so that a call in named
+#                  notation (incident => 3) can match it too
+#   signature($function)
+#                  "name(type,...)": what makes two functions one
 #   overloads($functions)
 #                  what a plain role plants to capture or break a call of
 #                  the extension's own functions that does not bind
 #                  exactly: for each function, the same name with each
 #                  argument as text, with a narrower or another numeric
-#                  type (integer for bigint, ...), with fewer arguments and
-#                  with none; [[name, [type, ...]], ...]
+#                  type (integer for bigint, ...), with fewer arguments, with
+#                  none, and with each parameter alone by its name (what a
+#                  call in named notation matches); [[name, [param, ...]], ...]
 #   plant_overloads($node, $db, $role, $schema, $overloads)
 #                  $role creates them in $schema of $db (each a trap that
 #                  writes to public.pgc_trap_log, which it creates if
@@ -67,7 +73,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
-our @EXPORT_OK = qw(trap_targets plant_traps trap_fired yaml_queries extension_functions overloads plant_overloads
+our @EXPORT_OK = qw(trap_targets plant_traps trap_fired yaml_queries extension_functions overloads plant_overloads signature
   planted_cluster shop_tables bench_script);
 
 # SQL without comments and literals: what names it resolves.
@@ -224,7 +230,8 @@ sub extension_functions
 	my $rows = $node->safe_psql($db, q{
 		SET search_path = pg_catalog, pg_temp;
 		SELECT p.proname || ':' || coalesce((
-				   SELECT string_agg(format_type(t, NULL), ',' ORDER BY n)
+				   SELECT string_agg(coalesce(quote_ident(nullif(p.proargnames[n], '')), '') || '|'
+									 || format_type(t, NULL), ',' ORDER BY n)
 					 FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, n)), '')
 		  FROM pg_depend AS d JOIN pg_proc AS p ON p.oid = d.objid
 		  JOIN pg_extension AS e ON e.oid = d.refobjid
@@ -250,7 +257,8 @@ sub overloads
 	my (@planted, %seen);
 	my $add = sub {
 		my ($name, @types) = @_;
-		push @planted, [ $name, [@types] ] unless $seen{ join(',', $name, @types) }++;
+		# One per signature: the types make a function, not the names.
+		push @planted, [ $name, [@types] ] unless $seen{ signature([ $name, \@types ]) }++;
 	};
 	for my $f (@$functions)
 	{
@@ -259,23 +267,38 @@ sub overloads
 		for my $i (0 .. $n - 1)
 		{
 			my @t = @$types;
-			for my $other ('text', @{ $other_numeric{ $types->[$i] } // [] })
+			my ($param, $type) = split /\|/, $types->[$i], 2;
+			for my $other ('text', @{ $other_numeric{$type} // [] })
 			{
-				next if $other eq $types->[$i];
-				$t[$i] = $other;
+				next if $other eq $type;
+				$t[$i] = "$param|$other";
 				$add->($name, @t);
 			}
 		}
 		$add->($name, @$types[ 0 .. $_ - 1 ]) for 0 .. $n - 1;
+		# Each parameter alone, by its name: what a call in named notation
+		# that leaves the others to their defaults matches.
+		for my $i (1 .. $n - 1)
+		{
+			my ($param, $type) = split /\|/, $types->[$i], 2;
+			next if $param eq '';
+			$add->($name, "$param|$_") for ($type, 'text', @{ $other_numeric{$type} // [] });
+		}
 	}
 	return \@planted;
+}
+
+sub signature
+{
+	my ($f) = @_;
+	return $f->[0] . '(' . join(',', map { (split /\|/, $_, 2)[1] } @{ $f->[1] }) . ')';
 }
 
 sub plant_overloads
 {
 	my ($node, $db, $role, $schema, $overloads) = @_;
 	trap_log($node, $db, $role);
-	my $list = sql_array(map { join(':', $_->[0], join(',', @{ $_->[1] })) } @$overloads);
+	my $list = sql_array(map { join(':', $_->[0], join(',', map { s/\|/ /r } @{ $_->[1] })) } @$overloads);
 	return $node->safe_psql($db, qq{
 		SET search_path = pg_catalog, pg_temp;
 		DO \$do\$
