@@ -364,7 +364,12 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 								'pg_contention.horizon_min_age', true), '1min')::pg_catalog.interval
 					ELSE j.xmin_age >= coalesce(pg_catalog.current_setting(
 								'pg_contention.horizon_min_xid_age', true), '10000')::pg_catalog.int4
-			   END AS blocks_cleanup
+			   END AS blocks_cleanup,
+		   -- Its own XID (a backend's that wrote, a prepared transaction's):
+		   -- every snapshot taken in any database while it runs has an xmin
+		   -- at or before it, so it holds back the cleanup of every database
+		   -- where snapshots are taken, not only its own (1.4).
+		   j.own_xid
 	  FROM judged AS j
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = j.datid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = j.usesysid
@@ -392,6 +397,20 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_database_dead_tuples(
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_database_dead_tuples'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+-- ---- src/sql/table_last_vacuum.sql ----
+
+--
+-- When a table of any database was last vacuumed, by hand or by
+-- autovacuum (1.4; dead_tuples.c): every database's from PostgreSQL 15
+-- on, the current one's before; NULL when not known.  The index finding
+-- read from another database (the incidents worker's, check's) tells by
+-- it that vacuum removed the dead entries, as read in the table's own.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_table_last_vacuum(dbid oid, relid oid)
+RETURNS timestamp with time zone
+AS 'MODULE_PATHNAME', 'pg_contention_table_last_vacuum'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- ---- src/sql/history.sql ----
@@ -1006,7 +1025,9 @@ $$;
 -- The root holders of the xmin horizon (pg_contention_horizon rows that
 -- follow no other holder), each with its level against the critical
 -- thresholds, a subject naming it for a DBA and a short label: read by
--- the dead_tuple_index_scan and xmin_horizon_held rules.
+-- the dead_tuple_index_scan and xmin_horizon_held rules.  follower_databases:
+-- the databases of the holders that follow it now (their snapshots' xmin
+-- is its XID): it holds back their cleanup too.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	window_length interval DEFAULT NULL,
@@ -1025,9 +1046,11 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT catalog_only boolean,
 	OUT follows text,
 	OUT blocks_cleanup boolean,
+	OUT own_xid xid,
 	OUT level text,
 	OUT subject text,
-	OUT label text
+	OUT label text,
+	OUT follower_databases name[]
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -1082,7 +1105,10 @@ SELECT h.*,
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
 			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''), 'walsender pid ' || h.pid) || ')'
-			ELSE h.kind || ' ' || h.holder END AS label
+			ELSE h.kind || ' ' || h.holder END AS label,
+	   ARRAY(SELECT DISTINCT f.datname FROM holders AS f
+			  WHERE f.follows = h.holder AND f.datname IS NOT NULL AND f.datname IS DISTINCT FROM h.datname
+			  ORDER BY 1) AS follower_databases
   FROM holders AS h, params
  WHERE h.follows IS NULL;
 END
@@ -2153,7 +2179,12 @@ index_rows AS (
 		   -- makes one incident of one role's temporary indexes, and counts
 		   -- an incident that no holder explains for the index's owner.
 		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
-		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
+		   t.schemaname, t.relname, t.n_dead_tup,
+		   -- Another database's table: when vacuum last ran there, from the
+		   -- shared statistics (PostgreSQL 15 on), so that the finding read
+		   -- from here changes with that vacuum as read there.
+		   CASE WHEN here THEN t.last_vacuum
+				ELSE @extschema@.pg_contention_table_last_vacuum(r.dbid, nm.relid) END AS last_vacuum
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
 	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
@@ -2186,16 +2217,27 @@ judged AS (
 	  CROSS JOIN params
 	  CROSS JOIN stats_lost
 	  -- The oldest root holder that holds this table's cleanup: a slot or
-	  -- standby feedback holds every database, a transaction its own.  It
-	  -- must have been holding at the last bad execution: one that began
-	  -- after it cannot be what kept those entries (a slot's or standby's
-	  -- age is unknown: past the thresholds, it is taken to be).
+	  -- standby feedback holds every database; a transaction with an XID
+	  -- every database where snapshots are taken while it runs (each
+	  -- snapshot's xmin is at or before it: these lookups' own snapshots
+	  -- keep them from marking the entries dead, and vacuum's cutoff stops
+	  -- at it whenever a session of the table's database has a snapshot);
+	  -- a snapshot without an XID its own database only.  It must have been
+	  -- holding at the last bad execution: one that began after it cannot
+	  -- be what kept those entries (a slot's or standby's age is unknown:
+	  -- past the thresholds, it is taken to be).
 	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
 								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
-								r.subject AS h_subject, r.label AS h_label
+								r.subject AS h_subject,
+								-- another database's transaction says which
+								r.label || CASE WHEN r.kind IN ('backend', 'prepared transaction')
+													 AND r.datname IS DISTINCT FROM x.datname
+												THEN ' in database ' || pg_catalog.quote_ident(r.datname)
+												ELSE '' END AS h_label
 						   FROM root_holders AS r
 						  WHERE NOT r.catalog_only
 							AND (r.kind IN ('replication slot', 'standby feedback')
+								 OR r.own_xid IS NOT NULL
 								 OR r.datname IS NOT DISTINCT FROM x.datname)
 							AND (params.now - r.held_for <= x.last_bad
 								 OR (r.held_for IS NULL AND r.blocks_cleanup))
@@ -2545,7 +2587,8 @@ root_holders AS MATERIALIZED (
 		   (row_number() OVER ())::text AS culprit_key,
 		   -- The databases whose cleanup it holds back, as the server computes
 		   -- horizons: on 13 every database; from 14 a backend's or a prepared
-		   -- transaction's own only, while a slot's xmin and a standby's
+		   -- transaction's own, and those whose sessions' snapshots follow its
+		   -- XID now (follower_databases), while a slot's xmin and a standby's
 		   -- feedback hold every database's.
 		   (params.version_num < 140000 OR r.datname IS NULL
 			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
@@ -2564,7 +2607,7 @@ held_dead AS MATERIALIZED (
 		   pg_catalog.string_agg(b.datname::text, ', ' ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NULL) AS unread_names,
 		   jsonb_agg(b.datname ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NOT NULL) AS read_list
 	  FROM root_holders AS h
-	  JOIN dead_by_db AS b ON h.all_databases OR b.datname = h.datname
+	  JOIN dead_by_db AS b ON h.all_databases OR b.datname = h.datname OR b.datname = ANY (h.follower_databases)
 	 GROUP BY h.culprit_key, h.all_databases, h.catalog_only
 ),
 -- Who pays, for every holder that is a finding, in one call.

@@ -264,6 +264,27 @@ pgc_dead_tuples_by_database(PgcTableDeadFunc add, void *arg)
 	dshash_seq_term(&hstat);
 }
 
+/*
+ * The shared entry's timestamps read without its lock, as the counters
+ * above are: each is one aligned 8-byte word, written whole by the
+ * backend that flushes a vacuum's report; a reader sees the old value or
+ * the new one.
+ */
+TimestampTz
+pgc_table_last_vacuum(Oid dboid, Oid relid)
+{
+	PgStat_EntryRef *ref;
+	PgStatShared_Relation *shared;
+
+	if (pgStatLocal.shared_hash == NULL)
+		return 0;
+	ref = pgstat_get_entry_ref(PGSTAT_KIND_RELATION, dboid, relid, false, NULL);
+	if (ref == NULL || ref->shared_entry->dropped)
+		return 0;
+	shared = (PgStatShared_Relation *) ref->shared_stats;
+	return PGC_TABENTRY_LAST_VACUUM(&shared->stats);
+}
+
 #else
 
 void
@@ -280,6 +301,17 @@ pgc_dead_tuples_by_database(PgcTableDeadFunc add, void *arg)
 			add(MyDatabaseId, table->tableid, (int64) PGC_TABENTRY_DEAD_TUPLES(table),
 				(int64) PGC_TABENTRY_LIVE_TUPLES(table), arg);
 	}
+}
+
+/* Before PG15: the current database's tables only, from its file. */
+TimestampTz
+pgc_table_last_vacuum(Oid dboid, Oid relid)
+{
+	PgStat_StatTabEntry *table;
+
+	if (dboid != MyDatabaseId || (table = pgstat_fetch_stat_tabentry(relid)) == NULL)
+		return 0;
+	return PGC_TABENTRY_LAST_VACUUM(table);
 }
 
 #endif

@@ -489,9 +489,13 @@ pgc_proc_holds_main_locks(volatile PGPROC *proc)
 #if PG_VERSION_NUM >= 160000
 #define PGC_TABENTRY_DEAD_TUPLES(entry)	((entry)->dead_tuples)
 #define PGC_TABENTRY_LIVE_TUPLES(entry)	((entry)->live_tuples)
+#define PGC_TABENTRY_LAST_VACUUM(entry) \
+	Max((entry)->last_vacuum_time, (entry)->last_autovacuum_time)
 #else
 #define PGC_TABENTRY_DEAD_TUPLES(entry)	((entry)->n_dead_tuples)
 #define PGC_TABENTRY_LIVE_TUPLES(entry)	((entry)->n_live_tuples)
+#define PGC_TABENTRY_LAST_VACUUM(entry) \
+	Max((entry)->vacuum_timestamp, (entry)->autovac_vacuum_timestamp)
 #endif
 /* PG18 made the shared statistics' object id 64 bits wide. */
 #if PG_VERSION_NUM >= 180000
@@ -518,6 +522,11 @@ pgc_autovacuum_threshold(double live_tuples)
 	return threshold;
 }
 typedef void (*PgcTableDeadFunc) (Oid dboid, Oid relid, int64 dead, int64 live, void *arg);
+/*
+ * When a table of any database (PG15 on; the current one's before) was
+ * last vacuumed, by hand or by autovacuum: 0 if not known (compat.c).
+ */
+extern TimestampTz pgc_table_last_vacuum(Oid dboid, Oid relid);
 extern void pgc_dead_tuples_by_database(PgcTableDeadFunc add, void *arg);
 
 /*

@@ -1,6 +1,8 @@
 # Blame per database: a holder of the xmin horizon holds back cleanup in
-# the databases the server computes its horizon for (PostgreSQL 13: every
-# database; 14 and later: its own), and its finding counts the dead tuples
+# the databases the server computes its horizon for (a snapshot without an
+# XID: on PostgreSQL 13 every database, 14 and later its own; a transaction
+# with an XID: every database where snapshots are taken, checked against
+# VACUUM VERBOSE's removable cutoff), and its finding counts the dead tuples
 # of those databases, whichever database reads the findings (the incidents
 # worker and `check` read from postgres; the application is in shop).
 # Before PostgreSQL 15 another database's counts cannot be read: the
@@ -137,4 +139,91 @@ else
 }
 
 $_->[0]->quit for values %holder;
+
+# ---- A transaction with an XID in analytics holds back shop (issue 59,
+# item 1): every snapshot taken in shop has an xmin at or before that XID,
+# so shop's lookups cannot mark the entries dead and shop's vacuum stops
+# at it whenever a session of shop has a snapshot.  Only a snapshot
+# without an XID is confined to its own database (above).
+$node->safe_psql('shop', q{
+	CREATE TABLE orders (id int PRIMARY KEY, v int);
+	INSERT INTO orders SELECT i, i FROM generate_series(1, 5000) AS i;
+	VACUUM (ANALYZE) orders;
+});
+my $writer = $node->background_psql('analytics');
+my $writer_pid = $writer->query_safe('SELECT pg_backend_pid()');
+my $writer_xid = $writer->query_safe('BEGIN; SELECT txid_current()');
+$writer_xid =~ s/\s+//g;
+$node->safe_psql('shop', 'UPDATE orders SET id = id + 10000 WHERE id > 3000');
+my $lookups = q{SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;
+	SELECT sum(v) FROM orders WHERE id BETWEEN 3001 AND 5000;} x 3;
+$node->safe_psql('shop', $lookups);
+# Ground truth: VACUUM in shop beside a reader of shop (a web session's
+# snapshot) removes none, its cutoff at analytics' XID.
+my $reader = $node->background_psql('shop');
+$reader->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class');
+my ($ret, $out, $err) = $node->psql('shop', 'VACUUM (VERBOSE) orders');
+like($err, qr/(?:removable cutoff|oldest xmin): $writer_xid\b/,
+	"VACUUM VERBOSE in shop: its removable cutoff is analytics' XID $writer_xid");
+like($err, qr/2000 (?:are dead but not yet removable|dead row versions cannot be removed yet)/,
+	'VACUUM VERBOSE in shop: the 2,000 dead versions are not yet removable');
+$node->safe_psql('shop', $lookups);
+for my $reader_db (qw(postgres shop))
+{
+	my $found = $node->safe_psql($reader_db, q{
+		SELECT severity || ' | ' || evidence || ' | ' || advice || ' | ' || coalesce(details -> 'holder' ->> 'pid', 'none')
+		  FROM pg_contention_findings
+		 WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%orders%BETWEEN%'});
+	note("read from $reader_db: $found");
+	like($found, qr/^(warning|critical) \| .* \| $writer_pid$/,
+		"read from $reader_db: the index finding is held by analytics' writer, pid $writer_pid");
+	like($found, qr/while pid $writer_pid \(application [^)]*\) in database analytics holds the xmin horizon/,
+		"read from $reader_db: it names the writer's database");
+	unlike($found, qr/vacuum has not removed them yet|VACUUM public\.orders[^;]* now/,
+		"read from $reader_db: it never says vacuum has not removed them, nor advises a VACUUM now that removes nothing");
+	ok($node->poll_query_until($reader_db, qq{
+		SELECT severity IN ('warning', 'critical') FROM pg_contention_findings
+		 WHERE problem = 'xmin_horizon_held' AND details ->> 'pid' = '$writer_pid'}),
+		"read from $reader_db: the writer's xmin_horizon_held finding pays for shop's lookups (warning or above)");
+}
+# The fix: the writer commits; shop's next lookup marks the entries dead.
+$writer->query_safe('COMMIT');
+$writer->quit;
+$reader->quit;
+$node->safe_psql('shop', $lookups);
+($ret, $out, $err) = $node->psql('shop', 'VACUUM (VERBOSE) orders');
+like($err, qr/\b0 (?:are dead but not yet removable|dead row versions cannot be removed yet)/,
+	'after the COMMIT, VACUUM VERBOSE in shop: none is dead but not yet removable');
+unlike($node->safe_psql('postgres', q{
+	SELECT severity || ' ' || coalesce(details -> 'holder' ->> 'pid', '') FROM pg_contention_findings
+	 WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%orders%BETWEEN%'}), qr/^(warning|critical)/,
+	'and the index finding is no longer at warning');
+
+# ---- One answer whichever database reads it (issue 59, item 2): dead
+# entries that nothing holds, visited by bitmap scans (which never mark
+# them), then VACUUM in shop and no lookup since.  Read from postgres, as
+# from shop, the finding is resolved by that vacuum (PostgreSQL 15 on,
+# where another database's statistics can be read).
+$node->safe_psql('shop', q{
+	CREATE TABLE stock (id int PRIMARY KEY, v int);
+	INSERT INTO stock SELECT i, i FROM generate_series(1, 5000) AS i;
+	VACUUM (ANALYZE) stock;
+	UPDATE stock SET id = id + 10000 WHERE id > 3000;
+});
+$node->safe_psql('shop', q{SET enable_seqscan = off; SET enable_indexscan = off; SET enable_indexonlyscan = off;
+	SELECT sum(v) FROM stock WHERE id BETWEEN 3001 AND 5000;} x 3);
+my $stock = q{SELECT severity || ' | ' || advice FROM pg_contention_findings
+	 WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%stock%BETWEEN%'};
+like($node->safe_psql('postgres', $stock), qr/^warning \| VACUUM public\.stock in database shop now/,
+	'read from postgres: nothing holds the dead entries of shop\'s stock: VACUUM it now');
+$node->safe_psql('shop', 'VACUUM stock');
+SKIP:
+{
+	skip 'another database\'s statistics are read from PostgreSQL 15 on', 2 if $version < 150000;
+	for my $reader_db (qw(shop postgres))
+	{
+		like($node->safe_psql($reader_db, $stock), qr/^info \|/,
+			"read from $reader_db after shop's VACUUM (no lookup since): info, as vacuum removed them");
+	}
+}
 done_testing();

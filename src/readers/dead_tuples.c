@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * dead_tuples.c
- *		Dead tuples per database, whichever database the reader is
+ *		Dead tuples per database, and when a table was last vacuumed,
+ *		whichever database the reader is
  *		connected to: what a holder of the xmin horizon keeps in the
  *		databases whose cleanup it holds back (xmin_horizon_held), which
  *		pg_stat_user_tables shows for the current database only.
@@ -19,8 +20,28 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/hsearch.h"
+#include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(pg_contention_database_dead_tuples);
+PG_FUNCTION_INFO_V1(pg_contention_table_last_vacuum);
+
+/*
+ * pg_contention_table_last_vacuum(dbid, relid): when a table of any
+ * database was last vacuumed (PG15 on; the current database's before),
+ * NULL if not known: what tells a reader in another database that vacuum
+ * removed the dead entries its lookups met.
+ */
+Datum
+pg_contention_table_last_vacuum(PG_FUNCTION_ARGS)
+{
+	TimestampTz at;
+
+	pgc_require_loaded();
+	at = pgc_table_last_vacuum(PG_GETARG_OID(0), PG_GETARG_OID(1));
+	if (at == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(at);
+}
 
 static const PgcResultColumn dead_tuples_columns[] = {
 	{"datid", OIDOID, PGC_SQL_V(1, 4)},

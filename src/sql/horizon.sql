@@ -83,7 +83,12 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 								'pg_contention.horizon_min_age', true), '1min')::pg_catalog.interval
 					ELSE j.xmin_age >= coalesce(pg_catalog.current_setting(
 								'pg_contention.horizon_min_xid_age', true), '10000')::pg_catalog.int4
-			   END AS blocks_cleanup
+			   END AS blocks_cleanup,
+		   -- Its own XID (a backend's that wrote, a prepared transaction's):
+		   -- every snapshot taken in any database while it runs has an xmin
+		   -- at or before it, so it holds back the cleanup of every database
+		   -- where snapshots are taken, not only its own (1.4).
+		   j.own_xid
 	  FROM judged AS j
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = j.datid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = j.usesysid

@@ -117,7 +117,12 @@ index_rows AS (
 		   -- makes one incident of one role's temporary indexes, and counts
 		   -- an incident that no holder explains for the index's owner.
 		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
-		   t.schemaname, t.relname, t.n_dead_tup, t.last_vacuum
+		   t.schemaname, t.relname, t.n_dead_tup,
+		   -- Another database's table: when vacuum last ran there, from the
+		   -- shared statistics (PostgreSQL 15 on), so that the finding read
+		   -- from here changes with that vacuum as read there.
+		   CASE WHEN here THEN t.last_vacuum
+				ELSE @extschema@.pg_contention_table_last_vacuum(r.dbid, nm.relid) END AS last_vacuum
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
 	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
@@ -150,16 +155,27 @@ judged AS (
 	  CROSS JOIN params
 	  CROSS JOIN stats_lost
 	  -- The oldest root holder that holds this table's cleanup: a slot or
-	  -- standby feedback holds every database, a transaction its own.  It
-	  -- must have been holding at the last bad execution: one that began
-	  -- after it cannot be what kept those entries (a slot's or standby's
-	  -- age is unknown: past the thresholds, it is taken to be).
+	  -- standby feedback holds every database; a transaction with an XID
+	  -- every database where snapshots are taken while it runs (each
+	  -- snapshot's xmin is at or before it: these lookups' own snapshots
+	  -- keep them from marking the entries dead, and vacuum's cutoff stops
+	  -- at it whenever a session of the table's database has a snapshot);
+	  -- a snapshot without an XID its own database only.  It must have been
+	  -- holding at the last bad execution: one that began after it cannot
+	  -- be what kept those entries (a slot's or standby's age is unknown:
+	  -- past the thresholds, it is taken to be).
 	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
 								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
-								r.subject AS h_subject, r.label AS h_label
+								r.subject AS h_subject,
+								-- another database's transaction says which
+								r.label || CASE WHEN r.kind IN ('backend', 'prepared transaction')
+													 AND r.datname IS DISTINCT FROM x.datname
+												THEN ' in database ' || pg_catalog.quote_ident(r.datname)
+												ELSE '' END AS h_label
 						   FROM root_holders AS r
 						  WHERE NOT r.catalog_only
 							AND (r.kind IN ('replication slot', 'standby feedback')
+								 OR r.own_xid IS NOT NULL
 								 OR r.datname IS NOT DISTINCT FROM x.datname)
 							AND (params.now - r.held_for <= x.last_bad
 								 OR (r.held_for IS NULL AND r.blocks_cleanup))

@@ -2,7 +2,9 @@
 -- The root holders of the xmin horizon (pg_contention_horizon rows that
 -- follow no other holder), each with its level against the critical
 -- thresholds, a subject naming it for a DBA and a short label: read by
--- the dead_tuple_index_scan and xmin_horizon_held rules.
+-- the dead_tuple_index_scan and xmin_horizon_held rules.  follower_databases:
+-- the databases of the holders that follow it now (their snapshots' xmin
+-- is its XID): it holds back their cleanup too.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	window_length interval DEFAULT NULL,
@@ -21,9 +23,11 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT catalog_only boolean,
 	OUT follows text,
 	OUT blocks_cleanup boolean,
+	OUT own_xid xid,
 	OUT level text,
 	OUT subject text,
-	OUT label text
+	OUT label text,
+	OUT follower_databases name[]
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -78,7 +82,10 @@ SELECT h.*,
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
 			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''), 'walsender pid ' || h.pid) || ')'
-			ELSE h.kind || ' ' || h.holder END AS label
+			ELSE h.kind || ' ' || h.holder END AS label,
+	   ARRAY(SELECT DISTINCT f.datname FROM holders AS f
+			  WHERE f.follows = h.holder AND f.datname IS NOT NULL AND f.datname IS DISTINCT FROM h.datname
+			  ORDER BY 1) AS follower_databases
   FROM holders AS h, params
  WHERE h.follows IS NULL;
 END

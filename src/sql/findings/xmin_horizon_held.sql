@@ -50,7 +50,8 @@ root_holders AS MATERIALIZED (
 		   (row_number() OVER ())::text AS culprit_key,
 		   -- The databases whose cleanup it holds back, as the server computes
 		   -- horizons: on 13 every database; from 14 a backend's or a prepared
-		   -- transaction's own only, while a slot's xmin and a standby's
+		   -- transaction's own, and those whose sessions' snapshots follow its
+		   -- XID now (follower_databases), while a slot's xmin and a standby's
 		   -- feedback hold every database's.
 		   (params.version_num < 140000 OR r.datname IS NULL
 			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
@@ -69,7 +70,7 @@ held_dead AS MATERIALIZED (
 		   pg_catalog.string_agg(b.datname::text, ', ' ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NULL) AS unread_names,
 		   jsonb_agg(b.datname ORDER BY b.datname) FILTER (WHERE b.dead_tuples IS NOT NULL) AS read_list
 	  FROM root_holders AS h
-	  JOIN dead_by_db AS b ON h.all_databases OR b.datname = h.datname
+	  JOIN dead_by_db AS b ON h.all_databases OR b.datname = h.datname OR b.datname = ANY (h.follower_databases)
 	 GROUP BY h.culprit_key, h.all_databases, h.catalog_only
 ),
 -- Who pays, for every holder that is a finding, in one call.
