@@ -328,7 +328,7 @@ plant_overloads($node, 'owned', 'appowner', 'public', []);
 $node->safe_psql('owned', q{
 	CREATE FUNCTION public.pg_contention_findings(interval, integer DEFAULT 0) RETURNS text LANGUAGE plpgsql AS $$
 	BEGIN
-		INSERT INTO public.pgc_trap_log VALUES ('findings with a default', current_user, '', pg_catalog.current_query());
+		INSERT INTO public.pgc_trap_log VALUES ('findings with a default', current_user, '', pg_catalog.current_query(), '');
 		RETURN NULL;
 	END $$}, extra_params => [ '-U', 'appowner' ]);
 ($ret, $out, $err) = $node->psql('owned', 'SELECT count(*) FROM public.pg_contention_findings_latest()');

@@ -61,7 +61,8 @@
 #                  how many it planted
 #
 # A trap returns NULL (any result fails the statement that called it, which
-# the test sees too); it writes its row and nothing else.  Functions are
+# the test sees too); it writes its row (with the call stack and the
+# search_path it ran under, to say where it was reached) and nothing else.  Functions are
 # trapped for one and two arguments: the extension pins every function's
 # search_path and qualifies its views' operators (the tests check both in
 # the catalog), so these traps are the proof that nothing is left over,
@@ -218,7 +219,8 @@ sub trap_log
 	my ($node, $db, $role) = @_;
 	$node->safe_psql($db, q{
 		SET client_min_messages = warning;
-		CREATE TABLE IF NOT EXISTS public.pgc_trap_log (trap text, by_role name, application text, query text);
+		CREATE TABLE IF NOT EXISTS public.pgc_trap_log (trap text, by_role name, application text, query text,
+			context text);
 		GRANT INSERT ON public.pgc_trap_log TO PUBLIC;},
 		extra_params => [ '-U', $role ]);
 	return;
@@ -305,9 +307,11 @@ sub plant_overloads
 		DECLARE
 			f text;
 			n integer := 0;
-			body text := \$b\$ BEGIN
+			body text := \$b\$ DECLARE ctx text; BEGIN
+				GET DIAGNOSTICS ctx = PG_CONTEXT;
 				INSERT INTO public.pgc_trap_log VALUES (%L, current_user,
-					pg_catalog.current_setting('application_name'), pg_catalog.current_query());
+					pg_catalog.current_setting('application_name'), pg_catalog.current_query(),
+					ctx || ' [search_path ' || pg_catalog.current_setting('search_path') || ']');
 				RETURN NULL; END \$b\$;
 		BEGIN
 			FOREACH f IN ARRAY $list LOOP
@@ -345,9 +349,11 @@ sub plant_traps
 		DECLARE
 			types text[] := $types;
 			n integer := 0;
-			body text := \$b\$ BEGIN
+			body text := \$b\$ DECLARE ctx text; BEGIN
+				GET DIAGNOSTICS ctx = PG_CONTEXT;
 				INSERT INTO public.pgc_trap_log VALUES (%L, current_user,
-					pg_catalog.current_setting('application_name'), pg_catalog.current_query());
+					pg_catalog.current_setting('application_name'), pg_catalog.current_query(),
+					ctx || ' [search_path ' || pg_catalog.current_setting('search_path') || ']');
 				RETURN NULL; END \$b\$;
 			op text;
 			fn text;
@@ -470,8 +476,8 @@ sub trap_fired
 	my ($node, $db) = @_;
 	return $node->safe_psql($db, q{
 		SET search_path = pg_catalog, pg_temp;
-		SELECT pg_catalog.string_agg(pg_catalog.format('%s, run as %s by %s: %s', trap, by_role, application,
-				   pg_catalog.left(query, 200)), E'\n')
+		SELECT pg_catalog.string_agg(pg_catalog.format('%s, run as %s by %s: %s (where: %s)', trap, by_role, application,
+				   pg_catalog.left(query, 200), pg_catalog.left(context, 600)), E'\n')
 		  FROM public.pgc_trap_log});
 }
 
