@@ -4144,12 +4144,16 @@ BEGIN
 							  WHERE a.grantee OPERATOR(pg_catalog.=) 0
 								AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE')
 				THEN 'PUBLIC'
-				ELSE (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(r.rolname), ', ' ORDER BY r.rolname)
+				-- The roles that are no superuser and may create there
+				-- first (a few), then who may log in as one of them: one
+				-- pass over the roles each, not one per pair.
+				ELSE (WITH creators AS MATERIALIZED (
+						  SELECT g.oid FROM pg_catalog.pg_roles AS g
+						   WHERE NOT g.rolsuper AND pg_catalog.has_schema_privilege(g.oid, n.oid, 'CREATE'))
+					  SELECT pg_catalog.string_agg(pg_catalog.quote_ident(r.rolname), ', ' ORDER BY r.rolname)
 						FROM pg_catalog.pg_roles AS r
 					   WHERE r.rolcanlogin AND NOT r.rolsuper
-						 AND EXISTS (SELECT FROM pg_catalog.pg_roles AS g
-									  WHERE pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')
-										AND pg_catalog.has_schema_privilege(g.oid, n.oid, 'CREATE'))) END
+						 AND EXISTS (SELECT FROM creators AS g WHERE pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER'))) END
 	  INTO schema_name, writers
 	  FROM pg_catalog.pg_extension AS e
 	  JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
