@@ -29,7 +29,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
 use PgContention::Test qw(run_client savepoint_script);
-use PgContention::Traps qw(planted_cluster shop_tables bench_script trap_targets plant_traps trap_fired yaml_queries);
+use PgContention::Traps qw(planted_cluster shop_tables bench_script end_holders trap_targets plant_traps trap_fired yaml_queries);
 
 my $top = dirname(__FILE__) . '/..';
 $top = $ENV{PWD} unless -d "$top/client";
@@ -281,16 +281,9 @@ for my $sql (@queries)
 }
 
 # ---- The fixes: every incident closes, its resolution found by the worker.
-$holder->query_safe('COMMIT');
-$holder->quit;
-$node->safe_psql('crm', "ROLLBACK PREPARED 'forgotten'");
-ok($node->poll_query_until('shop',
-	'SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 0 FROM pgc.pg_contention_incidents WHERE closed IS NULL'),
-	'every incident closed after its fix');
-is($node->safe_psql('shop', q{
-	SELECT pg_catalog.count(*) FROM pgc.pg_contention_incidents
-	 WHERE problem OPERATOR(pg_catalog.=) ANY ('{xmin_horizon_held,subxact_overflow}') AND resolution IS NULL}),
-	'0', 'the holders\' and the overflow\'s with what ended them');
+my ($closed, $unresolved) = end_holders($node, $holder, 'pgc');
+ok($closed, 'every incident closed after its fix');
+is($unresolved, '', 'the holders\' and the overflow\'s with what ended them');
 client_commands('shop');
 
 # ---- Nothing ran mallory's code, in either database.

@@ -35,7 +35,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/lib";
 use PgContention::Test qw(run_client savepoint_script);
-use PgContention::Traps qw(planted_cluster shop_tables bench_script trap_fired yaml_queries extension_functions overloads plant_overloads
+use PgContention::Traps qw(planted_cluster shop_tables bench_script end_holders trap_fired yaml_queries extension_functions overloads plant_overloads
   signature);
 
 my $top = dirname(__FILE__) . '/..';
@@ -297,17 +297,9 @@ for my $db (qw(shop crm))
 }
 
 # ---- The fixes: every incident closes, its resolution found by the worker.
-$holder->query_safe('COMMIT');
-$holder->quit;
-$node->safe_psql('crm', "ROLLBACK PREPARED 'forgotten'");
-ok($node->poll_query_until('shop',
-	'SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 0 FROM public.pg_contention_incidents WHERE closed IS NULL'),
-	'shop: every incident closed after its fix');
-is($node->safe_psql('shop', q{
-	SELECT pg_catalog.string_agg(problem, ', ') FROM public.pg_contention_incidents
-	 WHERE problem OPERATOR(pg_catalog.=) ANY ('{xmin_horizon_held,subxact_overflow}')
-	   AND resolution IS NULL}),
-	'', 'shop: each with what ended it (the resolution functions ran)');
+my ($closed, $unresolved) = end_holders($node, $holder, 'public');
+ok($closed, 'shop: every incident closed after its fix');
+is($unresolved, '', 'shop: each with what ended it (the resolution functions ran)');
 # (Whatever it finds now, the index's resolution through the rule.)
 ($ret, $out, $err) = $node->psql('shop', q{
 	SELECT public.pg_contention_incident_resolution('dead_tuple_index_scan'::text, details -> 'finding', now())

@@ -33,6 +33,13 @@
 #                  indexed), vacuumed, granted to role app
 #   bench_script($node, $name, $text)
 #                  a pgbench script file in the node's directory
+#   end_holders($node, $holder, $schema)
+#                  the fixes of the planted tests' incidents: $holder (a
+#                  background session in shop) commits and quits, crm's
+#                  prepared transaction 'forgotten' is rolled back; then
+#                  whether every incident of shop closed (the worker's,
+#                  its views in $schema), and the horizon's and overflow's
+#                  incidents that closed without a resolution ('' if none)
 #   trap_fired($node, $db)
 #                  the log's rows, one line each ('' if none ran)
 #   yaml_queries($text)
@@ -75,7 +82,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
 our @EXPORT_OK = qw(trap_targets plant_traps trap_fired yaml_queries extension_functions overloads plant_overloads signature
-  planted_cluster shop_tables bench_script);
+  planted_cluster shop_tables bench_script end_holders);
 
 # SQL without comments and literals: what names it resolves.
 sub sql_tokens
@@ -213,6 +220,16 @@ sub trap_targets
 	};
 }
 
+# What every trap runs (a PL/pgSQL body, as a dollar-quoted literal for a
+# DO block; %L is the trap's name): it writes its row, with the call stack
+# and the search_path it ran under, and returns NULL.
+my $trap_body = q{$b$ DECLARE ctx text; BEGIN
+	GET DIAGNOSTICS ctx = PG_CONTEXT;
+	INSERT INTO public.pgc_trap_log VALUES (%L, current_user,
+		pg_catalog.current_setting('application_name'), pg_catalog.current_query(),
+		ctx || ' [search_path ' || pg_catalog.current_setting('search_path') || ']');
+	RETURN NULL; END $b$};
+
 # The table every trap writes to, created by $role in $db if missing.
 sub trap_log
 {
@@ -307,12 +324,7 @@ sub plant_overloads
 		DECLARE
 			f text;
 			n integer := 0;
-			body text := \$b\$ DECLARE ctx text; BEGIN
-				GET DIAGNOSTICS ctx = PG_CONTEXT;
-				INSERT INTO public.pgc_trap_log VALUES (%L, current_user,
-					pg_catalog.current_setting('application_name'), pg_catalog.current_query(),
-					ctx || ' [search_path ' || pg_catalog.current_setting('search_path') || ']');
-				RETURN NULL; END \$b\$;
+			body text := $trap_body;
 		BEGIN
 			FOREACH f IN ARRAY $list LOOP
 				BEGIN
@@ -349,12 +361,7 @@ sub plant_traps
 		DECLARE
 			types text[] := $types;
 			n integer := 0;
-			body text := \$b\$ DECLARE ctx text; BEGIN
-				GET DIAGNOSTICS ctx = PG_CONTEXT;
-				INSERT INTO public.pgc_trap_log VALUES (%L, current_user,
-					pg_catalog.current_setting('application_name'), pg_catalog.current_query(),
-					ctx || ' [search_path ' || pg_catalog.current_setting('search_path') || ']');
-				RETURN NULL; END \$b\$;
+			body text := $trap_body;
 			op text;
 			fn text;
 			t1 text;
@@ -469,6 +476,20 @@ sub bench_script
 	print $fh $text;
 	close $fh;
 	return $file;
+}
+
+sub end_holders
+{
+	my ($node, $holder, $schema) = @_;
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	$node->safe_psql('crm', "ROLLBACK PREPARED 'forgotten'");
+	my $closed = $node->poll_query_until('shop',
+		"SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 0 FROM $schema.pg_contention_incidents WHERE closed IS NULL");
+	my $unresolved = $node->safe_psql('shop', qq{
+		SELECT pg_catalog.string_agg(problem, ', ') FROM $schema.pg_contention_incidents
+		 WHERE problem OPERATOR(pg_catalog.=) ANY ('{xmin_horizon_held,subxact_overflow}') AND resolution IS NULL});
+	return ($closed, $unresolved);
 }
 
 sub trap_fired
