@@ -60,6 +60,14 @@ DROP FUNCTION @extschema@.pg_contention_report(interval);
 DROP VIEW @extschema@.pg_contention_info;
 DROP FUNCTION @extschema@.pg_contention_info();
 
+-- pg_contention_horizon_holders gains xmin_since (since when each holder's
+-- xmin has had its value, as the sampler saw it), which the view's
+-- held_for now counts from: dropped here with its view, created again by
+-- horizon.sql (with the view's grant).  The functions that read the view
+-- are PL/pgSQL: nothing else depends on them.
+DROP VIEW @extschema@.pg_contention_horizon;
+DROP FUNCTION @extschema@.pg_contention_horizon_holders();
+
 -- The objects that changed since 1.3 (tools/sql-changed.pl); the others
 -- are as 1.3 left them.
 
@@ -283,6 +291,11 @@ GRANT SELECT ON @extschema@.pg_contention_index_scans TO PUBLIC;
 -- Holders of the xmin horizon: backends, walsenders carrying standby
 -- feedback, replication slots, prepared transactions; what holds most
 -- first, root holders past the thresholds marked as blocking cleanup.
+-- held_for is the age of the xmin, not of the transaction: a standby's
+-- feedback (and an active slot's xmin) moves at every message, so what
+-- counts is how long it has stood still behind the next XID, which is
+-- what the standby's own queries hold (1.4).  On a standby the primary's
+-- oldest running transaction is a holder too ('primary transaction').
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_holders(
 	OUT kind text,
@@ -295,20 +308,40 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_holders(
 	OUT held_since timestamp with time zone,
 	OUT state text,
 	OUT query text,
-	OUT own_xid xid
+	OUT own_xid xid,
+	OUT xmin_since timestamp with time zone
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_horizon_holders'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
-	WITH holders AS (
+	WITH procs AS MATERIALIZED (
+		SELECT * FROM @extschema@.pg_contention_horizon_holders()
+	), holders AS (
 		SELECT h.kind, h.holder, h.pid, h.datid, h.usesysid, h.xmin,
-			   h.own_xid, h.catalog_only, h.held_since, h.state, h.query
-		  FROM @extschema@.pg_contention_horizon_holders() AS h
+			   h.own_xid, h.catalog_only, h.held_since, h.state, h.query,
+			   h.xmin_since
+		  FROM procs AS h
+		UNION ALL
+		-- On a standby: the primary's oldest running transaction, as replay
+		-- knows it (the xmin of a snapshot taken now).  Every snapshot here
+		-- has it for xmin: the sessions that follow it hold nothing by
+		-- themselves, and cancelling them frees nothing (1.4).  Seen here
+		-- since the oldest snapshot that has it.
+		SELECT 'primary transaction', s.xmin::pg_catalog.text, NULL, NULL, NULL, s.xmin,
+			   s.xmin, false, NULL, 'running on the primary', NULL,
+			   (SELECT pg_catalog.min(coalesce(f.xmin_since, f.held_since))
+				  FROM procs AS f WHERE f.xmin OPERATOR(pg_catalog.=) s.xmin)
+		  FROM (SELECT ((pg_catalog.pg_snapshot_xmin(c.snap)::pg_catalog.text::pg_catalog.int8
+						 OPERATOR(pg_catalog.%) 4294967296::pg_catalog.int8)::pg_catalog.text)::pg_catalog.xid AS xmin
+				  FROM (SELECT pg_catalog.pg_current_snapshot() AS snap) AS c
+				 WHERE pg_catalog.pg_is_in_recovery()
+				   AND pg_catalog.pg_snapshot_xmin(c.snap) OPERATOR(pg_catalog.<) pg_catalog.pg_snapshot_xmax(c.snap)) AS s
 		UNION ALL
 		SELECT 'prepared transaction', p.gid, NULL, pd.oid, pr.oid,
-			   p.transaction, p.transaction, false, p.prepared, 'prepared', NULL
+			   p.transaction, p.transaction, false, p.prepared, 'prepared', NULL,
+			   NULL
 		  FROM pg_catalog.pg_prepared_xacts AS p
 		  LEFT JOIN pg_catalog.pg_database AS pd ON pd.datname = p.database
 		  LEFT JOIN pg_catalog.pg_roles AS pr ON pr.rolname = p.owner
@@ -317,9 +350,14 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 			   -- age() counts from the next xid as this transaction first
 			   -- saw it: a holder whose snapshot is newer would read below 0.
 			   greatest(pg_catalog.age(holders.xmin), 0) AS xmin_age,
-			   -- greatest() would turn an unknown start into zero
-			   CASE WHEN holders.held_since IS NOT NULL
-					THEN greatest(pg_catalog.clock_timestamp() - holders.held_since,
+			   -- How long its xmin has had its value (the sampler's xmin_since:
+			   -- a transaction's snapshots are newer than its start, and a
+			   -- standby's feedback moves at every message), else since its
+			   -- transaction's start, its PREPARE, its slot's release.
+			   -- greatest() would turn an unknown start into zero.
+			   CASE WHEN coalesce(holders.xmin_since, holders.held_since) IS NOT NULL
+					THEN greatest(pg_catalog.clock_timestamp()
+								  OPERATOR(pg_catalog.-) coalesce(holders.xmin_since, holders.held_since),
 								  interval '0')
 			   END AS held_for,
 			   leader.holder AS follows
@@ -374,7 +412,10 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = j.datid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = j.usesysid
 	  LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = j.pid
-	 ORDER BY j.xmin_age DESC, j.held_for DESC NULLS LAST, j.kind, j.holder;
+	 -- Longest held first, from the times themselves: held_for is read from
+ -- the clock row by row, and equal times must not order by that.
+ ORDER BY j.xmin_age DESC, coalesce(j.xmin_since, j.held_since) NULLS LAST, j.held_since NULLS LAST,
+		  j.kind, j.holder;
 
 GRANT SELECT ON @extschema@.pg_contention_horizon TO PUBLIC;
 
@@ -883,8 +924,11 @@ $$;
 -- An overflow that has ended is info too (the findings describe now):
 -- on a primary, no backend is overflowed now and none was for
 -- pg_contention.overflow_ended_after (overflow_ended_at: the end of the
--- last second one was seen in, or the last overflow event); a standby
--- cannot see the primary's end.
+-- last second one was seen in, or the last overflow event); a standby,
+-- which cannot see the primary's transactions end, when its readers have
+-- neither looked up pg_subtrans nor waited on it for as long (the end of
+-- the last second they did), or at once when the primary runs no
+-- transaction (primary_idle).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	window_length interval DEFAULT NULL,
@@ -905,7 +949,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	OUT xids_assigned numeric,
 	OUT overflow_seen boolean,
 	OUT lookups_past_warning boolean,
-	OUT overflow_ended_at timestamp with time zone
+	OUT overflow_ended_at timestamp with time zone,
+	OUT primary_idle boolean
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -925,6 +970,8 @@ cost AS (
 		   count(*) FILTER (WHERE h.subtrans_reader_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
 		   max(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS last_overflow_second,
+		   max(h.bucket_start) FILTER (WHERE h.subtrans_reader_lookups > 0
+										  OR h.subtrans_slru_samples + h.subtrans_buffer_samples > 0) AS last_cost_second,
 		   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
 	  FROM params, @extschema@.pg_contention_history(params.cutoff) AS h
@@ -961,6 +1008,11 @@ victims AS (
 -- primary's overflow shows only there).
 overflow AS (
 	SELECT c.first_overflow_second IS NOT NULL OR v.calls > 0 OR e.last_event IS NOT NULL AS seen,
+		   c.last_cost_second + interval '1 second' AS cost_last_seen,
+		   -- A standby whose primary runs no transaction now (as replay
+		   -- knows): a snapshot taken now is not suboverflowed.
+		   params.standby AND (SELECT pg_catalog.pg_snapshot_xmin(x.snap) = pg_catalog.pg_snapshot_xmax(x.snap)
+								 FROM (SELECT pg_catalog.pg_current_snapshot() AS snap) AS x) AS primary_idle,
 		   greatest(c.last_overflow_second + interval '1 second', e.last_event) AS last_seen,
 		   EXISTS (SELECT 1 FROM @extschema@.pg_contention_subxact() AS s WHERE s.subxact_overflowed) AS now_overflowed
 	  FROM cost AS c, victims AS v, params,
@@ -973,11 +1025,18 @@ overflow_end AS (
 	SELECT o.*,
 		   CASE WHEN o.seen AND NOT params.standby AND NOT o.now_overflowed
 					 AND o.last_seen <= params.now - params.overflow_ended_after
-				THEN o.last_seen END AS ended_at
+				THEN o.last_seen
+				-- A standby cannot see the primary's transactions end: what
+				-- it sees end is the cost, its readers' lookups and waits.
+				WHEN o.seen AND params.standby
+					 AND o.cost_last_seen <= params.now - params.overflow_ended_after
+				THEN o.cost_last_seen
+				WHEN o.seen AND o.primary_idle
+				THEN least(coalesce(o.cost_last_seen, params.now), params.now) END AS ended_at
 	  FROM overflow AS o, params
 ),
 cost_judged AS (
-	SELECT c.*, o.seen AS overflow_seen, o.ended_at,
+	SELECT c.*, o.seen AS overflow_seen, o.ended_at, o.primary_idle,
 		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
 		   CASE WHEN c.active_samples >= 100
 				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
@@ -1010,11 +1069,13 @@ SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 			   THEN ' (' || pg_catalog.to_char(c.wait_pct, 'FM990.0') || '% of active time)'
 			   ELSE ' (too little activity for a share)' END,
 	   v.calls, v.first_seen, v.query_ids, v.text,
-	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning, c.ended_at
+	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning, c.ended_at,
+	   c.primary_idle
   INTO lookups, busy_seconds, first_overflow_second, wait_samples, active_samples,
 	   lookup_rate, wait_pct, level, cost_text,
 	   victim_calls, victim_first_seen, victim_query_ids, victims_text,
-	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning, overflow_ended_at
+	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning, overflow_ended_at,
+	   primary_idle
   FROM cost_judged AS c, victims AS v;
 END
 $$;
@@ -1027,7 +1088,10 @@ $$;
 -- thresholds, a subject naming it for a DBA and a short label: read by
 -- the dead_tuple_index_scan and xmin_horizon_held rules.  follower_databases:
 -- the databases of the holders that follow it now (their snapshots' xmin
--- is its XID): it holds back their cleanup too.
+-- is its XID): it holds back their cleanup too.  command, object and
+-- progress: a backend's index build, REINDEX, CLUSTER or VACUUM FULL, from
+-- the progress views (NULL for another role's without pg_read_all_stats),
+-- so that the advice leaves no invalid index or lost work behind.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	window_length interval DEFAULT NULL,
@@ -1050,7 +1114,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT level text,
 	OUT subject text,
 	OUT label text,
-	OUT follower_databases name[]
+	OUT follower_databases name[],
+	OUT command text,
+	OUT object text,
+	OUT progress text
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -1091,6 +1158,8 @@ SELECT h.*,
 						ELSE '' END || ')'
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
 				|| coalesce(' (database ' || h.datname || ', owner ' || h.usename || ')', '')
+			WHEN 'primary transaction' THEN 'the primary''s transaction ' || h.holder
+				|| ' (the oldest running there as this standby replays: every snapshot here has it for xmin)'
 			-- The queries on that standby hold it: say which standby.
 			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
@@ -1103,13 +1172,48 @@ SELECT h.*,
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
 				|| CASE WHEN h.catalog_only THEN ' (catalog_xmin)' ELSE '' END
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
+			WHEN 'primary transaction' THEN 'the primary''s transaction ' || h.holder
 			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''), 'walsender pid ' || h.pid) || ')'
 			ELSE h.kind || ' ' || h.holder END AS label,
 	   ARRAY(SELECT DISTINCT f.datname FROM holders AS f
 			  WHERE f.follows = h.holder AND f.datname IS NOT NULL AND f.datname IS DISTINCT FROM h.datname
-			  ORDER BY 1) AS follower_databases
-  FROM holders AS h, params
+			  ORDER BY 1) AS follower_databases,
+	   p.command, p.object, p.progress
+  FROM holders AS h
+  CROSS JOIN params
+  -- A relation of another database is named by its OID there: regclass
+  -- would read this database's catalog.
+  LEFT JOIN LATERAL (
+		SELECT c.command,
+			   -- A concurrent build's index is committed first, so it has a name.
+			   CASE WHEN c.datname IS DISTINCT FROM pg_catalog.current_database()
+					THEN 'table ' || c.relid || ' of database ' || pg_catalog.quote_ident(c.datname)
+					WHEN c.command LIKE '%CONCURRENTLY' AND c.index_relid <> 0
+					THEN 'index ' || c.index_relid::pg_catalog.regclass::pg_catalog.text
+						 || ' on table ' || c.relid::pg_catalog.regclass::pg_catalog.text
+					ELSE 'table ' || c.relid::pg_catalog.regclass::pg_catalog.text END AS object,
+			   c.phase || CASE WHEN c.blocks_total > 0
+							   THEN ', ' || pg_catalog.to_char(c.blocks_done, 'FM999,999,999,990') || ' of '
+									|| pg_catalog.to_char(c.blocks_total, 'FM999,999,999,990') || ' blocks'
+							   WHEN c.tuples_total > 0
+							   THEN ', ' || pg_catalog.to_char(c.tuples_done, 'FM999,999,999,990') || ' of '
+									|| pg_catalog.to_char(c.tuples_total, 'FM999,999,999,990') || ' tuples'
+							   ELSE '' END AS progress
+		  FROM pg_catalog.pg_stat_progress_create_index AS c
+		 WHERE c.pid = h.pid AND c.command IS NOT NULL
+		UNION ALL
+		SELECT c.command,
+			   CASE WHEN c.datname IS DISTINCT FROM pg_catalog.current_database()
+					THEN 'table ' || c.relid || ' of database ' || pg_catalog.quote_ident(c.datname)
+					ELSE 'table ' || c.relid::pg_catalog.regclass::pg_catalog.text END,
+			   c.phase || CASE WHEN c.heap_blks_total > 0
+							   THEN ', ' || pg_catalog.to_char(c.heap_blks_scanned, 'FM999,999,999,990') || ' of '
+									|| pg_catalog.to_char(c.heap_blks_total, 'FM999,999,999,990') || ' blocks'
+							   ELSE '' END
+		  FROM pg_catalog.pg_stat_progress_cluster AS c
+		 WHERE c.pid = h.pid AND c.command IS NOT NULL
+		 LIMIT 1) AS p ON h.kind = 'backend'
  WHERE h.follows IS NULL;
 END
 $$;
@@ -1601,10 +1705,43 @@ cost_text AS (
 		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
 		   s.slru_accesses, s.xids_assigned, s.overflow_ended_at AS ended_at,
 		   -- said first when it has ended: the figures are of the window
-		   coalesce('Ended at ' || pg_catalog.to_char(s.overflow_ended_at, 'HH24:MI:SS') || ', '
+		   coalesce(CASE WHEN params.standby THEN 'Stopped at ' ELSE 'Ended at ' END
+					|| pg_catalog.to_char(s.overflow_ended_at, 'HH24:MI:SS') || ', '
 					|| @extschema@.pg_contention_duration(pg_catalog.now() - s.overflow_ended_at)
-					|| ' ago: no transaction is overflowed now, so new snapshots are not suboverflowed. ', '') AS ended_text
-	  FROM subtrans AS s
+					|| CASE WHEN params.standby
+							THEN CASE WHEN s.primary_idle
+									  THEN ' ago: no transaction runs on the primary now, so new snapshots here are not suboverflowed. '
+									  ELSE ' ago: no reader on this standby has looked up pg_subtrans or waited on it since. ' END
+							ELSE ' ago: no transaction is overflowed now, so new snapshots are not suboverflowed. ' END,
+					'') AS ended_text
+	  FROM subtrans AS s, params
+),
+-- On a standby: the primary's oldest running transaction, every
+-- snapshot's xmin here.  The standby takes a snapshot as suboverflowed
+-- when its xmin is at or before the last XID an overflowed transaction
+-- of the primary was assigned (KnownAssignedXids, lastOverflowedXid):
+-- while a transaction older than that runs, every snapshot is, even
+-- after the overflowing transactions have ended.
+primary_xact AS MATERIALIZED (
+	SELECT h.holder AS xid, h.held_for
+	  FROM params, @extschema@.pg_contention_horizon AS h
+	 WHERE params.standby AND h.kind = 'primary transaction'
+	 LIMIT 1
+),
+-- The hot standbys streaming from this primary, by application_name.
+standbys AS MATERIALIZED (
+	SELECT pg_catalog.string_agg(DISTINCT coalesce(nullif(r.application_name, ''), pg_catalog.host(r.client_addr), 'unnamed'), ', ') AS names
+	  FROM params, pg_catalog.pg_stat_replication AS r
+	 WHERE NOT params.standby AND r.state = 'streaming'
+),
+-- Who pays on a standby: every execution on a suboverflowed snapshot
+-- (the culprit has no session here).
+standby_paid_by AS MATERIALIZED (
+	SELECT t.sentence
+	  FROM params, @extschema@.pg_contention_victims_texts(
+			   window_length, 'suboverflowed_snapshots'::pg_catalog.text,
+			   jsonb_build_array(jsonb_build_object('culprit', 'primary', 'pids', '[]'::jsonb))) AS t
+	 WHERE params.standby
 ),
 victims AS (
 	SELECT s.victim_calls AS calls, s.victim_first_seen AS first_seen,
@@ -1796,10 +1933,15 @@ overflow_findings AS (
 		   || 'From ' || pg_catalog.to_char(coalesce(least(o.since, v.first_seen), params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ': ' || o.what || '; ' || v.text
 		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
-		   || coalesce(' ' || pb.sentence, '') AS evidence,
+		   || coalesce(' ' || pb.sentence, '')
+		   -- What it costs the standbys is measured there, not here.
+		   || coalesce(' Its hot standbys (' || st.names || ') take their snapshots from its WAL: what it costs their'
+					   || ' readers is not measured here (pg_contention_findings on each standby says), and a long'
+					   || ' transaction here keeps their snapshots suboverflowed after the overflow ends.', '') AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL OR o.culprit_ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, k'
-				WHEN c.level = 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
+				WHEN c.level = 'info' THEN 'It costs nothing measurable here yet, but every snapshot taken meanwhile is suboverflowed'
+					 || CASE WHEN st.names IS NOT NULL THEN ', on its standbys too' ELSE '' END || '; k'
 				ELSE 'K' END
 		   || 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '
 		   || 'avoid an EXCEPTION block (a subtransaction) per row in PL/pgSQL, '
@@ -1829,22 +1971,36 @@ overflow_findings AS (
 	  FROM culprits_keyed AS o
 	  LEFT JOIN paid_by AS pb ON pb.culprit = o.culprit_key
 	  CROSS JOIN victims AS v CROSS JOIN cost_text AS c CROSS JOIN params
+	  CROSS JOIN standbys AS st
 	UNION ALL
 	-- A standby has no overflowed backend of its own: the primary's
 	-- overflow reaches it through the snapshots built from its WAL.
 	SELECT 'subxact_overflow', c.level,
 		   'a transaction on the primary (its overflow reaches this standby''s snapshots)',
-		   'From ' || pg_catalog.to_char(coalesce(v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   c.ended_text
+		   || 'From ' || pg_catalog.to_char(coalesce(v.first_seen, params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ' on this standby: ' || v.text
-		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.',
-		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
-		   jsonb_build_object('suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
+		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
+		   || coalesce(' Every snapshot here has for xmin the primary''s transaction ' || px.xid
+					   || coalesce(' (seen here for ' || @extschema@.pg_contention_duration(px.held_for) || ')', '')
+					   || ', the oldest running there: while it runs, an overflow of any transaction since,'
+					   || ' even one that has ended, leaves every snapshot on this standby suboverflowed.', '')
+		   || coalesce(' ' || (SELECT pb.sentence FROM standby_paid_by AS pb LIMIT 1), ''),
+		   'On the primary: '
+		   || coalesce('end its oldest transaction, ' || px.xid || ' (SELECT pid, usename, application_name, state, xact_start, query'
+					   || ' FROM pg_stat_activity WHERE backend_xid = ' || pg_catalog.quote_literal(px.xid)
+					   || '), which keeps this standby''s snapshots suboverflowed after every overflow since it began; ', '')
+		   || 'pg_contention_findings there names the backend and statement that overflow: keep their transactions under'
+		   || ' 64 subtransactions.',
+		   jsonb_build_object('pids', '[]'::jsonb, 'primary_xid', px.xid,
+							  'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
 							  'subtrans_lookups', c.lookups, 'subtrans_slru_accesses', c.slru_accesses,
 							  'xids_assigned', c.xids_assigned, 'subtrans_wait_samples', c.wait_samples,
 							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 							  'window_seconds', params.w_s),
 		   v.first_seen
-	  FROM victims AS v, cost_text AS c, params
+	  FROM victims AS v CROSS JOIN cost_text AS c CROSS JOIN params
+	  LEFT JOIN primary_xact AS px ON true
 	 WHERE params.standby AND v.calls > 0
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
@@ -1897,7 +2053,7 @@ cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
 		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
 		   s.slru_accesses, s.xids_assigned, s.overflow_seen, s.lookups_past_warning,
-		   s.overflow_ended_at AS ended_at
+		   s.overflow_ended_at AS ended_at, s.primary_idle
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -1927,9 +2083,14 @@ slru_findings AS (
 				   WHEN c.overflow_seen
 				   THEN 'driven by an overflow in the window whose backend is no longer known'
 				   ELSE 'with no subtransaction overflow seen in the window' END AS subject,
-		   coalesce('Ended at ' || pg_catalog.to_char(c.ended_at, 'HH24:MI:SS') || ', '
+		   coalesce(CASE WHEN params.standby THEN 'Stopped at ' ELSE 'Ended at ' END
+					|| pg_catalog.to_char(c.ended_at, 'HH24:MI:SS') || ', '
 					|| @extschema@.pg_contention_duration(pg_catalog.now() - c.ended_at)
-					|| ' ago: the overflow is over, so new snapshots are not suboverflowed. ', '')
+					|| CASE WHEN params.standby
+							THEN CASE WHEN c.primary_idle
+									  THEN ' ago: no transaction runs on the primary now, so new snapshots here are not suboverflowed. '
+									  ELSE ' ago: no reader on this standby has looked up pg_subtrans or waited on it since. ' END
+							ELSE ' ago: the overflow is over, so new snapshots are not suboverflowed. ' END, '')
 		   -- The cost is the window's seconds; the executions are counted
 		   -- over the statement store's periods (up to two windows back).
 		   || 'In the last ' || params.w_text || ': ' || c.text || '; '
@@ -2224,8 +2385,10 @@ judged AS (
 	  -- at it whenever a session of the table's database has a snapshot);
 	  -- a snapshot without an XID its own database only.  It must have been
 	  -- holding at the last bad execution: one that began after it cannot
-	  -- be what kept those entries (a slot's or standby's age is unknown:
-	  -- past the thresholds, it is taken to be).
+	  -- be what kept those entries.  A slot or a standby's feedback only
+	  -- past the thresholds: their xmin moves at every message, and a few
+	  -- seconds' stand is not a hold (when its age is unknown, past the
+	  -- thresholds it is taken to have held).
 	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
 								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
 								r.subject AS h_subject,
@@ -2239,8 +2402,8 @@ judged AS (
 							AND (r.kind IN ('replication slot', 'standby feedback')
 								 OR r.own_xid IS NOT NULL
 								 OR r.datname IS NOT DISTINCT FROM x.datname)
-							AND (params.now - r.held_for <= x.last_bad
-								 OR (r.held_for IS NULL AND r.blocks_cleanup))
+							AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
+							AND coalesce(params.now - r.held_for <= x.last_bad, r.blocks_cleanup)
 						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
@@ -2510,15 +2673,20 @@ hot_findings AS (
 		   x.period_start AS since
 	  FROM candidates AS x
 	  CROSS JOIN params
-	  -- The oldest root holder of this database (or a slot, or standby
-	  -- feedback) that was holding when the worst execution ran; without
-	  -- one, the next access prunes the chains: no finding.
+	  -- The oldest root holder of this database (or a slot, standby
+	  -- feedback, or a transaction with an XID, in any database: the
+	  -- pruning lookup's own snapshot's xmin is at or before it) that was
+	  -- holding when the worst execution ran; without one, the next access
+	  -- prunes the chains: no finding.  A slot or a standby's feedback
+	  -- only past the thresholds: their xmin moves at every message, and
+	  -- a few seconds' stand is not a hold.
 	  JOIN LATERAL (SELECT * FROM root_holders AS r
 					 WHERE NOT r.catalog_only
 					   AND (r.kind IN ('replication slot', 'standby feedback')
+							OR r.own_xid IS NOT NULL
 							OR r.datname IS NOT DISTINCT FROM x.datname)
-					   AND (params.now - r.held_for <= x.worst_at
-							OR (r.held_for IS NULL AND r.blocks_cleanup))
+					   AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
+					   AND coalesce(params.now - r.held_for <= x.worst_at, r.blocks_cleanup)
 					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
 								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,
@@ -2661,8 +2829,15 @@ horizon_findings AS (
 		   || CASE WHEN h.xmin_age = 1 THEN ' transaction old' ELSE ' transactions old' END
 		   || coalesce(CASE WHEN h.kind = 'replication slot' THEN ', inactive for ' ELSE ', held for ' END
 					   || @extschema@.pg_contention_duration(h.held_for), '')
+		   -- a maintenance command: its phase's snapshot is the xmin
+		   || coalesce(' by ' || h.command || coalesce(' of ' || h.object, '')
+					   || coalesce(' (phase ' || h.progress || ')', ''), '')
 		   || CASE -- A standby vacuums nothing and its n_dead_tup are its own
 				   -- (near zero): what its horizon keeps is on the primary.
+				   WHEN h.kind = 'primary transaction'
+				   THEN '; it runs on the primary (this standby knows it from the WAL), the oldest running there: every'
+						|| ' snapshot taken here has it for xmin, and it holds back the primary''s cleanup whatever this'
+						|| ' standby does (pg_contention_findings on the primary says what that costs)'
 				   WHEN params.standby AND h.feedback
 				   THEN '; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary,'
 						|| ' which cannot remove the row versions deleted or updated by the '
@@ -2716,8 +2891,26 @@ horizon_findings AS (
 		   CASE h.kind
 				WHEN 'backend' THEN
 					-- A dump holds one snapshot to its end by design: a
-					-- timeout would fail the backup.
-					CASE WHEN h.application_name IN ('pg_dump', 'pg_dumpall')
+					-- timeout would fail the backup.  A concurrent index
+					-- build cancelled leaves an INVALID index; any other
+					-- maintenance command loses its work.
+					CASE WHEN h.command LIKE '%CONCURRENTLY'
+						 THEN 'Let ' || h.command || ' finish: each of its phases takes a new snapshot, and this hold ends with'
+							  || ' the phase. Cancelling it frees the horizon now but leaves an INVALID index behind'
+							  || CASE WHEN h.command LIKE 'REINDEX%' THEN ' (the new copy, its name ending in _ccnew)' ELSE '' END
+							  || ' that slows every write to the table until it is dropped (DROP INDEX CONCURRENTLY) and built'
+							  || ' again: if it must go, SELECT pg_cancel_backend(' || h.pid || '), then find it with SELECT'
+							  || ' indexrelid::regclass FROM pg_index WHERE NOT indisvalid. Build indexes when the cleanup they'
+							  || ' hold costs least.'
+						 WHEN h.command IN ('CREATE INDEX', 'REINDEX')
+						 THEN 'Let ' || h.command || ' finish: cancelling it (SELECT pg_cancel_backend(' || h.pid || ')) rolls it'
+							  || ' back cleanly but loses its work, and it holds the horizon again when it runs again; it blocks'
+							  || ' writes to the table meanwhile (CONCURRENTLY would not, and holds the horizon one phase at a time).'
+						 WHEN h.command IS NOT NULL
+						 THEN 'Let ' || h.command || ' finish: cancelling it (SELECT pg_cancel_backend(' || h.pid || ')) rolls it'
+							  || ' back cleanly but loses its work and leaves the table as it was; its ACCESS EXCLUSIVE lock blocks'
+							  || ' every use of the table meanwhile.'
+						 WHEN h.application_name IN ('pg_dump', 'pg_dumpall')
 						 THEN 'A dump keeps one snapshot until it ends. Take it from a standby (with hot_standby_feedback off'
 							  || ' and max_standby_streaming_delay long enough), or dump the large, busy tables apart in'
 							  || ' shorter dumps; never under statement_timeout, which would fail the backup. SELECT pg_cancel_backend('
@@ -2744,12 +2937,18 @@ horizon_findings AS (
 				WHEN 'prepared transaction' THEN
 					'Finish it: COMMIT PREPARED ' || pg_catalog.quote_literal(h.holder) || ' or ROLLBACK PREPARED '
 					|| pg_catalog.quote_literal(h.holder) || ' (whoever prepared it should decide which).'
+				WHEN 'primary transaction' THEN
+					'Find it on the primary: SELECT pid, usename, application_name, state, xact_start, query FROM'
+					|| ' pg_stat_activity WHERE backend_xid = ' || pg_catalog.quote_literal(h.holder)
+					|| ' (a prepared transaction: SELECT gid FROM pg_prepared_xacts WHERE transaction = '
+					|| pg_catalog.quote_literal(h.holder) || '), and end it there. Cancelling queries on this standby frees nothing.'
 				WHEN 'standby feedback' THEN
 					'A query on the standby' || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
 					|| ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it; with hot_standby_feedback = off such queries get cancelled instead.'
 				ELSE 'End it.' END AS advice,
 		   jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'database', h.datname,
 							  'xmin', h.xmin::text, 'xmin_age', h.xmin_age,
+							  'command', h.command,
 							  'held_seconds', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric),
 							  'catalog_only', h.catalog_only,
 							  -- a standby's own counts say nothing of what it holds
@@ -3437,7 +3636,10 @@ BEGIN
 		IF problem IN ('subxact_overflow', 'subtrans_slru_contention') THEN
 			SELECT pg_catalog.jsonb_build_object(
 					   'pids', coalesce(pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE NOT p.earlier), '[]'),
-					   'earlier_run_pids', pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE p.earlier))
+					   'earlier_run_pids', pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE p.earlier),
+					   -- a standby's: the primary's oldest transaction then
+					   'primary_xid', (SELECT d0.value ->> 'primary_xid' FROM pg_catalog.jsonb_array_elements(details) AS d0
+										WHERE d0.value ->> 'primary_xid' IS NOT NULL LIMIT 1))
 			  INTO details
 			  FROM pg_catalog.jsonb_array_elements(details) AS d
 			  CROSS JOIN LATERAL (
@@ -3512,9 +3714,32 @@ BEGIN
 			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
 							WHERE a.pid = (details ->> 'pid')::integer) THEN
 				RETURN 'the standby''s walsender, pid ' || (details ->> 'pid') || ', ended';
+			ELSIF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_replication AS r
+							   WHERE r.pid = (details ->> 'pid')::integer
+								 AND r.backend_xmin::text = details ->> 'xmin') THEN
+				-- Its xmin stood still while something on the standby held it.
+				RETURN 'the standby''s feedback moved its xmin on: what held it there ended';
+			END IF;
+		ELSIF kind = 'primary transaction' THEN
+			IF NOT EXISTS (SELECT 1 FROM @extschema@.pg_contention_horizon AS h
+							WHERE h.kind = 'primary transaction' AND h.holder = (details ->> 'holder')) THEN
+				RETURN 'the primary''s transaction ' || holder || ' ended';
 			END IF;
 		END IF;
 		RETURN NULL;
+	END IF;
+
+	-- A standby's overflow: its snapshots stay suboverflowed while the
+	-- primary's oldest transaction then runs.
+	IF problem IN ('subxact_overflow', 'subtrans_slru_contention')
+	   AND pg_catalog.jsonb_typeof(details -> 'primary_xid') = 'string' THEN
+		IF NOT EXISTS (SELECT 1 FROM @extschema@.pg_contention_horizon AS h
+						WHERE h.kind = 'primary transaction' AND h.holder = details ->> 'primary_xid') THEN
+			RETURN 'the primary''s transaction ' || (details ->> 'primary_xid')
+				   || ', the oldest running there when the cost was last seen and the xmin of every snapshot on this standby, ended';
+		END IF;
+		RETURN 'the readers on this standby stopped looking up pg_subtrans (the primary''s transaction '
+			   || (details ->> 'primary_xid') || ' still runs)';
 	END IF;
 
 	IF problem IN ('subxact_overflow', 'subtrans_slru_contention') THEN

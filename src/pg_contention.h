@@ -280,6 +280,36 @@ extern void pgc_oldsnap_reset(void);
 extern void pgc_index_names_note(Oid indexoid);
 extern void pgc_nested_context_note(int64 query_id);
 
+/*
+ * ---- xmin_since.c: since when each holder's xmin has had its value ----
+ *
+ * Per process (by its PGPROC number): the value (the older of its XID and
+ * its xmin), the earliest it can date from (the sampler's pass before the
+ * one that first saw it; 0: already there at the sampler's first pass)
+ * and the same for when it fell behind the next XID (0: not behind).  Per
+ * replication slot: its xmin and catalog_xmin, each with the latter.
+ */
+typedef struct PgcXminSince
+{
+	int			pid;			/* 0: no process */
+	TransactionId xmin;
+	TimestampTz first_seen;
+	TimestampTz behind_since;
+} PgcXminSince;
+
+typedef struct PgcSlotXminSince
+{
+	NameData	name;			/* empty: not in use */
+	TransactionId xmin;
+	TransactionId catalog_xmin;
+	TimestampTz xmin_behind_since;
+	TimestampTz catalog_behind_since;
+} PgcSlotXminSince;
+
+extern void pgc_xmin_since_observe(TimestampTz now);
+extern PgcXminSince *pgc_xmin_since_copy(int *nprocs, PgcSlotXminSince **slots,
+										 int *nslots, TimestampTz *last_pass);
+
 /* ---- findings_latest.c: the incidents worker's last evaluation, kept ---- */
 
 /* One finding as pg_contention_findings gives it (NULL texts: SQL NULL). */

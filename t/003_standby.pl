@@ -118,7 +118,7 @@ my $on_primary = $primary->safe_psql('postgres',
 	  WHERE problem = 'xmin_horizon_held' AND details ->> 'kind' = 'standby feedback'");
 note("primary: $on_primary");
 like($on_primary,
-	qr/^hot_standby_feedback of a standby \(application \Q$app\E, (client [^,]+, )?walsender pid \d+\) \| Its xmin is [0-9,]+ transactions? old; queries on that standby hold it through hot_standby_feedback .*; the tables of database postgres hold [0-9,]+ dead tuples, [0-9,]+ of them in \d+ tables? due for autovacuum\. \| A query on the standby \(application \Q$app\E\) holds it/,
+	qr/^hot_standby_feedback of a standby \(application \Q$app\E, (client [^,]+, )?walsender pid \d+\) \| Its xmin is [0-9,]+ transactions? old, held for [^;]+; queries on that standby hold it through hot_standby_feedback .*; the tables of database postgres hold [0-9,]+ dead tuples, [0-9,]+ of them in \d+ tables? due for autovacuum\. \| A query on the standby \(application \Q$app\E\) holds it/,
 	'primary: the finding names the standby whose queries hold the horizon through its feedback');
 
 # Without feedback the standby's query holds nothing on the primary.

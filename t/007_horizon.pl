@@ -135,8 +135,8 @@ $standby->start;
 ok($primary->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_contention_horizon h JOIN pg_stat_replication r ON r.pid = h.pid
 	  WHERE h.kind = 'standby feedback' AND h.application_name = r.application_name
-		AND h.held_for IS NULL"),
-	'the walsender of a standby without a slot carries its xmin, with its application_name and no start time');
+		AND h.held_for IS NOT NULL"),
+	'the walsender of a standby without a slot carries its xmin, with its application_name and how long it has stood still');
 
 # Everything ends: nothing holds the horizon any more.
 $idle->query_safe('COMMIT');

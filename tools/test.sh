@@ -82,6 +82,11 @@ record() {	# N KEY LABEL LOG [STATUS]
 		case "$status" in FAILED*) f=1 ;; *) f=0 k=1 ;; esac
 	fi
 	echo "$p $f $k $label: $status" >"$results/$n.result"
+	# What failed, for the summary: the output's tail is what CI shows.
+	if [ "$f" -gt 0 ] && [ -f "$out" ]; then
+		grep -E '^(not ok [0-9]+|t/[0-9]+_[a-z0-9_]+\.pl +\(Wstat|#   Failed test|FAILED: |test [a-z0-9_]+ +\.\.\. FAILED)' "$out" |
+			head -n 20 | sed 's/^/    /' >"$results/$n.failures" || true
+	fi
 }
 
 # What the suite needs on the host for PostgreSQL MAJOR.
@@ -248,6 +253,7 @@ total_passed=0 total_failed=0 total_skipped=0
 for r in "$results"/*.result; do
 	read -r p f k line <"$r"
 	echo "$line"
+	[ -s "${r%.result}.failures" ] && cat "${r%.result}.failures"
 	total_passed=$((total_passed + p))
 	total_failed=$((total_failed + f))
 	total_skipped=$((total_skipped + k))

@@ -24,6 +24,7 @@
  *   + processes * 24 (published statements)
  *   + max_incidents * sizeof(Incident) (about 24 kB each)
  *   + 256 kB (the incidents worker's last findings, for check)
+ *   + processes * 24 + max_replication_slots * 88 (xmin since)
  * (BENCHMARKS.md measures the total at the defaults: 2.4 MB of it for
  * the incidents and 0.25 MB for the last findings; pg_shmem_allocations
  * lists each block).

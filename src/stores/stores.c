@@ -84,6 +84,12 @@ const PgcStore pgc_stores[] = {
 		.reset = pgc_index_names_reset,
 	},
 	{
+		.name = "xmin ages",
+		.shmem_size = pgc_xmin_since_shmem_size,
+		.shmem_init = pgc_xmin_since_shmem_init,
+		.needs_lock = true,
+	},
+	{
 		.name = "latest findings",
 		.shmem_size = pgc_findings_latest_shmem_size,
 		.shmem_init = pgc_findings_latest_shmem_init,

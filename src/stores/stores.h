@@ -264,6 +264,12 @@ extern void pgc_index_names_info(int *used, int64 *evictions);
 
 extern int	pgc_index_names_max(void);
 
+/* ---- xmin_since.c: since when each holder's xmin has had its value ---- */
+
+extern Size pgc_xmin_since_shmem_size(void);
+
+extern void pgc_xmin_since_shmem_init(LWLock *lock);
+
 /* ---- findings_latest.c: the incidents worker's last evaluation, kept ---- */
 
 extern Size pgc_findings_latest_shmem_size(void);

@@ -8,7 +8,8 @@
  *		one-second buckets (pg_contention_history), with the Subtrans SLRU
  *		counters' deltas, the next-XID counter's advance (which bounds the
  *		pg_subtrans parent records written, see sampler_second.c) and the
- *		cluster's xmin horizon age read once a second.  While
+ *		cluster's xmin horizon age read once a second, with since when
+ *		each holder's xmin has had its value (stores/xmin_since.c).  While
  *		old_snapshot_threshold is on it also asks oldsnapshot.c for that
  *		tick's figures.  The SQL functions that read these stores are in
  *		sampler_views.c.
@@ -659,6 +660,7 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 		slru_ok = pgc_sampler_read_subtrans_counters(&lookups, &reads);
 		next_xid = pgc_sampler_read_next_xid();
 		horizon_xid_age = pgc_sampler_read_horizon_xid_age();
+		pgc_xmin_since_observe(now);
 		if (oldsnap_on)
 			lock_ops = pgc_oldsnap_read_operations();
 	}

@@ -162,8 +162,10 @@ judged AS (
 	  -- at it whenever a session of the table's database has a snapshot);
 	  -- a snapshot without an XID its own database only.  It must have been
 	  -- holding at the last bad execution: one that began after it cannot
-	  -- be what kept those entries (a slot's or standby's age is unknown:
-	  -- past the thresholds, it is taken to be).
+	  -- be what kept those entries.  A slot or a standby's feedback only
+	  -- past the thresholds: their xmin moves at every message, and a few
+	  -- seconds' stand is not a hold (when its age is unknown, past the
+	  -- thresholds it is taken to have held).
 	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
 								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
 								r.subject AS h_subject,
@@ -177,8 +179,8 @@ judged AS (
 							AND (r.kind IN ('replication slot', 'standby feedback')
 								 OR r.own_xid IS NOT NULL
 								 OR r.datname IS NOT DISTINCT FROM x.datname)
-							AND (params.now - r.held_for <= x.last_bad
-								 OR (r.held_for IS NULL AND r.blocks_cleanup))
+							AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
+							AND coalesce(params.now - r.held_for <= x.last_bad, r.blocks_cleanup)
 						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the

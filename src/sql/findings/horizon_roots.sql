@@ -4,7 +4,10 @@
 -- thresholds, a subject naming it for a DBA and a short label: read by
 -- the dead_tuple_index_scan and xmin_horizon_held rules.  follower_databases:
 -- the databases of the holders that follow it now (their snapshots' xmin
--- is its XID): it holds back their cleanup too.
+-- is its XID): it holds back their cleanup too.  command, object and
+-- progress: a backend's index build, REINDEX, CLUSTER or VACUUM FULL, from
+-- the progress views (NULL for another role's without pg_read_all_stats),
+-- so that the advice leaves no invalid index or lost work behind.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	window_length interval DEFAULT NULL,
@@ -27,7 +30,10 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT level text,
 	OUT subject text,
 	OUT label text,
-	OUT follower_databases name[]
+	OUT follower_databases name[],
+	OUT command text,
+	OUT object text,
+	OUT progress text
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -68,6 +74,8 @@ SELECT h.*,
 						ELSE '' END || ')'
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
 				|| coalesce(' (database ' || h.datname || ', owner ' || h.usename || ')', '')
+			WHEN 'primary transaction' THEN 'the primary''s transaction ' || h.holder
+				|| ' (the oldest running there as this standby replays: every snapshot here has it for xmin)'
 			-- The queries on that standby hold it: say which standby.
 			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
@@ -80,13 +88,48 @@ SELECT h.*,
 			WHEN 'replication slot' THEN 'replication slot ' || h.holder
 				|| CASE WHEN h.catalog_only THEN ' (catalog_xmin)' ELSE '' END
 			WHEN 'prepared transaction' THEN 'prepared transaction ''' || h.holder || ''''
+			WHEN 'primary transaction' THEN 'the primary''s transaction ' || h.holder
 			WHEN 'standby feedback' THEN 'hot_standby_feedback of a standby ('
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''), 'walsender pid ' || h.pid) || ')'
 			ELSE h.kind || ' ' || h.holder END AS label,
 	   ARRAY(SELECT DISTINCT f.datname FROM holders AS f
 			  WHERE f.follows = h.holder AND f.datname IS NOT NULL AND f.datname IS DISTINCT FROM h.datname
-			  ORDER BY 1) AS follower_databases
-  FROM holders AS h, params
+			  ORDER BY 1) AS follower_databases,
+	   p.command, p.object, p.progress
+  FROM holders AS h
+  CROSS JOIN params
+  -- A relation of another database is named by its OID there: regclass
+  -- would read this database's catalog.
+  LEFT JOIN LATERAL (
+		SELECT c.command,
+			   -- A concurrent build's index is committed first, so it has a name.
+			   CASE WHEN c.datname IS DISTINCT FROM pg_catalog.current_database()
+					THEN 'table ' || c.relid || ' of database ' || pg_catalog.quote_ident(c.datname)
+					WHEN c.command LIKE '%CONCURRENTLY' AND c.index_relid <> 0
+					THEN 'index ' || c.index_relid::pg_catalog.regclass::pg_catalog.text
+						 || ' on table ' || c.relid::pg_catalog.regclass::pg_catalog.text
+					ELSE 'table ' || c.relid::pg_catalog.regclass::pg_catalog.text END AS object,
+			   c.phase || CASE WHEN c.blocks_total > 0
+							   THEN ', ' || pg_catalog.to_char(c.blocks_done, 'FM999,999,999,990') || ' of '
+									|| pg_catalog.to_char(c.blocks_total, 'FM999,999,999,990') || ' blocks'
+							   WHEN c.tuples_total > 0
+							   THEN ', ' || pg_catalog.to_char(c.tuples_done, 'FM999,999,999,990') || ' of '
+									|| pg_catalog.to_char(c.tuples_total, 'FM999,999,999,990') || ' tuples'
+							   ELSE '' END AS progress
+		  FROM pg_catalog.pg_stat_progress_create_index AS c
+		 WHERE c.pid = h.pid AND c.command IS NOT NULL
+		UNION ALL
+		SELECT c.command,
+			   CASE WHEN c.datname IS DISTINCT FROM pg_catalog.current_database()
+					THEN 'table ' || c.relid || ' of database ' || pg_catalog.quote_ident(c.datname)
+					ELSE 'table ' || c.relid::pg_catalog.regclass::pg_catalog.text END,
+			   c.phase || CASE WHEN c.heap_blks_total > 0
+							   THEN ', ' || pg_catalog.to_char(c.heap_blks_scanned, 'FM999,999,999,990') || ' of '
+									|| pg_catalog.to_char(c.heap_blks_total, 'FM999,999,999,990') || ' blocks'
+							   ELSE '' END
+		  FROM pg_catalog.pg_stat_progress_cluster AS c
+		 WHERE c.pid = h.pid AND c.command IS NOT NULL
+		 LIMIT 1) AS p ON h.kind = 'backend'
  WHERE h.follows IS NULL;
 END
 $$;

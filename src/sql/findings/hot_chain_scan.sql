@@ -105,15 +105,20 @@ hot_findings AS (
 		   x.period_start AS since
 	  FROM candidates AS x
 	  CROSS JOIN params
-	  -- The oldest root holder of this database (or a slot, or standby
-	  -- feedback) that was holding when the worst execution ran; without
-	  -- one, the next access prunes the chains: no finding.
+	  -- The oldest root holder of this database (or a slot, standby
+	  -- feedback, or a transaction with an XID, in any database: the
+	  -- pruning lookup's own snapshot's xmin is at or before it) that was
+	  -- holding when the worst execution ran; without one, the next access
+	  -- prunes the chains: no finding.  A slot or a standby's feedback
+	  -- only past the thresholds: their xmin moves at every message, and
+	  -- a few seconds' stand is not a hold.
 	  JOIN LATERAL (SELECT * FROM root_holders AS r
 					 WHERE NOT r.catalog_only
 					   AND (r.kind IN ('replication slot', 'standby feedback')
+							OR r.own_xid IS NOT NULL
 							OR r.datname IS NOT DISTINCT FROM x.datname)
-					   AND (params.now - r.held_for <= x.worst_at
-							OR (r.held_for IS NULL AND r.blocks_cleanup))
+					   AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
+					   AND coalesce(params.now - r.held_for <= x.worst_at, r.blocks_cleanup)
 					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
 								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,

@@ -16,8 +16,11 @@
 -- An overflow that has ended is info too (the findings describe now):
 -- on a primary, no backend is overflowed now and none was for
 -- pg_contention.overflow_ended_after (overflow_ended_at: the end of the
--- last second one was seen in, or the last overflow event); a standby
--- cannot see the primary's end.
+-- last second one was seen in, or the last overflow event); a standby,
+-- which cannot see the primary's transactions end, when its readers have
+-- neither looked up pg_subtrans nor waited on it for as long (the end of
+-- the last second they did), or at once when the primary runs no
+-- transaction (primary_idle).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	window_length interval DEFAULT NULL,
@@ -38,7 +41,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_subtrans_cost(
 	OUT xids_assigned numeric,
 	OUT overflow_seen boolean,
 	OUT lookups_past_warning boolean,
-	OUT overflow_ended_at timestamp with time zone
+	OUT overflow_ended_at timestamp with time zone,
+	OUT primary_idle boolean
 )
 RETURNS record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -58,6 +62,8 @@ cost AS (
 		   count(*) FILTER (WHERE h.subtrans_reader_lookups > 0 OR h.max_overflowed_backends > 0) AS busy_seconds,
 		   min(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS first_overflow_second,
 		   max(h.bucket_start) FILTER (WHERE h.max_overflowed_backends > 0) AS last_overflow_second,
+		   max(h.bucket_start) FILTER (WHERE h.subtrans_reader_lookups > 0
+										  OR h.subtrans_slru_samples + h.subtrans_buffer_samples > 0) AS last_cost_second,
 		   coalesce(sum(h.subtrans_slru_samples::numeric + h.subtrans_buffer_samples), 0) AS wait_samples,
 		   coalesce(sum(pg_catalog.round(h.avg_active_backends * h.ticks)), 0) AS active_samples
 	  FROM params, @extschema@.pg_contention_history(params.cutoff) AS h
@@ -94,6 +100,11 @@ victims AS (
 -- primary's overflow shows only there).
 overflow AS (
 	SELECT c.first_overflow_second IS NOT NULL OR v.calls > 0 OR e.last_event IS NOT NULL AS seen,
+		   c.last_cost_second + interval '1 second' AS cost_last_seen,
+		   -- A standby whose primary runs no transaction now (as replay
+		   -- knows): a snapshot taken now is not suboverflowed.
+		   params.standby AND (SELECT pg_catalog.pg_snapshot_xmin(x.snap) = pg_catalog.pg_snapshot_xmax(x.snap)
+								 FROM (SELECT pg_catalog.pg_current_snapshot() AS snap) AS x) AS primary_idle,
 		   greatest(c.last_overflow_second + interval '1 second', e.last_event) AS last_seen,
 		   EXISTS (SELECT 1 FROM @extschema@.pg_contention_subxact() AS s WHERE s.subxact_overflowed) AS now_overflowed
 	  FROM cost AS c, victims AS v, params,
@@ -106,11 +117,18 @@ overflow_end AS (
 	SELECT o.*,
 		   CASE WHEN o.seen AND NOT params.standby AND NOT o.now_overflowed
 					 AND o.last_seen <= params.now - params.overflow_ended_after
-				THEN o.last_seen END AS ended_at
+				THEN o.last_seen
+				-- A standby cannot see the primary's transactions end: what
+				-- it sees end is the cost, its readers' lookups and waits.
+				WHEN o.seen AND params.standby
+					 AND o.cost_last_seen <= params.now - params.overflow_ended_after
+				THEN o.cost_last_seen
+				WHEN o.seen AND o.primary_idle
+				THEN least(coalesce(o.cost_last_seen, params.now), params.now) END AS ended_at
 	  FROM overflow AS o, params
 ),
 cost_judged AS (
-	SELECT c.*, o.seen AS overflow_seen, o.ended_at,
+	SELECT c.*, o.seen AS overflow_seen, o.ended_at, o.primary_idle,
 		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
 		   CASE WHEN c.active_samples >= 100
 				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
@@ -143,11 +161,13 @@ SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 			   THEN ' (' || pg_catalog.to_char(c.wait_pct, 'FM990.0') || '% of active time)'
 			   ELSE ' (too little activity for a share)' END,
 	   v.calls, v.first_seen, v.query_ids, v.text,
-	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning, c.ended_at
+	   c.slru_accesses, c.xids_assigned, c.overflow_seen, c.lookups_past_warning, c.ended_at,
+	   c.primary_idle
   INTO lookups, busy_seconds, first_overflow_second, wait_samples, active_samples,
 	   lookup_rate, wait_pct, level, cost_text,
 	   victim_calls, victim_first_seen, victim_query_ids, victims_text,
-	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning, overflow_ended_at
+	   slru_accesses, xids_assigned, overflow_seen, lookups_past_warning, overflow_ended_at,
+	   primary_idle
   FROM cost_judged AS c, victims AS v;
 END
 $$;

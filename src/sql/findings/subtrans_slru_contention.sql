@@ -41,7 +41,7 @@ cost_text AS (
 	SELECT s.level, s.cost_text AS text, s.lookups, s.lookup_rate, s.wait_samples,
 		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
 		   s.slru_accesses, s.xids_assigned, s.overflow_seen, s.lookups_past_warning,
-		   s.overflow_ended_at AS ended_at
+		   s.overflow_ended_at AS ended_at, s.primary_idle
 	  FROM subtrans AS s
 ),
 victims AS (
@@ -71,9 +71,14 @@ slru_findings AS (
 				   WHEN c.overflow_seen
 				   THEN 'driven by an overflow in the window whose backend is no longer known'
 				   ELSE 'with no subtransaction overflow seen in the window' END AS subject,
-		   coalesce('Ended at ' || pg_catalog.to_char(c.ended_at, 'HH24:MI:SS') || ', '
+		   coalesce(CASE WHEN params.standby THEN 'Stopped at ' ELSE 'Ended at ' END
+					|| pg_catalog.to_char(c.ended_at, 'HH24:MI:SS') || ', '
 					|| @extschema@.pg_contention_duration(pg_catalog.now() - c.ended_at)
-					|| ' ago: the overflow is over, so new snapshots are not suboverflowed. ', '')
+					|| CASE WHEN params.standby
+							THEN CASE WHEN c.primary_idle
+									  THEN ' ago: no transaction runs on the primary now, so new snapshots here are not suboverflowed. '
+									  ELSE ' ago: no reader on this standby has looked up pg_subtrans or waited on it since. ' END
+							ELSE ' ago: the overflow is over, so new snapshots are not suboverflowed. ' END, '')
 		   -- The cost is the window's seconds; the executions are counted
 		   -- over the statement store's periods (up to two windows back).
 		   || 'In the last ' || params.w_text || ': ' || c.text || '; '

@@ -72,10 +72,43 @@ cost_text AS (
 		   s.wait_pct, s.active_samples, s.busy_seconds, s.first_overflow_second,
 		   s.slru_accesses, s.xids_assigned, s.overflow_ended_at AS ended_at,
 		   -- said first when it has ended: the figures are of the window
-		   coalesce('Ended at ' || pg_catalog.to_char(s.overflow_ended_at, 'HH24:MI:SS') || ', '
+		   coalesce(CASE WHEN params.standby THEN 'Stopped at ' ELSE 'Ended at ' END
+					|| pg_catalog.to_char(s.overflow_ended_at, 'HH24:MI:SS') || ', '
 					|| @extschema@.pg_contention_duration(pg_catalog.now() - s.overflow_ended_at)
-					|| ' ago: no transaction is overflowed now, so new snapshots are not suboverflowed. ', '') AS ended_text
-	  FROM subtrans AS s
+					|| CASE WHEN params.standby
+							THEN CASE WHEN s.primary_idle
+									  THEN ' ago: no transaction runs on the primary now, so new snapshots here are not suboverflowed. '
+									  ELSE ' ago: no reader on this standby has looked up pg_subtrans or waited on it since. ' END
+							ELSE ' ago: no transaction is overflowed now, so new snapshots are not suboverflowed. ' END,
+					'') AS ended_text
+	  FROM subtrans AS s, params
+),
+-- On a standby: the primary's oldest running transaction, every
+-- snapshot's xmin here.  The standby takes a snapshot as suboverflowed
+-- when its xmin is at or before the last XID an overflowed transaction
+-- of the primary was assigned (KnownAssignedXids, lastOverflowedXid):
+-- while a transaction older than that runs, every snapshot is, even
+-- after the overflowing transactions have ended.
+primary_xact AS MATERIALIZED (
+	SELECT h.holder AS xid, h.held_for
+	  FROM params, @extschema@.pg_contention_horizon AS h
+	 WHERE params.standby AND h.kind = 'primary transaction'
+	 LIMIT 1
+),
+-- The hot standbys streaming from this primary, by application_name.
+standbys AS MATERIALIZED (
+	SELECT pg_catalog.string_agg(DISTINCT coalesce(nullif(r.application_name, ''), pg_catalog.host(r.client_addr), 'unnamed'), ', ') AS names
+	  FROM params, pg_catalog.pg_stat_replication AS r
+	 WHERE NOT params.standby AND r.state = 'streaming'
+),
+-- Who pays on a standby: every execution on a suboverflowed snapshot
+-- (the culprit has no session here).
+standby_paid_by AS MATERIALIZED (
+	SELECT t.sentence
+	  FROM params, @extschema@.pg_contention_victims_texts(
+			   window_length, 'suboverflowed_snapshots'::pg_catalog.text,
+			   jsonb_build_array(jsonb_build_object('culprit', 'primary', 'pids', '[]'::jsonb))) AS t
+	 WHERE params.standby
 ),
 victims AS (
 	SELECT s.victim_calls AS calls, s.victim_first_seen AS first_seen,
@@ -267,10 +300,15 @@ overflow_findings AS (
 		   || 'From ' || pg_catalog.to_char(coalesce(least(o.since, v.first_seen), params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ': ' || o.what || '; ' || v.text
 		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
-		   || coalesce(' ' || pb.sentence, '') AS evidence,
+		   || coalesce(' ' || pb.sentence, '')
+		   -- What it costs the standbys is measured there, not here.
+		   || coalesce(' Its hot standbys (' || st.names || ') take their snapshots from its WAL: what it costs their'
+					   || ' readers is not measured here (pg_contention_findings on each standby says), and a long'
+					   || ' transaction here keeps their snapshots suboverflowed after the overflow ends.', '') AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL OR o.culprit_ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, k'
-				WHEN c.level = 'info' THEN 'It costs nothing measurable yet, but every snapshot taken meanwhile is suboverflowed; k'
+				WHEN c.level = 'info' THEN 'It costs nothing measurable here yet, but every snapshot taken meanwhile is suboverflowed'
+					 || CASE WHEN st.names IS NOT NULL THEN ', on its standbys too' ELSE '' END || '; k'
 				ELSE 'K' END
 		   || 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '
 		   || 'avoid an EXCEPTION block (a subtransaction) per row in PL/pgSQL, '
@@ -300,22 +338,36 @@ overflow_findings AS (
 	  FROM culprits_keyed AS o
 	  LEFT JOIN paid_by AS pb ON pb.culprit = o.culprit_key
 	  CROSS JOIN victims AS v CROSS JOIN cost_text AS c CROSS JOIN params
+	  CROSS JOIN standbys AS st
 	UNION ALL
 	-- A standby has no overflowed backend of its own: the primary's
 	-- overflow reaches it through the snapshots built from its WAL.
 	SELECT 'subxact_overflow', c.level,
 		   'a transaction on the primary (its overflow reaches this standby''s snapshots)',
-		   'From ' || pg_catalog.to_char(coalesce(v.first_seen, params.cutoff), 'HH24:MI:SS')
+		   c.ended_text
+		   || 'From ' || pg_catalog.to_char(coalesce(v.first_seen, params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ' on this standby: ' || v.text
-		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.',
-		   'Find the culprit on the primary: SELECT * FROM pg_contention_findings() there names the backend and statement; keep its transactions under 64 subtransactions.',
-		   jsonb_build_object('suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
+		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
+		   || coalesce(' Every snapshot here has for xmin the primary''s transaction ' || px.xid
+					   || coalesce(' (seen here for ' || @extschema@.pg_contention_duration(px.held_for) || ')', '')
+					   || ', the oldest running there: while it runs, an overflow of any transaction since,'
+					   || ' even one that has ended, leaves every snapshot on this standby suboverflowed.', '')
+		   || coalesce(' ' || (SELECT pb.sentence FROM standby_paid_by AS pb LIMIT 1), ''),
+		   'On the primary: '
+		   || coalesce('end its oldest transaction, ' || px.xid || ' (SELECT pid, usename, application_name, state, xact_start, query'
+					   || ' FROM pg_stat_activity WHERE backend_xid = ' || pg_catalog.quote_literal(px.xid)
+					   || '), which keeps this standby''s snapshots suboverflowed after every overflow since it began; ', '')
+		   || 'pg_contention_findings there names the backend and statement that overflow: keep their transactions under'
+		   || ' 64 subtransactions.',
+		   jsonb_build_object('pids', '[]'::jsonb, 'primary_xid', px.xid,
+							  'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
 							  'subtrans_lookups', c.lookups, 'subtrans_slru_accesses', c.slru_accesses,
 							  'xids_assigned', c.xids_assigned, 'subtrans_wait_samples', c.wait_samples,
 							  'subtrans_wait_pct', pg_catalog.round(c.wait_pct::numeric, 2),
 							  'window_seconds', params.w_s),
 		   v.first_seen
-	  FROM victims AS v, cost_text AS c, params
+	  FROM victims AS v CROSS JOIN cost_text AS c CROSS JOIN params
+	  LEFT JOIN primary_xact AS px ON true
 	 WHERE params.standby AND v.calls > 0
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since

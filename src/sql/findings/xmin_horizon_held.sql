@@ -124,8 +124,15 @@ horizon_findings AS (
 		   || CASE WHEN h.xmin_age = 1 THEN ' transaction old' ELSE ' transactions old' END
 		   || coalesce(CASE WHEN h.kind = 'replication slot' THEN ', inactive for ' ELSE ', held for ' END
 					   || @extschema@.pg_contention_duration(h.held_for), '')
+		   -- a maintenance command: its phase's snapshot is the xmin
+		   || coalesce(' by ' || h.command || coalesce(' of ' || h.object, '')
+					   || coalesce(' (phase ' || h.progress || ')', ''), '')
 		   || CASE -- A standby vacuums nothing and its n_dead_tup are its own
 				   -- (near zero): what its horizon keeps is on the primary.
+				   WHEN h.kind = 'primary transaction'
+				   THEN '; it runs on the primary (this standby knows it from the WAL), the oldest running there: every'
+						|| ' snapshot taken here has it for xmin, and it holds back the primary''s cleanup whatever this'
+						|| ' standby does (pg_contention_findings on the primary says what that costs)'
 				   WHEN params.standby AND h.feedback
 				   THEN '; this is a standby with hot_standby_feedback on: the feedback carries this xmin to the primary,'
 						|| ' which cannot remove the row versions deleted or updated by the '
@@ -179,8 +186,26 @@ horizon_findings AS (
 		   CASE h.kind
 				WHEN 'backend' THEN
 					-- A dump holds one snapshot to its end by design: a
-					-- timeout would fail the backup.
-					CASE WHEN h.application_name IN ('pg_dump', 'pg_dumpall')
+					-- timeout would fail the backup.  A concurrent index
+					-- build cancelled leaves an INVALID index; any other
+					-- maintenance command loses its work.
+					CASE WHEN h.command LIKE '%CONCURRENTLY'
+						 THEN 'Let ' || h.command || ' finish: each of its phases takes a new snapshot, and this hold ends with'
+							  || ' the phase. Cancelling it frees the horizon now but leaves an INVALID index behind'
+							  || CASE WHEN h.command LIKE 'REINDEX%' THEN ' (the new copy, its name ending in _ccnew)' ELSE '' END
+							  || ' that slows every write to the table until it is dropped (DROP INDEX CONCURRENTLY) and built'
+							  || ' again: if it must go, SELECT pg_cancel_backend(' || h.pid || '), then find it with SELECT'
+							  || ' indexrelid::regclass FROM pg_index WHERE NOT indisvalid. Build indexes when the cleanup they'
+							  || ' hold costs least.'
+						 WHEN h.command IN ('CREATE INDEX', 'REINDEX')
+						 THEN 'Let ' || h.command || ' finish: cancelling it (SELECT pg_cancel_backend(' || h.pid || ')) rolls it'
+							  || ' back cleanly but loses its work, and it holds the horizon again when it runs again; it blocks'
+							  || ' writes to the table meanwhile (CONCURRENTLY would not, and holds the horizon one phase at a time).'
+						 WHEN h.command IS NOT NULL
+						 THEN 'Let ' || h.command || ' finish: cancelling it (SELECT pg_cancel_backend(' || h.pid || ')) rolls it'
+							  || ' back cleanly but loses its work and leaves the table as it was; its ACCESS EXCLUSIVE lock blocks'
+							  || ' every use of the table meanwhile.'
+						 WHEN h.application_name IN ('pg_dump', 'pg_dumpall')
 						 THEN 'A dump keeps one snapshot until it ends. Take it from a standby (with hot_standby_feedback off'
 							  || ' and max_standby_streaming_delay long enough), or dump the large, busy tables apart in'
 							  || ' shorter dumps; never under statement_timeout, which would fail the backup. SELECT pg_cancel_backend('
@@ -207,12 +232,18 @@ horizon_findings AS (
 				WHEN 'prepared transaction' THEN
 					'Finish it: COMMIT PREPARED ' || pg_catalog.quote_literal(h.holder) || ' or ROLLBACK PREPARED '
 					|| pg_catalog.quote_literal(h.holder) || ' (whoever prepared it should decide which).'
+				WHEN 'primary transaction' THEN
+					'Find it on the primary: SELECT pid, usename, application_name, state, xact_start, query FROM'
+					|| ' pg_stat_activity WHERE backend_xid = ' || pg_catalog.quote_literal(h.holder)
+					|| ' (a prepared transaction: SELECT gid FROM pg_prepared_xacts WHERE transaction = '
+					|| pg_catalog.quote_literal(h.holder) || '), and end it there. Cancelling queries on this standby frees nothing.'
 				WHEN 'standby feedback' THEN
 					'A query on the standby' || coalesce(' (application ' || nullif(h.application_name, '') || ')', '')
 					|| ' holds it through hot_standby_feedback: find it in pg_contention_horizon on the standby and end it; with hot_standby_feedback = off such queries get cancelled instead.'
 				ELSE 'End it.' END AS advice,
 		   jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'database', h.datname,
 							  'xmin', h.xmin::text, 'xmin_age', h.xmin_age,
+							  'command', h.command,
 							  'held_seconds', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric),
 							  'catalog_only', h.catalog_only,
 							  -- a standby's own counts say nothing of what it holds

@@ -41,7 +41,10 @@ BEGIN
 		IF problem IN ('subxact_overflow', 'subtrans_slru_contention') THEN
 			SELECT pg_catalog.jsonb_build_object(
 					   'pids', coalesce(pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE NOT p.earlier), '[]'),
-					   'earlier_run_pids', pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE p.earlier))
+					   'earlier_run_pids', pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE p.earlier),
+					   -- a standby's: the primary's oldest transaction then
+					   'primary_xid', (SELECT d0.value ->> 'primary_xid' FROM pg_catalog.jsonb_array_elements(details) AS d0
+										WHERE d0.value ->> 'primary_xid' IS NOT NULL LIMIT 1))
 			  INTO details
 			  FROM pg_catalog.jsonb_array_elements(details) AS d
 			  CROSS JOIN LATERAL (
@@ -116,9 +119,32 @@ BEGIN
 			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
 							WHERE a.pid = (details ->> 'pid')::integer) THEN
 				RETURN 'the standby''s walsender, pid ' || (details ->> 'pid') || ', ended';
+			ELSIF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_replication AS r
+							   WHERE r.pid = (details ->> 'pid')::integer
+								 AND r.backend_xmin::text = details ->> 'xmin') THEN
+				-- Its xmin stood still while something on the standby held it.
+				RETURN 'the standby''s feedback moved its xmin on: what held it there ended';
+			END IF;
+		ELSIF kind = 'primary transaction' THEN
+			IF NOT EXISTS (SELECT 1 FROM @extschema@.pg_contention_horizon AS h
+							WHERE h.kind = 'primary transaction' AND h.holder = (details ->> 'holder')) THEN
+				RETURN 'the primary''s transaction ' || holder || ' ended';
 			END IF;
 		END IF;
 		RETURN NULL;
+	END IF;
+
+	-- A standby's overflow: its snapshots stay suboverflowed while the
+	-- primary's oldest transaction then runs.
+	IF problem IN ('subxact_overflow', 'subtrans_slru_contention')
+	   AND pg_catalog.jsonb_typeof(details -> 'primary_xid') = 'string' THEN
+		IF NOT EXISTS (SELECT 1 FROM @extschema@.pg_contention_horizon AS h
+						WHERE h.kind = 'primary transaction' AND h.holder = details ->> 'primary_xid') THEN
+			RETURN 'the primary''s transaction ' || (details ->> 'primary_xid')
+				   || ', the oldest running there when the cost was last seen and the xmin of every snapshot on this standby, ended';
+		END IF;
+		RETURN 'the readers on this standby stopped looking up pg_subtrans (the primary''s transaction '
+			   || (details ->> 'primary_xid') || ' still runs)';
 	END IF;
 
 	IF problem IN ('subxact_overflow', 'subtrans_slru_contention') THEN

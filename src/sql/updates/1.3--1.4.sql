@@ -52,3 +52,11 @@ DROP FUNCTION @extschema@.pg_contention_report(interval);
 -- PL/pgSQL: nothing else depends on it.
 DROP VIEW @extschema@.pg_contention_info;
 DROP FUNCTION @extschema@.pg_contention_info();
+
+-- pg_contention_horizon_holders gains xmin_since (since when each holder's
+-- xmin has had its value, as the sampler saw it), which the view's
+-- held_for now counts from: dropped here with its view, created again by
+-- horizon.sql (with the view's grant).  The functions that read the view
+-- are PL/pgSQL: nothing else depends on them.
+DROP VIEW @extschema@.pg_contention_horizon;
+DROP FUNCTION @extschema@.pg_contention_horizon_holders();
