@@ -2940,7 +2940,14 @@ horizon_findings AS (
 		   || CASE WHEN h.index_count > 0
 				   THEN '; it keeps the dead index entries of ' || h.index_count || ' dead_tuple_index_scan finding(s)'
 				   ELSE '' END || '.'
-		   || CASE WHEN NOT h.costs
+		   || CASE -- Its cost is the primary's, measured there.
+				   WHEN NOT h.costs AND params.standby AND h.feedback AND h.kind = 'backend'
+				   THEN ' What it costs is measured on the primary, not here: pg_contention_findings there names this'
+						|| ' standby''s feedback (hot_standby_feedback of a standby) with the dead tuples and index lookups'
+						|| ' it costs; here it stays at info.'
+				   WHEN NOT h.costs AND h.kind = 'primary transaction'
+				   THEN ' What it costs is measured on the primary; here it stays at info.'
+				   WHEN NOT h.costs
 				   THEN ' Nothing measured pays for it yet (no table of its databases is due for autovacuum, no index lookup'
 						|| ' reads dead entries): it stays at info until something does.'
 				   ELSE '' END

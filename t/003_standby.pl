@@ -110,6 +110,8 @@ like($on_standby,
 	'standby: the finding says the feedback holds the primary\'s horizon and where to see what the primary keeps');
 note("standby: $on_standby");
 unlike($on_standby, qr/tables of database \w+ hold/, 'standby: its own dead tuple count is not quoted');
+like($on_standby, qr/What it costs is measured on the primary, not here: pg_contention_findings there names this standby's feedback/,
+	'standby: it says where its cost is measured, not that nothing pays');
 like($on_standby, qr/\| null$/, 'standby: details carry no dead tuple count');
 
 my $app = $primary->safe_psql('postgres', 'SELECT application_name FROM pg_stat_replication');
