@@ -20,6 +20,7 @@
  */
 #include "client.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const status_names[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
@@ -82,6 +83,7 @@ command_check(Conn *c, bool json, bool live)
 	int			counts[3] = {0, 0, 0};
 	int			worst;
 	const Finding *stale = NULL;
+	char	   *not_kept;
 	Buf			out;
 
 	scope.findings_only = true;
@@ -100,6 +102,10 @@ command_check(Conn *c, bool json, bool live)
 			stale = &s.findings[i];
 	if (stale && worst < 2)
 		worst = EXIT_UNKNOWN;
+	/* Findings no worker keeps as incidents: nobody is paged from them. */
+	not_kept = incidents_not_kept(c);
+	if (not_kept && worst == 0)
+		worst = 1;
 
 	buf_init(&out);
 	if (json)
@@ -114,6 +120,11 @@ command_check(Conn *c, bool json, bool live)
 		buf_json_string(&out, s.findings_window);
 		buf_printf(&out, ", \"evaluated_at\": %.3f, \"evaluated_by\": \"%s\"",
 				   s.evaluated_at, s.findings_kept ? "incidents worker" : "check");
+		buf_append(&out, ", \"incidents_not_kept\": ");
+		if (not_kept)
+			buf_json_string(&out, not_kept);
+		else
+			buf_append(&out, "null");
 		if (stale)
 		{
 			buf_append(&out, ", \"error\": ");
@@ -151,6 +162,12 @@ command_check(Conn *c, bool json, bool live)
 		buf_printf(&out, "PG_CONTENTION %s - ", status_names[worst]);
 		if (stale)
 			buf_append(&out, "the sampler has stopped, the findings are blind since its last sample; ");
+		if (not_kept)
+		{
+			buf_append(&out, "the incidents are not kept: ");
+			buf_text_plugin(&out, not_kept);
+			buf_append(&out, "; ");
+		}
 		if (s.nfindings == 0)
 			buf_append(&out, "no findings");
 		else
@@ -186,6 +203,7 @@ command_check(Conn *c, bool json, bool live)
 	}
 	fputs(out.data, stdout);
 	buf_free(&out);
+	free(not_kept);
 	snapshot_free(&s);
 	return worst;
 }

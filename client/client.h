@@ -265,6 +265,8 @@ extern bool incidents_read(Conn *c, int closed_limit, bool details, IncidentList
 extern void incidents_free(IncidentList *list);
 extern int	command_incidents(Conn *c, bool json);
 extern int	incidents_unavailable(Conn *c);	/* says so; EXIT_UNKNOWN */
+extern char *incidents_not_kept(Conn *c);	/* why, with the remedy; NULL: kept
+											 * (or off by the setting) */
 
 typedef enum SortMode
 {

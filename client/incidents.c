@@ -162,6 +162,32 @@ incident_interval(Conn *c)
 	return v;
 }
 
+/*
+ * Why the server is not keeping incidents now, with the remedy (malloc'd),
+ * or NULL when it is, or when they are off by pg_contention.incident_interval
+ * (the header says so): the worker's silence is never taken for calm.
+ */
+char *
+incidents_not_kept(Conn *c)
+{
+	Buf			sql;
+	PGresult   *res;
+	char	   *why = NULL;
+
+	if (!c->has_incidents)
+		return NULL;
+	buf_init(&sql);
+	buf_printf(&sql, "SELECT s.state, s.problem FROM %s.pg_contention_incidents_status() AS s", c->schema);
+	res = conn_query(c, sql.data, NULL);
+	buf_free(&sql);
+	if (res == NULL || PQntuples(res) != 1)
+		why = xstrdup("the incidents' state cannot be read (pg_contention_incidents_status() failed)");
+	else if (strcmp(PQgetvalue(res, 0, 0), "kept") != 0 && strcmp(PQgetvalue(res, 0, 0), "off") != 0)
+		why = xstrdup(PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return why;
+}
+
 static void
 json_field(Buf *out, const char *name, const char *value, bool null_if_empty)
 {
@@ -198,6 +224,8 @@ command_incidents(Conn *c, bool json)
 	char	   *message = NULL;
 	char	   *interval;
 	bool		off;
+	char	   *not_kept;
+	int			rc;
 	Buf			out;
 
 	if (!c->has_incidents)
@@ -210,6 +238,9 @@ command_incidents(Conn *c, bool json)
 	}
 	interval = incident_interval(c);
 	off = interval && strcmp(interval, "0") == 0;
+	not_kept = incidents_not_kept(c);
+	if (not_kept)
+		fprintf(stderr, "%s: warning: the incidents are not kept: %s\n", progname_get(), not_kept);
 
 	buf_init(&out);
 	if (json)
@@ -221,6 +252,11 @@ command_incidents(Conn *c, bool json)
 		buf_printf(&out, ", \"incident_interval\": ");
 		if (interval)
 			buf_json_string(&out, interval);
+		else
+			buf_append(&out, "null");
+		buf_append(&out, ", \"not_kept\": ");
+		if (not_kept)
+			buf_json_string(&out, not_kept);
 		else
 			buf_append(&out, "null");
 		buf_printf(&out, ", \"counts\": {\"open\": %d, \"closed\": %d}, \"incidents\": [",
@@ -259,6 +295,12 @@ command_incidents(Conn *c, bool json)
 		if (off)
 			buf_append(&out, " (pg_contention.incident_interval is 0: the server opens none)");
 		buf_append(&out, "\n");
+		if (not_kept)
+		{
+			buf_append(&out, "WARNING: the incidents are not kept: ");
+			buf_text(&out, not_kept);
+			buf_append(&out, "\n");
+		}
 		for (int i = 0; i < list.n; i++)
 		{
 			Incident   *r = &list.rows[i];
@@ -302,5 +344,8 @@ command_incidents(Conn *c, bool json)
 	buf_free(&out);
 	free(interval);
 	incidents_free(&list);
-	return fflush(stdout) == 0 ? 0 : EXIT_UNKNOWN;
+	/* Not kept: 1, as check's WARNING. */
+	rc = not_kept ? 1 : 0;
+	free(not_kept);
+	return fflush(stdout) == 0 ? rc : EXIT_UNKNOWN;
 }

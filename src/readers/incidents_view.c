@@ -259,3 +259,86 @@ pg_contention_incidents(PG_FUNCTION_ARGS)
 	pfree(copy);
 	return (Datum) 0;
 }
+
+PG_FUNCTION_INFO_V1(pg_contention_incidents_status);
+
+/*
+ * pg_contention_incidents_status(): whether the incidents are being kept,
+ * and if not, why and what to do, so that a reader (check, incidents) never
+ * takes the worker's silence for a calm server.  state: 'kept', 'off'
+ * (pg_contention.incident_interval is 0), 'not running', 'waiting' (for
+ * the extension in its database), 'stalled' (no evaluation for three
+ * intervals and its 30-second limit).  Reads the store's header under its
+ * lock in shared mode.
+ */
+Datum
+pg_contention_incidents_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[5] = {0};
+	bool		nulls[5] = {0};
+	TimestampTz last_evaluated,
+				waiting_since,
+				now = GetCurrentTimestamp();
+	char		waiting_database[NAMEDATALEN];
+	int			pid = pgc_own_pid(PGC_WORKER_INCIDENTS);
+	const char *state;
+	char	   *problem = NULL;
+
+	pgc_require_loaded();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	LWLockAcquire(incidents->lock, LW_SHARED);
+	last_evaluated = incidents->last_evaluated;
+	waiting_since = incidents->waiting_since;
+	strlcpy(waiting_database, incidents->waiting_database, NAMEDATALEN);
+	LWLockRelease(incidents->lock);
+
+	if (pgc_incident_interval <= 0)
+	{
+		state = "off";
+		problem = psprintf("incidents are off: pg_contention.incident_interval is 0");
+	}
+	else if (pid == 0)
+	{
+		state = "not running";
+		problem = psprintf("the incidents worker is not running (it starts with the server when pg_contention.incident_interval is above 0 then; after a failure it starts again within 10 s): see the server log");
+	}
+	else if (waiting_since != 0)
+	{
+		state = "waiting";
+		problem = psprintf("the incidents worker waits for the extension in database \"%s\": CREATE EXTENSION pg_contention there, or set pg_contention.incident_database to a database that has it",
+						   waiting_database);
+	}
+	else if (last_evaluated != 0 &&
+			 TimestampDifferenceExceeds(last_evaluated, now,
+										(3 * pgc_incident_interval + 30) * 1000))
+	{
+		long		secs;
+		int			usecs;
+
+		TimestampDifference(last_evaluated, now, &secs, &usecs);
+		state = "stalled";
+		problem = psprintf("the incidents worker has not evaluated the findings for %ld s (pg_contention.incident_interval is %d s): see the server log",
+						   secs, pgc_incident_interval);
+	}
+	else
+		state = "kept";
+
+	values[0] = CStringGetTextDatum(state);
+	if (problem)
+		values[1] = CStringGetTextDatum(problem);
+	else
+		nulls[1] = true;
+	if (pid != 0)
+		values[2] = Int32GetDatum(pid);
+	else
+		nulls[2] = true;
+	values[3] = TimestampTzGetDatum(last_evaluated);
+	nulls[3] = (last_evaluated == 0);
+	values[4] = TimestampTzGetDatum(waiting_since);
+	nulls[4] = (waiting_since == 0);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

@@ -107,6 +107,10 @@ typedef struct IncidentsShared
 	int64		open_evictions; /* open incidents evicted for another
 								 * role's (take_room) */
 	int64		opened[NUM_COUNTED][2]; /* [problem][warning, critical] */
+	/* The worker's state, for readers who must not take silence for calm. */
+	TimestampTz last_evaluated; /* its last evaluation that read findings */
+	TimestampTz waiting_since;	/* 0: not waiting for the extension */
+	char		waiting_database[NAMEDATALEN];	/* where it waits */
 } IncidentsShared;
 
 /* The store's header and slots (incidents.c). */

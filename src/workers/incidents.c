@@ -417,6 +417,31 @@ freeze(const Found *f)
 }
 
 /*
+ * Publish whether the worker waits for the extension (readers say so
+ * rather than take its silence for calm), and, when it does not, that it
+ * is evaluating now.
+ */
+static void
+note_waiting(bool waiting)
+{
+	const char *dbname = waiting ? get_database_name(MyDatabaseId) : NULL;
+
+	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+	if (waiting)
+	{
+		if (incidents->waiting_since == 0)
+			incidents->waiting_since = GetCurrentTimestamp();
+		strlcpy(incidents->waiting_database, dbname ? dbname : "", NAMEDATALEN);
+	}
+	else
+	{
+		incidents->waiting_since = 0;
+		incidents->last_evaluated = GetCurrentTimestamp();
+	}
+	LWLockRelease(incidents->lock);
+}
+
+/*
  * What ended it, judged on details seen at seen_at; NULL if it cannot
  * tell.
  */
@@ -572,6 +597,7 @@ evaluate(void)
 		ext_schema = find_schema();
 		if (ext_schema == NULL)
 		{
+			note_waiting(true);
 			if (!told_missing)
 				ereport(LOG,
 						(errmsg("pg_contention incidents: the extension pg_contention %s is not installed in database \"%s\"; incidents wait for it",
@@ -579,7 +605,9 @@ evaluate(void)
 						 errhint("Run CREATE EXTENSION pg_contention (or ALTER EXTENSION pg_contention UPDATE) in that database, or set pg_contention.incident_database.")));
 			told_missing = true;
 		}
-		else if (told_missing)
+		else
+			note_waiting(false);
+		if (ext_schema != NULL && told_missing)
 		{
 			ereport(LOG,
 					(errmsg("pg_contention incidents: found the extension in schema %s", ext_schema)));
