@@ -54,6 +54,13 @@ stage_server() {
 		mkdir -p "$stage$d"
 		cp -a "$d/." "$stage$d/"
 	done
+	# The server's translations, where it looks for them from the copy
+	# (relative to its binaries): linked, not copied.
+	d=$("$pgc" --localedir)
+	if [ -d "$d" ] && [ ! -e "$stage$d" ]; then
+		mkdir -p "$(dirname "$stage$d")"
+		ln -s "$d" "$stage$d"
+	fi
 }
 
 # For the demo and the pictures: build the checkout $1 in $3/src against

@@ -37,6 +37,11 @@ if [ "$(id -u)" -eq 0 ]; then
 	id postgres >/dev/null 2>&1 || die "user postgres is missing (it comes with the postgresql-$major package)"
 	chown -R postgres: "$work"
 	as_user=(runuser -u postgres --)
+	# A non-English locale for t/051 (messages in German), where the
+	# locales' sources are installed; else that test skips.
+	if ! locale -a 2>/dev/null | grep -qi '^de_DE\.utf-\?8$' && [ -e /usr/share/i18n/locales/de_DE ]; then
+		localedef -i de_DE -f UTF-8 de_DE.UTF-8 >/dev/null 2>&1 || log "de_DE.UTF-8 could not be made: t/051 skips"
+	fi
 fi
 run() { (cd "$work/src" && "${as_user[@]}" env HOME="$work" "$@"); }
 

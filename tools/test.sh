@@ -91,7 +91,7 @@ record() {	# N KEY LABEL LOG [STATUS]
 
 # What the suite needs on the host for PostgreSQL MAJOR.
 suite_packages() {
-	echo "postgresql-$1 postgresql-server-dev-$1 libipc-run-perl gcc make" \
+	echo "postgresql-$1 postgresql-server-dev-$1 libipc-run-perl gcc make locales" \
 		"postgresql-$1-pg-wait-sampling postgresql-$1-cron libpq-dev tmux python3-psycopg pgbouncer" \
 		"chromium fonts-dejavu-core prometheus-postgres-exporter prometheus"
 }

@@ -9,8 +9,9 @@
  *		function's statement, the function that ran it: the innermost
  *		"PL/pgSQL function ... line N at ..." or "SQL function ..." line of
  *		the server's error context stack, which is what GET DIAGNOSTICS
- *		PG_CONTEXT shows (so only with English messages), keyed by the
- *		nested statement's query id.
+ *		PG_CONTEXT shows (in the session's lc_messages: matched in its
+ *		language, see is_function_line()), keyed by the nested statement's
+ *		query id.
  *
  * A backend notes an index when one of its executions visited at least
  * pg_contention.dead_visits_warning dead entries through it (hooks.c's
@@ -294,9 +295,52 @@ pgc_index_names_note(Oid indexoid)
 }
 
 /*
+ * Whether an error context line is a function's, as PL/pgSQL or a SQL
+ * function words it while its statement runs.  Those texts are translated
+ * into the session's lc_messages when they are made (each language's
+ * message domain), so a line is compared with the text before the first
+ * conversion of each format, in English and as this session translates
+ * it: never with English alone.
+ */
+static bool
+is_function_line(const char *line)
+{
+	static const char *const formats[][2] = {
+		{PG_TEXTDOMAIN("plpgsql"), "PL/pgSQL function %s line %d %s"},
+		{PG_TEXTDOMAIN("plpgsql"), "PL/pgSQL function %s %s"},
+		{PG_TEXTDOMAIN("plpgsql"), "PL/pgSQL function %s"},
+		{PG_TEXTDOMAIN("postgres"), "SQL function \"%s\" statement %d"},
+		{PG_TEXTDOMAIN("postgres"), "SQL function \"%s\" during startup"},
+		{PG_TEXTDOMAIN("postgres"), "SQL function \"%s\""},
+	};
+
+	for (int i = 0; i < lengthof(formats); i++)
+	{
+		const char *texts[2];
+
+		texts[0] = formats[i][1];
+#ifdef ENABLE_NLS
+		texts[1] = dgettext(formats[i][0], formats[i][1]);
+#else
+		texts[1] = formats[i][1];
+#endif
+		for (int t = 0; t < 2; t++)
+		{
+			size_t		prefix = strcspn(texts[t], "%");
+
+			/* A translation that starts with its argument tells nothing. */
+			if (prefix >= 4 && strncmp(line, texts[t], prefix) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Note the function whose statement (query_id, nested) just met dead
  * entries: the innermost function line of the error context stack, as the
- * procedural languages word it while their statement runs.  The lines of
+ * procedural languages word it while their statement runs, in the
+ * session's language.  The lines of
  * other callbacks (SPI's "SQL statement", which carries a statement's
  * text) are never kept.  In a transaction, at ExecutorEnd.
  */
@@ -321,8 +365,7 @@ pgc_nested_context_note(int64 query_id)
 		next = strchr(line, '\n');
 		if (next != NULL)
 			*next++ = '\0';
-		if (strncmp(line, "PL/pgSQL function ", 18) == 0 ||
-			strncmp(line, "SQL function ", 13) == 0)
+		if (is_function_line(line))
 			break;
 	}
 	if (line == NULL)
