@@ -1035,22 +1035,31 @@ overflow_end AS (
 				THEN least(coalesce(o.cost_last_seen, params.now), params.now) END AS ended_at
 	  FROM overflow AS o, params
 ),
+-- Hysteresis: while an incident of the overflow is open, its bars are at
+-- 80%, so that a cost around a bar neither closes nor reopens it at each
+-- evaluation (the finding, check and the incident read the same).
+bars AS (
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM @extschema@.pg_contention_incidents(false, 0::pg_catalog.int8) AS i
+							  WHERE i.closed IS NULL
+								AND i.problem IN ('subxact_overflow', 'subtrans_slru_contention'))
+				THEN 0.8 ELSE 1.0 END::float8 AS factor
+),
 cost_judged AS (
-	SELECT c.*, o.seen AS overflow_seen, o.ended_at, o.primary_idle,
+	SELECT c.*, o.seen AS overflow_seen, o.ended_at, o.primary_idle, b.factor AS bar_factor,
 		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
 		   CASE WHEN c.active_samples >= 100
 				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
-		   coalesce(c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning, false)
+		   coalesce(c.lookups::float8 / nullif(c.busy_seconds, 0) >= b.factor * params.lookups_warning, false)
 			   AS lookups_past_warning,
 		   CASE WHEN o.ended_at IS NOT NULL THEN 'info'
 				WHEN c.active_samples >= 100
-					 AND 100.0 * c.wait_samples / c.active_samples >= params.wait_critical THEN 'critical'
+					 AND 100.0 * c.wait_samples / c.active_samples >= b.factor * params.wait_critical THEN 'critical'
 				WHEN (c.active_samples >= 100
-					  AND 100.0 * c.wait_samples / c.active_samples >= params.wait_warning)
-					 OR (o.seen AND c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning)
+					  AND 100.0 * c.wait_samples / c.active_samples >= b.factor * params.wait_warning)
+					 OR (o.seen AND c.lookups::float8 / nullif(c.busy_seconds, 0) >= b.factor * params.lookups_warning)
 					THEN 'warning'
 				ELSE 'info' END AS level
-	  FROM cost AS c, overflow_end AS o, params
+	  FROM cost AS c, overflow_end AS o, params, bars AS b
 )
 SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 	   c.active_samples, c.lookup_rate, c.wait_pct, c.level,
@@ -1940,7 +1949,14 @@ overflow_findings AS (
 					   || ' transaction here keeps their snapshots suboverflowed after the overflow ends.', '') AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL OR o.culprit_ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, k'
-				WHEN c.level = 'info' THEN 'It costs nothing measurable here yet, but every snapshot taken meanwhile is suboverflowed'
+				WHEN c.level = 'info'
+				THEN CASE WHEN coalesce(c.lookups, 0) > 0 OR coalesce(c.wait_samples, 0) > 0
+						  THEN 'Its cost is below the warning bars ('
+							   || pg_catalog.to_char(coalesce(c.lookup_rate, 0), 'FM999,999,999,990')
+							   || ' pg_subtrans lookups/s by readers, the bar is '
+							   || pg_catalog.to_char(params.lookups_warning, 'FM999,999,999,990') || '/s)'
+						  ELSE 'It costs nothing measurable here yet' END
+					 || ', but every snapshot taken meanwhile is suboverflowed'
 					 || CASE WHEN st.names IS NOT NULL THEN ', on its standbys too' ELSE '' END || '; k'
 				ELSE 'K' END
 		   || 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '
@@ -3646,7 +3662,12 @@ BEGIN
 					   'earlier_run_pids', pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE p.earlier),
 					   -- a standby's: the primary's oldest transaction then
 					   'primary_xid', (SELECT d0.value ->> 'primary_xid' FROM pg_catalog.jsonb_array_elements(details) AS d0
-										WHERE d0.value ->> 'primary_xid' IS NOT NULL LIMIT 1))
+										WHERE d0.value ->> 'primary_xid' IS NOT NULL LIMIT 1),
+					   -- the culprit's (database, user): the cause, whatever its sessions
+					   'database_oid', (SELECT d0.value -> 'database_oid' FROM pg_catalog.jsonb_array_elements(details) AS d0
+										 WHERE pg_catalog.jsonb_typeof(d0.value -> 'database_oid') = 'number' LIMIT 1),
+					   'user_oid', (SELECT d0.value -> 'user_oid' FROM pg_catalog.jsonb_array_elements(details) AS d0
+									 WHERE pg_catalog.jsonb_typeof(d0.value -> 'user_oid') = 'number' LIMIT 1))
 			  INTO details
 			  FROM pg_catalog.jsonb_array_elements(details) AS d
 			  CROSS JOIN LATERAL (
@@ -3766,6 +3787,27 @@ BEGIN
 		SELECT pg_catalog.array_agg(a.pid) INTO alive
 		  FROM pg_catalog.pg_stat_activity AS a
 		 WHERE a.pid = ANY (pids) AND a.backend_start <= seen_at;
+		-- The cause is the (database, user)'s statement, not its sessions:
+		-- others that overflow now, or have since, carry it on.
+		IF pg_catalog.jsonb_typeof(details -> 'database_oid') = 'number'
+		   AND pg_catalog.jsonb_typeof(details -> 'user_oid') = 'number' THEN
+			SELECT pg_catalog.array_agg(DISTINCT o.pid ORDER BY o.pid) INTO overflowed
+			  FROM (SELECT s.pid FROM @extschema@.pg_contention_subxact() AS s
+					 WHERE s.subxact_overflowed
+					   AND s.datid = (details ->> 'database_oid')::oid AND s.usesysid = (details ->> 'user_oid')::oid
+					UNION ALL
+					SELECT e.pid FROM @extschema@.pg_contention_overflow_events() AS e
+					 WHERE e.event_time > seen_at
+					   AND e.datid = (details ->> 'database_oid')::oid AND e.usesysid = (details ->> 'user_oid')::oid) AS o
+			 WHERE o.pid <> ALL (coalesce(alive, '{}'));
+			IF overflowed IS NOT NULL THEN
+				RETURN 'the cost fell below the warning bar; the same statements go on overflowing in other sessions (pid'
+					   || CASE WHEN pg_catalog.cardinality(overflowed) > 1 THEN 's ' ELSE ' ' END
+					   || pg_catalog.array_to_string(overflowed[1:5], ', ')
+					   || CASE WHEN pg_catalog.cardinality(overflowed) > 5 THEN ', ...' ELSE '' END || ')';
+			END IF;
+			overflowed := NULL;
+		END IF;
 		IF alive IS NULL THEN
 			RETURN 'the overflowing session' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's' ELSE '' END
 				   || ' (pid' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's ' ELSE ' ' END

@@ -127,22 +127,31 @@ overflow_end AS (
 				THEN least(coalesce(o.cost_last_seen, params.now), params.now) END AS ended_at
 	  FROM overflow AS o, params
 ),
+-- Hysteresis: while an incident of the overflow is open, its bars are at
+-- 80%, so that a cost around a bar neither closes nor reopens it at each
+-- evaluation (the finding, check and the incident read the same).
+bars AS (
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM @extschema@.pg_contention_incidents(false, 0::pg_catalog.int8) AS i
+							  WHERE i.closed IS NULL
+								AND i.problem IN ('subxact_overflow', 'subtrans_slru_contention'))
+				THEN 0.8 ELSE 1.0 END::float8 AS factor
+),
 cost_judged AS (
-	SELECT c.*, o.seen AS overflow_seen, o.ended_at, o.primary_idle,
+	SELECT c.*, o.seen AS overflow_seen, o.ended_at, o.primary_idle, b.factor AS bar_factor,
 		   c.lookups::float8 / nullif(c.busy_seconds, 0) AS lookup_rate,
 		   CASE WHEN c.active_samples >= 100
 				THEN 100.0 * c.wait_samples / c.active_samples END AS wait_pct,
-		   coalesce(c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning, false)
+		   coalesce(c.lookups::float8 / nullif(c.busy_seconds, 0) >= b.factor * params.lookups_warning, false)
 			   AS lookups_past_warning,
 		   CASE WHEN o.ended_at IS NOT NULL THEN 'info'
 				WHEN c.active_samples >= 100
-					 AND 100.0 * c.wait_samples / c.active_samples >= params.wait_critical THEN 'critical'
+					 AND 100.0 * c.wait_samples / c.active_samples >= b.factor * params.wait_critical THEN 'critical'
 				WHEN (c.active_samples >= 100
-					  AND 100.0 * c.wait_samples / c.active_samples >= params.wait_warning)
-					 OR (o.seen AND c.lookups::float8 / nullif(c.busy_seconds, 0) >= params.lookups_warning)
+					  AND 100.0 * c.wait_samples / c.active_samples >= b.factor * params.wait_warning)
+					 OR (o.seen AND c.lookups::float8 / nullif(c.busy_seconds, 0) >= b.factor * params.lookups_warning)
 					THEN 'warning'
 				ELSE 'info' END AS level
-	  FROM cost AS c, overflow_end AS o, params
+	  FROM cost AS c, overflow_end AS o, params, bars AS b
 )
 SELECT c.lookups, c.busy_seconds, c.first_overflow_second, c.wait_samples,
 	   c.active_samples, c.lookup_rate, c.wait_pct, c.level,

@@ -307,7 +307,14 @@ overflow_findings AS (
 					   || ' transaction here keeps their snapshots suboverflowed after the overflow ends.', '') AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL OR o.culprit_ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, k'
-				WHEN c.level = 'info' THEN 'It costs nothing measurable here yet, but every snapshot taken meanwhile is suboverflowed'
+				WHEN c.level = 'info'
+				THEN CASE WHEN coalesce(c.lookups, 0) > 0 OR coalesce(c.wait_samples, 0) > 0
+						  THEN 'Its cost is below the warning bars ('
+							   || pg_catalog.to_char(coalesce(c.lookup_rate, 0), 'FM999,999,999,990')
+							   || ' pg_subtrans lookups/s by readers, the bar is '
+							   || pg_catalog.to_char(params.lookups_warning, 'FM999,999,999,990') || '/s)'
+						  ELSE 'It costs nothing measurable here yet' END
+					 || ', but every snapshot taken meanwhile is suboverflowed'
 					 || CASE WHEN st.names IS NOT NULL THEN ', on its standbys too' ELSE '' END || '; k'
 				ELSE 'K' END
 		   || 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '

@@ -44,7 +44,12 @@ BEGIN
 					   'earlier_run_pids', pg_catalog.jsonb_agg(DISTINCT p.pid) FILTER (WHERE p.earlier),
 					   -- a standby's: the primary's oldest transaction then
 					   'primary_xid', (SELECT d0.value ->> 'primary_xid' FROM pg_catalog.jsonb_array_elements(details) AS d0
-										WHERE d0.value ->> 'primary_xid' IS NOT NULL LIMIT 1))
+										WHERE d0.value ->> 'primary_xid' IS NOT NULL LIMIT 1),
+					   -- the culprit's (database, user): the cause, whatever its sessions
+					   'database_oid', (SELECT d0.value -> 'database_oid' FROM pg_catalog.jsonb_array_elements(details) AS d0
+										 WHERE pg_catalog.jsonb_typeof(d0.value -> 'database_oid') = 'number' LIMIT 1),
+					   'user_oid', (SELECT d0.value -> 'user_oid' FROM pg_catalog.jsonb_array_elements(details) AS d0
+									 WHERE pg_catalog.jsonb_typeof(d0.value -> 'user_oid') = 'number' LIMIT 1))
 			  INTO details
 			  FROM pg_catalog.jsonb_array_elements(details) AS d
 			  CROSS JOIN LATERAL (
@@ -164,6 +169,27 @@ BEGIN
 		SELECT pg_catalog.array_agg(a.pid) INTO alive
 		  FROM pg_catalog.pg_stat_activity AS a
 		 WHERE a.pid = ANY (pids) AND a.backend_start <= seen_at;
+		-- The cause is the (database, user)'s statement, not its sessions:
+		-- others that overflow now, or have since, carry it on.
+		IF pg_catalog.jsonb_typeof(details -> 'database_oid') = 'number'
+		   AND pg_catalog.jsonb_typeof(details -> 'user_oid') = 'number' THEN
+			SELECT pg_catalog.array_agg(DISTINCT o.pid ORDER BY o.pid) INTO overflowed
+			  FROM (SELECT s.pid FROM @extschema@.pg_contention_subxact() AS s
+					 WHERE s.subxact_overflowed
+					   AND s.datid = (details ->> 'database_oid')::oid AND s.usesysid = (details ->> 'user_oid')::oid
+					UNION ALL
+					SELECT e.pid FROM @extschema@.pg_contention_overflow_events() AS e
+					 WHERE e.event_time > seen_at
+					   AND e.datid = (details ->> 'database_oid')::oid AND e.usesysid = (details ->> 'user_oid')::oid) AS o
+			 WHERE o.pid <> ALL (coalesce(alive, '{}'));
+			IF overflowed IS NOT NULL THEN
+				RETURN 'the cost fell below the warning bar; the same statements go on overflowing in other sessions (pid'
+					   || CASE WHEN pg_catalog.cardinality(overflowed) > 1 THEN 's ' ELSE ' ' END
+					   || pg_catalog.array_to_string(overflowed[1:5], ', ')
+					   || CASE WHEN pg_catalog.cardinality(overflowed) > 5 THEN ', ...' ELSE '' END || ')';
+			END IF;
+			overflowed := NULL;
+		END IF;
 		IF alive IS NULL THEN
 			RETURN 'the overflowing session' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's' ELSE '' END
 				   || ' (pid' || CASE WHEN pg_catalog.cardinality(pids) > 1 THEN 's ' ELSE ' ' END
