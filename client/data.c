@@ -403,10 +403,17 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 			   " ORDER BY subxact_overflowed DESC, subxact_count DESC, pid LIMIT %d",
 			   text_column(c, scope, "query", column, sizeof(column)), x, c->near_level, limit);
 	batch_add(&b, &sql);
+	/*
+	 * Not pg_contention's own sessions (this client's others, a check, a
+	 * top beside it): a few milliseconds' snapshot each.  Only while they
+	 * do not block cleanup: a name is anyone's to take, a hold is not
+	 * hidden by it.
+	 */
 	buf_printf(&sql,
 			   "SELECT kind, holder, pid, datname, application_name, xmin_age,"
 			   " pg_catalog.date_part('epoch', held_for), state, follows, blocks_cleanup, %s"
-			   " FROM %s.pg_contention_horizon LIMIT %d",
+			   " FROM %s.pg_contention_horizon"
+			   " WHERE blocks_cleanup OR application_name IS DISTINCT FROM 'pg_contention' LIMIT %d",
 			   text_column(c, scope, "query", column, sizeof(column)), x, limit);
 	batch_add(&b, &sql);
 	/*
@@ -456,11 +463,20 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	}
 	else
 		buf_printf(&sql, "%s.pg_contention_statements AS s", x);
+	/*
+	 * Not pg_contention's own statements (its client's, its workers'),
+	 * as who pays leaves them out: they read its views, and they are not
+	 * the workload.
+	 */
 	buf_printf(&sql,
-			   " WHERE suboverflowed_calls > 0 OR subtrans_wait_samples > 0) AS s"
+			   " WHERE (suboverflowed_calls > 0 OR subtrans_wait_samples > 0)%s) AS s"
 			   /* Not the long tail of statements that merely ran beside. */
 			   " WHERE subtrans_wait_samples > 0 OR suboverflowed_calls >= most / 100"
 			   " ORDER BY %s LIMIT %d",
+			   c->ext_version >= 104 ?
+			   " AND s.application_name IS DISTINCT FROM 'pg_contention'"
+			   " AND coalesce(s.application_name NOT LIKE 'pg\\_contention %%', true)"
+			   " AND coalesce(pg_catalog.strpos(s.query, 'pg_contention') = 0, true)" : "",
 			   statement_order(scope->sort), limit);
 	batch_add(&b, &sql);
 	buf_printf(&sql,
