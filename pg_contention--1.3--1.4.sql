@@ -151,7 +151,10 @@ LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 -- for roles with pg_read_all_stats; and, as pg_stat_statements, another
 -- role's query id (NULL) and function (<insufficient privilege>) only for
 -- pg_read_all_stats and that role's members (userid: the role that ran
--- it).  Kept with the index names, at most
+-- it).  trigger: for a trigger function, the trigger that fired it
+-- ("items_audit on public.items"), NULL for a plain function.  Noted too
+-- for a statement whose transaction overflowed its subtransaction cache
+-- inside a function.  Kept with the index names, at most
 -- index_names_max in all (pg_contention_info counts the evictions).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
@@ -160,7 +163,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
 	OUT context text,
 	OUT several boolean,
 	OUT noted_at timestamp with time zone,
-	OUT userid oid
+	OUT userid oid,
+	OUT trigger text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_nested_contexts'
@@ -1846,10 +1850,25 @@ overflow_statements AS (
 		ON w.datid = s.datid AND w.stmt_text = s.stmt_text
 		   AND w.masked_user IS NOT DISTINCT FROM s.masked_user
 ),
+-- The statements inside functions that overflowed: their texts (read
+-- only when there are such statements) and the function and trigger
+-- their backend noted when it overflowed (pg_contention_nested_contexts).
+nested_texts AS MATERIALIZED (
+	SELECT s.dbid, s.query_id, s.query
+	  FROM @extschema@.pg_contention_statements(false) AS s
+	 WHERE EXISTS (SELECT 1 FROM overflow_statements AS o WHERE o.nested_query_id IS NOT NULL)
+	   AND s.query_id IN (SELECT o.nested_query_id FROM overflow_statements AS o)
+),
+nested_places AS MATERIALIZED (
+	SELECT c.dbid, c.query_id, c.context, c.trigger
+	  FROM @extschema@.pg_contention_nested_contexts() AS c
+	 WHERE EXISTS (SELECT 1 FROM overflow_statements AS o WHERE o.nested_query_id IS NOT NULL)
+),
 overflow_culprits AS (
 	SELECT o.datid, o.usesysid, o.query_id, o.query_ids,
 		   o.events, o.backends, o.since, o.last_event,
 		   o.pids, o.earlier_run_pids, o.nested_query_id, o.nesting_depth,
+		   np.context AS nested_context, np.trigger AS nested_trigger,
 		   'statement ' || @extschema@.pg_contention_shorten(o.query)
 		   || coalesce(' (query id' || CASE WHEN o.n_query_ids > 1 THEN 's ' ELSE ' ' END
 					   || o.query_ids_text || ')', '')
@@ -1873,8 +1892,14 @@ overflow_culprits AS (
 		   || coalesce(', savepoints by ' || sp.driver || ' (' || sp.text || ')',
 					   ', savepoints ' || sp.text
 					   || ' run ' || pg_catalog.to_char(sp.calls, 'FM999,999,999,990') || ' times', '')
+		   -- The source inside: the function (and the trigger that fires
+		   -- it) and its statement that overflowed.
 		   || CASE WHEN o.nested_query_id IS NOT NULL
-				   THEN ', inside a function (nested statement ' || o.nested_query_id || ')'
+				   THEN ', inside ' || coalesce(np.context, 'a function')
+						|| coalesce(', fired by trigger ' || np.trigger, '')
+						|| ': ' || coalesce(@extschema@.pg_contention_shorten(nt.query)
+											|| ' (query id ' || o.nested_query_id || ')',
+											'nested statement ' || o.nested_query_id)
 				   ELSE '' END AS subject,
 		   pg_catalog.to_char(o.events, 'FM999,999,999,990')
 		   || ' overflow event'
@@ -1884,11 +1909,15 @@ overflow_culprits AS (
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = o.usesysid
 	  LEFT JOIN activity AS a ON a.pid = o.last_pid
 	  LEFT JOIN savepoints AS sp ON sp.dbid = o.datid AND sp.userid = o.usesysid
+	  LEFT JOIN LATERAL (SELECT p.context, p.trigger FROM nested_places AS p
+						  WHERE p.dbid = o.datid AND p.query_id = o.nested_query_id LIMIT 1) AS np ON true
+	  LEFT JOIN LATERAL (SELECT t.query FROM nested_texts AS t
+						  WHERE t.dbid = o.datid AND t.query_id = o.nested_query_id LIMIT 1) AS nt ON true
 	UNION ALL
 	SELECT l.datid, l.usesysid, l.query_id,
 		   CASE WHEN l.query_id IS NOT NULL THEN jsonb_build_array(l.query_id) END,
 		   0, 1, l.xact_start, NULL::timestamptz,
-		   jsonb_build_array(l.pid), NULL, NULL, NULL,
+		   jsonb_build_array(l.pid), NULL, NULL, NULL, NULL, NULL,
 		   'pid ' || l.pid || ' ('
 		   || concat_ws(', ', 'application ' || nullif(l.application_name, ''),
 						'user ' || a.usename,
@@ -1959,9 +1988,17 @@ overflow_findings AS (
 					 || ', but every snapshot taken meanwhile is suboverflowed'
 					 || CASE WHEN st.names IS NOT NULL THEN ', on its standbys too' ELSE '' END || '; k'
 				ELSE 'K' END
-		   || 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '
-		   || 'avoid an EXCEPTION block (a subtransaction) per row in PL/pgSQL, '
-		   || 'turn off driver autosave (PgJDBC autosave=never) or savepoints per statement'
+		   -- A function the backend noted: the advice for that source.
+		   || CASE WHEN o.nested_trigger IS NOT NULL OR o.nested_context IS NOT NULL
+				   THEN 'eep transactions under 64 subtransactions: here they come from '
+						|| coalesce(o.nested_context, 'a function')
+						|| coalesce(', which trigger ' || o.nested_trigger || ' fires for each row', '')
+						|| ', which opens one each time it enters an EXCEPTION block (or a savepoint);'
+						|| ' catch nothing per row: INSERT ... ON CONFLICT, or a check before the statement,'
+						|| ' or one block per batch, or commit the batch in smaller pieces'
+				   ELSE 'eep transactions under 64 subtransactions: commit batches in smaller pieces, '
+						|| 'avoid an EXCEPTION block (a subtransaction) per row in PL/pgSQL, '
+						|| 'turn off driver autosave (PgJDBC autosave=never) or savepoints per statement' END
 		   || CASE WHEN params.version_num >= 170000
 				   THEN '; on PostgreSQL 17 and later a larger subtransaction_buffers shortens the pg_subtrans waits, not the lookups.'
 				   ELSE '.' END AS advice,

@@ -141,6 +141,14 @@ record_event(int64 current_query_id, bool in_abort)
 	events->written++;
 	LWLockRelease(events->lock);
 
+	/*
+	 * Inside a function (a trigger's, say): the function and its trigger,
+	 * noted for the statement that overflowed, while its context is there
+	 * (never while aborting: the stack is being unwound).
+	 */
+	if (!in_abort && current_query_id != query_id)
+		pgc_nested_context_note(current_query_id);
+
 	if (in_abort)
 	{
 		/* The event's copy of the text is the same slice, already cut. */

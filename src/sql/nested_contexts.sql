@@ -8,7 +8,10 @@
 -- for roles with pg_read_all_stats; and, as pg_stat_statements, another
 -- role's query id (NULL) and function (<insufficient privilege>) only for
 -- pg_read_all_stats and that role's members (userid: the role that ran
--- it).  Kept with the index names, at most
+-- it).  trigger: for a trigger function, the trigger that fired it
+-- ("items_audit on public.items"), NULL for a plain function.  Noted too
+-- for a statement whose transaction overflowed its subtransaction cache
+-- inside a function.  Kept with the index names, at most
 -- index_names_max in all (pg_contention_info counts the evictions).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
@@ -17,7 +20,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_nested_contexts(
 	OUT context text,
 	OUT several boolean,
 	OUT noted_at timestamp with time zone,
-	OUT userid oid
+	OUT userid oid,
+	OUT trigger text
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_nested_contexts'

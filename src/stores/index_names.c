@@ -39,11 +39,14 @@
  */
 #include "stores.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_trigger.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -82,7 +85,14 @@ typedef struct IndexNames
 			NameData	index;
 			NameData	table;
 		}			rel;
-		char		context[CONTEXT_LEN];	/* one line, NUL-terminated */
+		struct
+		{
+			char		line[CONTEXT_LEN];	/* one line, NUL-terminated */
+			/* A trigger function's trigger ("" if none): its name, table */
+			NameData	trigger;
+			NameData	trigger_schema;
+			NameData	trigger_table;
+		}			context;
 	}			u;
 } IndexNames;
 
@@ -193,7 +203,7 @@ unchanged(const IndexNames *e, const IndexNames *noted)
 	if (noted->kind == NOTED_INDEX)
 		return e->relid == noted->relid && e->owner == noted->owner &&
 			memcmp(&e->u.rel, &noted->u.rel, sizeof(e->u.rel)) == 0;
-	return e->owner == noted->owner && strcmp(e->u.context, noted->u.context) == 0;
+	return e->owner == noted->owner && strcmp(e->u.context.line, noted->u.context.line) == 0;
 }
 
 /*
@@ -223,7 +233,7 @@ store_entry(IndexNames *noted)
 		IndexNames *e = &names->entries[found];
 
 		if (noted->kind == NOTED_CONTEXT)
-			noted->several = e->several || strcmp(e->u.context, noted->u.context) != 0 ||
+			noted->several = e->several || strcmp(e->u.context.line, noted->u.context.line) != 0 ||
 				e->owner != noted->owner;
 	}
 	else
@@ -303,7 +313,7 @@ pgc_index_names_note(Oid indexoid)
  * it: never with English alone.
  */
 static bool
-is_function_line(const char *line)
+is_function_line(const char *line, char **signature)
 {
 	static const char *const formats[][2] = {
 		{PG_TEXTDOMAIN("plpgsql"), "PL/pgSQL function %s line %d %s"},
@@ -327,13 +337,99 @@ is_function_line(const char *line)
 		for (int t = 0; t < 2; t++)
 		{
 			size_t		prefix = strcspn(texts[t], "%");
+			const char *after;
+			const char *infix;
+			size_t		infix_len;
+			const char *end;
 
 			/* A translation that starts with its argument tells nothing. */
-			if (prefix >= 4 && strncmp(line, texts[t], prefix) == 0)
-				return true;
+			if (prefix < 4 || strncmp(line, texts[t], prefix) != 0)
+				continue;
+			/*
+			 * A PL/pgSQL line's first argument is its function's signature
+			 * (format_procedure()): up to the text that follows it in the
+			 * format, or the end.
+			 */
+			*signature = NULL;
+			if (i < 3 && strncmp(texts[t] + prefix, "%s", 2) == 0)
+			{
+				after = line + prefix;
+				infix = texts[t] + prefix + 2;
+				infix_len = strcspn(infix, "%");
+				if (infix_len > 0)
+				{
+					char	   *literal = pnstrdup(infix, infix_len);
+
+					end = strstr(after, literal);
+					pfree(literal);
+				}
+				else
+					end = infix[0] == '\0' ? after + strlen(after) : NULL;
+				if (end != NULL && end > after)
+					*signature = pnstrdup(after, end - after);
+			}
+			return true;
 		}
 	}
 	return false;
+}
+
+/* The function a signature names, or InvalidOid (to_regprocedure()). */
+static Oid
+regprocedure_or_invalid(const char *signature)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(signature);
+	fcinfo->args[0].isnull = false;
+	result = to_regprocedure(fcinfo);
+	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(result);
+}
+
+/*
+ * The trigger that fires a trigger function (its first, by name order of
+ * the scan; none for a plain function), noted with the context: a reader
+ * in another database cannot read this one's catalog.  The signature is
+ * the server's own (format_procedure), resolved in the backend that ran
+ * it, at once.  Only on this rare path: an overflow or a bad lookup inside
+ * a function, noted at most once a minute per statement.
+ */
+static void
+note_trigger(const char *signature, IndexNames *noted)
+{
+	Oid			funcoid = regprocedure_or_invalid(signature);
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			relid = InvalidOid;
+
+	if (!OidIsValid(funcoid) || get_func_rettype(funcoid) != TRIGGEROID)
+		return;
+	rel = table_open(TriggerRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while ((tuple = systable_getnext(scan)) != NULL)
+	{
+		Form_pg_trigger trigger = (Form_pg_trigger) GETSTRUCT(tuple);
+
+		if (trigger->tgfoid == funcoid && !trigger->tgisinternal)
+		{
+			namestrcpy(&noted->u.context.trigger, NameStr(trigger->tgname));
+			relid = trigger->tgrelid;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (OidIsValid(relid))
+	{
+		char	   *table = get_rel_name(relid);
+		char	   *schema = get_namespace_name(get_rel_namespace(relid));
+
+		namestrcpy(&noted->u.context.trigger_table, table ? table : "");
+		namestrcpy(&noted->u.context.trigger_schema, schema ? schema : "");
+	}
 }
 
 /*
@@ -352,6 +448,7 @@ pgc_nested_context_note(int64 query_id)
 	char	   *stack;
 	char	   *line;
 	char	   *next;
+	char	   *signature = NULL;
 
 	if (names == NULL || query_id == 0 || !IsTransactionState() ||
 		noted_lately(NOTED_CONTEXT, query_id, now))
@@ -365,7 +462,7 @@ pgc_nested_context_note(int64 query_id)
 		next = strchr(line, '\n');
 		if (next != NULL)
 			*next++ = '\0';
-		if (is_function_line(line))
+		if (is_function_line(line, &signature))
 			break;
 	}
 	if (line == NULL)
@@ -379,7 +476,9 @@ pgc_nested_context_note(int64 query_id)
 	noted.query_id = query_id;
 	noted.owner = GetUserId();
 	noted.noted_at = now;
-	memcpy(noted.u.context, line, pg_mbcliplen(line, strlen(line), CONTEXT_LEN - 1));
+	memcpy(noted.u.context.line, line, pg_mbcliplen(line, strlen(line), CONTEXT_LEN - 1));
+	if (signature != NULL)
+		note_trigger(signature, &noted);
 	pfree(stack);
 	store_entry(&noted);
 }
@@ -464,6 +563,7 @@ static const PgcResultColumn nested_contexts_columns[] = {
 	{"several", BOOLOID, PGC_SQL_V(1, 4)},
 	{"noted_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
 	{"userid", OIDOID, PGC_SQL_V(1, 4)},
+	{"trigger", TEXTOID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape nested_contexts_shape = {
 	"pg_contention_nested_contexts", nested_contexts_columns, lengthof(nested_contexts_columns)
@@ -492,21 +592,29 @@ pg_contention_nested_contexts(PG_FUNCTION_ARGS)
 	for (int i = 0; i < PGC_INDEX_NAMES; i++)
 	{
 		IndexNames *e = &copy[i];
-		Datum		values[6];
-		bool		nulls[6] = {0};
+		Datum		values[7];
+		bool		nulls[7] = {0};
 		bool		visible;
 
 		if (e->kind != NOTED_CONTEXT || (!all_databases && e->dbid != MyDatabaseId))
 			continue;
 		visible = all_databases || has_privs_of_role(GetUserId(), e->owner);
-		e->u.context[CONTEXT_LEN - 1] = '\0';
+		e->u.context.line[CONTEXT_LEN - 1] = '\0';
 		values[0] = ObjectIdGetDatum(e->dbid);
 		values[1] = Int64GetDatum(e->query_id);
 		nulls[1] = !visible;
-		values[2] = CStringGetTextDatum(visible ? e->u.context : "<insufficient privilege>");
+		values[2] = CStringGetTextDatum(visible ? e->u.context.line : "<insufficient privilege>");
 		values[3] = BoolGetDatum(e->several);
 		values[4] = TimestampTzGetDatum(e->noted_at);
 		values[5] = ObjectIdGetDatum(e->owner);
+		/* The trigger that fired it, "name on schema.table", quoted. */
+		if (visible && NameStr(e->u.context.trigger)[0] != '\0')
+			values[6] = CStringGetTextDatum(psprintf("%s on %s",
+													 quote_identifier(NameStr(e->u.context.trigger)),
+													 quote_qualified_identifier(NameStr(e->u.context.trigger_schema),
+																				NameStr(e->u.context.trigger_table))));
+		else
+			nulls[6] = true;
 		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
 	}
 	pfree(copy);
