@@ -411,7 +411,8 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 		   -- every snapshot taken in any database while it runs has an xmin
 		   -- at or before it, so it holds back the cleanup of every database
 		   -- where snapshots are taken, not only its own (1.4).
-		   j.own_xid
+		   j.own_xid,
+		   a.client_port
 	  FROM judged AS j
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = j.datid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = j.usesysid
@@ -1124,13 +1125,15 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT follows text,
 	OUT blocks_cleanup boolean,
 	OUT own_xid xid,
+	OUT client_port integer,
 	OUT level text,
 	OUT subject text,
 	OUT label text,
 	OUT follower_databases name[],
 	OUT command text,
 	OUT object text,
-	OUT progress text
+	OUT progress text,
+	OUT address_connections integer
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -1156,6 +1159,9 @@ SELECT h.*,
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
 							 'user ' || h.usename, 'database ' || h.datname,
 							 coalesce(h.state, 'transaction') || coalesce(' for ' || @extschema@.pg_contention_duration(h.held_for), ''))
+				-- where it connects from: a pooler's address and port lead to
+				-- the client behind it (PgBouncer's SHOW SERVERS)
+				|| coalesce(', client ' || pg_catalog.host(h.client_addr) || coalesce(':' || h.client_port, ''), '')
 				-- normalized: a subject goes to the server log, check and tickets
 				|| ')' || coalesce(', last statement '
 								   || @extschema@.pg_contention_shorten(@extschema@.pg_contention_normalize(h.query)), '')
@@ -1192,7 +1198,11 @@ SELECT h.*,
 	   ARRAY(SELECT DISTINCT f.datname FROM holders AS f
 			  WHERE f.follows = h.holder AND f.datname IS NOT NULL AND f.datname IS DISTINCT FROM h.datname
 			  ORDER BY 1) AS follower_databases,
-	   p.command, p.object, p.progress
+	   p.command, p.object, p.progress,
+	   -- How many sessions connect from the same address: a pooler's many.
+	   CASE WHEN h.client_addr IS NOT NULL
+			THEN (SELECT count(*) FROM pg_catalog.pg_stat_activity AS s
+				   WHERE s.client_addr = h.client_addr)::integer END AS address_connections
   FROM holders AS h
   CROSS JOIN params
   -- A relation of another database is named by its OID there: regclass
@@ -2977,7 +2987,17 @@ horizon_findings AS (
 							  || h.pid || ') frees the horizon now, and loses this dump.'
 						 WHEN h.state LIKE 'idle in transaction%'
 						 THEN 'End the transaction: have the application commit, or SELECT pg_terminate_backend(' || h.pid
-							  || '); idle_in_transaction_session_timeout keeps it from recurring.'
+							  || '). To keep it from recurring: ALTER ROLE ' || coalesce(pg_catalog.quote_ident(h.usename), 'the_role')
+							  || ' SET idle_in_transaction_session_timeout = ''5min'' (that role''s new sessions)'
+							  -- Many sessions from one address: a pooler's, which
+							  -- knows the client and has a timeout of its own.
+							  || CASE WHEN h.address_connections >= 3
+									  THEN '. ' || h.address_connections || ' sessions connect from '
+										   || pg_catalog.host(h.client_addr) || ', a pooler''s perhaps: there, find the client'
+										   || ' (PgBouncer: SHOW SERVERS, the row whose remote_pid is ' || h.pid
+										   || ', then SHOW CLIENTS for its link) and set the pooler''s own timeout too'
+										   || ' (PgBouncer: idle_transaction_timeout).'
+									  ELSE '.' END
 						 ELSE 'If the statement can go, SELECT pg_cancel_backend(' || h.pid
 							  || ') (pg_terminate_backend ends the session); long reports belong '
 							  || CASE WHEN params.standby THEN 'under statement_timeout' ELSE 'on a standby or under statement_timeout' END

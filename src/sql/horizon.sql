@@ -118,7 +118,8 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_horizon AS
 		   -- every snapshot taken in any database while it runs has an xmin
 		   -- at or before it, so it holds back the cleanup of every database
 		   -- where snapshots are taken, not only its own (1.4).
-		   j.own_xid
+		   j.own_xid,
+		   a.client_port
 	  FROM judged AS j
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = j.datid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = j.usesysid

@@ -27,13 +27,15 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT follows text,
 	OUT blocks_cleanup boolean,
 	OUT own_xid xid,
+	OUT client_port integer,
 	OUT level text,
 	OUT subject text,
 	OUT label text,
 	OUT follower_databases name[],
 	OUT command text,
 	OUT object text,
-	OUT progress text
+	OUT progress text,
+	OUT address_connections integer
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -59,6 +61,9 @@ SELECT h.*,
 				|| concat_ws(', ', 'application ' || nullif(h.application_name, ''),
 							 'user ' || h.usename, 'database ' || h.datname,
 							 coalesce(h.state, 'transaction') || coalesce(' for ' || @extschema@.pg_contention_duration(h.held_for), ''))
+				-- where it connects from: a pooler's address and port lead to
+				-- the client behind it (PgBouncer's SHOW SERVERS)
+				|| coalesce(', client ' || pg_catalog.host(h.client_addr) || coalesce(':' || h.client_port, ''), '')
 				-- normalized: a subject goes to the server log, check and tickets
 				|| ')' || coalesce(', last statement '
 								   || @extschema@.pg_contention_shorten(@extschema@.pg_contention_normalize(h.query)), '')
@@ -95,7 +100,11 @@ SELECT h.*,
 	   ARRAY(SELECT DISTINCT f.datname FROM holders AS f
 			  WHERE f.follows = h.holder AND f.datname IS NOT NULL AND f.datname IS DISTINCT FROM h.datname
 			  ORDER BY 1) AS follower_databases,
-	   p.command, p.object, p.progress
+	   p.command, p.object, p.progress,
+	   -- How many sessions connect from the same address: a pooler's many.
+	   CASE WHEN h.client_addr IS NOT NULL
+			THEN (SELECT count(*) FROM pg_catalog.pg_stat_activity AS s
+				   WHERE s.client_addr = h.client_addr)::integer END AS address_connections
   FROM holders AS h
   CROSS JOIN params
   -- A relation of another database is named by its OID there: regclass

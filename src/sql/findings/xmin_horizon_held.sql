@@ -219,7 +219,17 @@ horizon_findings AS (
 							  || h.pid || ') frees the horizon now, and loses this dump.'
 						 WHEN h.state LIKE 'idle in transaction%'
 						 THEN 'End the transaction: have the application commit, or SELECT pg_terminate_backend(' || h.pid
-							  || '); idle_in_transaction_session_timeout keeps it from recurring.'
+							  || '). To keep it from recurring: ALTER ROLE ' || coalesce(pg_catalog.quote_ident(h.usename), 'the_role')
+							  || ' SET idle_in_transaction_session_timeout = ''5min'' (that role''s new sessions)'
+							  -- Many sessions from one address: a pooler's, which
+							  -- knows the client and has a timeout of its own.
+							  || CASE WHEN h.address_connections >= 3
+									  THEN '. ' || h.address_connections || ' sessions connect from '
+										   || pg_catalog.host(h.client_addr) || ', a pooler''s perhaps: there, find the client'
+										   || ' (PgBouncer: SHOW SERVERS, the row whose remote_pid is ' || h.pid
+										   || ', then SHOW CLIENTS for its link) and set the pooler''s own timeout too'
+										   || ' (PgBouncer: idle_transaction_timeout).'
+									  ELSE '.' END
 						 ELSE 'If the statement can go, SELECT pg_cancel_backend(' || h.pid
 							  || ') (pg_terminate_backend ends the session); long reports belong '
 							  || CASE WHEN params.standby THEN 'under statement_timeout' ELSE 'on a standby or under statement_timeout' END
