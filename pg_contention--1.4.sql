@@ -2038,8 +2038,8 @@ overflow_findings AS (
 				ELSE '' END
 		   -- The counts come from the statement store's periods (up to two
 		   -- windows back) and the event ring; the cost from the window's
-		   -- seconds: each span as it is.
-		   || 'From ' || pg_catalog.to_char(coalesce(least(o.since, v.first_seen), params.cutoff), 'HH24:MI:SS')
+		   -- seconds: the span starts with the problem, its first overflow event.
+		   || 'From ' || pg_catalog.to_char(coalesce(o.since, v.first_seen, params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ': ' || o.what || '; ' || v.text
 		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
 		   || coalesce(' ' || pb.sentence, '')
@@ -3681,10 +3681,20 @@ BEGIN
 					  st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls DESC
 			 LIMIT 5) AS s;
 
+	-- The holder the finding names (an index finding's, or the holder's
+	-- own) holds the cleanup of what the finding is about, whatever its
+	-- age against horizon_min_age: marked so, as the advice says.
 	SELECT coalesce(jsonb_agg(pg_catalog.jsonb_build_object(
 			   'kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'xmin_age', h.xmin_age,
 			   'held_for', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric, 1),
-			   'blocks_cleanup', h.blocks_cleanup, 'state', h.state,
+			   'blocks_cleanup', h.blocks_cleanup
+				   OR (h.kind, h.holder) IS NOT DISTINCT FROM
+					  (coalesce(details #>> '{holder,kind}', details ->> 'kind'),
+					   coalesce(details #>> '{holder,holder}', details ->> 'holder')),
+			   'named_by_finding', (h.kind, h.holder) IS NOT DISTINCT FROM
+					  (coalesce(details #>> '{holder,kind}', details ->> 'kind'),
+					   coalesce(details #>> '{holder,holder}', details ->> 'holder')),
+			   'state', h.state,
 			   'application_name', h.application_name, 'query', h.query,
 			   -- whose it is: the view masks its query and state by it
 			   'userid', (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = h.usename))

@@ -856,7 +856,10 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 	html_seconds_charts(&b, seconds, nseconds, PQgetvalue(inc, 0, 0));
 	free(seconds);
 
+	/* Frozen once, when it first reached its highest severity: say so. */
 	buf_append(&b, "<h2>Evidence at the peak</h2>\n");
+	buf_append(&b, "<p class=\"meta\">Frozen when the incident first reached its highest severity: "
+			   "figures that grew after at that severity are in the finding now, not here.</p>\n");
 	res = frozen_rows(c, details, "statements",
 					  "e ->> 'query_id',"
 					  " CASE WHEN e ->> 'userid' ~ '^[0-9]+$'"
@@ -888,8 +891,9 @@ report_incident_html(Conn *c, const char *path, long long id, bool with_values)
 	buf_init(&sql);
 	buf_printf(&sql, "e ->> 'kind', e ->> 'holder', e ->> 'pid', e ->> 'xmin_age',"
 			   " (e ->> 'held_for')::float8,"
-			   " CASE (e ->> 'blocks_cleanup')::boolean WHEN true THEN 'yes'"
-			   " WHEN false THEN 'no' END,"
+			   " CASE WHEN (e ->> 'named_by_finding')::boolean THEN 'yes, named by the finding'"
+			   " WHEN (e ->> 'blocks_cleanup')::boolean THEN 'yes'"
+			   " WHEN NOT (e ->> 'blocks_cleanup')::boolean THEN 'no' END,"
 			   " e ->> 'state', e ->> 'application_name', ");
 	if (with_values)
 		buf_append(&sql, "e ->> 'query'");

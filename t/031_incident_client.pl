@@ -235,8 +235,10 @@ cmp_ok($frozen_seconds, '>', 0, 'the incident froze history seconds');
 	cmp_ok($horizon // 0, '>', 0, 'HTML: the frozen xmin age is on the chart');
 	like($html, qr/<section class="finding (warning|critical)">/, 'HTML: the incident at its peak');
 	like($html, qr/<b>Resolution:<\/b> <bdi>\S/, 'HTML: the resolution');
-	like($html, qr/<h3>Holders of the xmin horizon at the peak<\/h3>\n<table>.*<td>$holder_pid<\/td>/s,
-		'HTML: the frozen holder');
+	like($html, qr/<h3>Holders of the xmin horizon at the peak<\/h3>\n<table>.*<td>$holder_pid<\/td>.*<td>yes, named by the finding<\/td>/s,
+		'HTML: the frozen holder, marked as the one the finding names');
+	like($html, qr/Frozen when the incident first reached its highest severity/,
+		'HTML: the evidence says when it was frozen');
 	no_server_escapes($html, 'report --incident --html');
 	unlike($html, qr/\Q$marker\E/, 'HTML: the statement\'s markup is not markup');
 	ok(index($html, '&lt;b id=&quot;m&quot;&gt;&amp;amp;\\&quot;&lt;/b&gt;') >= 0, 'HTML: the statement\'s markup escaped');
@@ -263,6 +265,8 @@ cmp_ok($frozen_seconds, '>', 0, 'the incident froze history seconds');
 	my ($held) = grep { ($_->{pid} // 0) == $holder_pid } @{ $inc->{details}{holders} // [] };
 	ok($held && index(encode_utf8($held->{query}), $marker) >= 0,
 		'JSON: the frozen holder\'s statement as it is');
+	ok($held && $held->{named_by_finding} && $held->{blocks_cleanup},
+		'JSON: the frozen holder is the one the finding names, and marked as blocking cleanup, as the advice says');
 	no_server_escapes($out, 'incidents --json');
 
 	# top off a terminal: the closed incident in its panel.

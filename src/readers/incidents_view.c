@@ -14,6 +14,7 @@
 #include "readers.h"
 
 #include "catalog/pg_authid.h"
+#include "commands/dbcommands.h"
 #include "funcapi.h"
 #include "utils/acl.h"
 #include "utils/datetime.h"
@@ -268,7 +269,9 @@ PG_FUNCTION_INFO_V1(pg_contention_incidents_status);
  * takes the worker's silence for a calm server.  state: 'kept', 'off'
  * (pg_contention.incident_interval is 0), 'not running', 'waiting' (for
  * the extension in its database), 'stalled' (no evaluation for three
- * intervals and its 30-second limit).  Reads the store's header under its
+ * intervals and its 30-second limit).  A worker that waits for the
+ * extension in the reader's own database, where this function exists, finds
+ * it at its next evaluation: kept.  Reads the store's header under its
  * lock in shared mode.
  */
 Datum
@@ -306,7 +309,8 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 		state = "not running";
 		problem = psprintf("the incidents worker is not running (it starts with the server when pg_contention.incident_interval is above 0 then; after a failure it starts again within 10 s): see the server log");
 	}
-	else if (waiting_since != 0)
+	else if (waiting_since != 0 &&
+			 strcmp(waiting_database, get_database_name(MyDatabaseId)) != 0)
 	{
 		state = "waiting";
 		problem = psprintf("the incidents worker waits for the extension in database \"%s\": CREATE EXTENSION pg_contention there, or set pg_contention.incident_database to a database that has it",

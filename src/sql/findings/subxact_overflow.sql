@@ -321,8 +321,8 @@ overflow_findings AS (
 				ELSE '' END
 		   -- The counts come from the statement store's periods (up to two
 		   -- windows back) and the event ring; the cost from the window's
-		   -- seconds: each span as it is.
-		   || 'From ' || pg_catalog.to_char(coalesce(least(o.since, v.first_seen), params.cutoff), 'HH24:MI:SS')
+		   -- seconds: the span starts with the problem, its first overflow event.
+		   || 'From ' || pg_catalog.to_char(coalesce(o.since, v.first_seen, params.cutoff), 'HH24:MI:SS')
 		   || ' to ' || pg_catalog.to_char(params.now, 'HH24:MI:SS') || ': ' || o.what || '; ' || v.text
 		   || '; cost in the last ' || params.w_text || ': ' || c.text || '.'
 		   || coalesce(' ' || pb.sentence, '')

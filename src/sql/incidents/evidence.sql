@@ -70,10 +70,20 @@ BEGIN
 					  st.shared_blks_hit + st.shared_blks_read + st.suboverflowed_calls DESC
 			 LIMIT 5) AS s;
 
+	-- The holder the finding names (an index finding's, or the holder's
+	-- own) holds the cleanup of what the finding is about, whatever its
+	-- age against horizon_min_age: marked so, as the advice says.
 	SELECT coalesce(jsonb_agg(pg_catalog.jsonb_build_object(
 			   'kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'xmin_age', h.xmin_age,
 			   'held_for', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric, 1),
-			   'blocks_cleanup', h.blocks_cleanup, 'state', h.state,
+			   'blocks_cleanup', h.blocks_cleanup
+				   OR (h.kind, h.holder) IS NOT DISTINCT FROM
+					  (coalesce(details #>> '{holder,kind}', details ->> 'kind'),
+					   coalesce(details #>> '{holder,holder}', details ->> 'holder')),
+			   'named_by_finding', (h.kind, h.holder) IS NOT DISTINCT FROM
+					  (coalesce(details #>> '{holder,kind}', details ->> 'kind'),
+					   coalesce(details #>> '{holder,holder}', details ->> 'holder')),
+			   'state', h.state,
 			   'application_name', h.application_name, 'query', h.query,
 			   -- whose it is: the view masks its query and state by it
 			   'userid', (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = h.usename))
