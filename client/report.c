@@ -76,11 +76,37 @@ cell_number(Buf *b, const char *text)
 	buf_append(b, "</td>");
 }
 
+/*
+ * A statement's cell: a long text (an ORM's, a generated CTE) is shown cut
+ * at a readable length, whole behind a disclosure, so that one statement
+ * does not take several screens.
+ */
+#define QUERY_SHOWN_BYTES	400
+
 static void
 cell_query(Buf *b, const char *text)
 {
+	size_t		len = strlen(text);
+
 	buf_append(b, "<td class=\"q\">");
-	buf_html(b, text);
+	if (len <= QUERY_SHOWN_BYTES + 100)
+		buf_html(b, text);
+	else
+	{
+		size_t		cut = QUERY_SHOWN_BYTES;
+		char	   *head;
+
+		/* Never inside a UTF-8 character. */
+		while (cut > 0 && ((unsigned char) text[cut] & 0xC0) == 0x80)
+			cut--;
+		head = xstrdup(text);
+		head[cut] = '\0';
+		buf_html(b, head);
+		free(head);
+		buf_printf(b, "<details><summary>&hellip; %zu more bytes</summary>", len - cut);
+		buf_html(b, text + cut);
+		buf_append(b, "</details>");
+	}
 	buf_append(b, "</td>");
 }
 

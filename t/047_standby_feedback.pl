@@ -25,11 +25,16 @@ pg_contention.horizon_min_age = '20s'
 pg_contention.horizon_min_xid_age = 300
 pg_contention.incident_interval = '1s'
 pg_contention.incident_close_after = '2s'
+pg_contention.incident_database = 'shop'
 autovacuum = off
 });
 $primary->start;
+# The application's database, where the findings are read and the
+# incidents kept: before PostgreSQL 15 another database's dead tuples
+# cannot be read, and they are what the hold costs.
 $primary->safe_psql('postgres', 'CREATE EXTENSION pg_contention; CREATE DATABASE shop');
-$primary->safe_psql('shop', 'CREATE TABLE stock (id integer PRIMARY KEY, n integer NOT NULL);
+$primary->safe_psql('shop', 'CREATE EXTENSION pg_contention;
+	CREATE TABLE stock (id integer PRIMARY KEY, n integer NOT NULL);
 	INSERT INTO stock SELECT g, 0 FROM generate_series(1, 1000) AS g');
 $primary->backup('b');
 
@@ -66,13 +71,13 @@ $longest = 0;
 while (keys(%xmins) < 16 || $past_xid_age < 3)
 {
 	last if ++$polls > 2000;
-	my ($xmin, $age, $blocks, $held) = split /\|/, $primary->safe_psql('postgres', $walsender);
+	my ($xmin, $age, $blocks, $held) = split /\|/, $primary->safe_psql('shop', $walsender);
 	next unless defined $xmin;
 	$xmins{$xmin} = 1;
 	$past_xid_age++ if $age >= 300;
 	$longest = $held if $held > $longest;
 	push @flagged, "xmin $xmin, $age XIDs old, held ${held}s" if $blocks eq 't';
-	push @flagged, 'a finding' if $primary->safe_psql('postgres', $feedback_finding) ne '0';
+	push @flagged, 'a finding' if $primary->safe_psql('shop', $feedback_finding) ne '0';
 	Time::HiRes::usleep(300_000);
 }
 note("healthy pair: the feedback moved " . (keys(%xmins) - 1) . " times, was past 300 XIDs $past_xid_age times; longest stand ${longest}s");
@@ -80,9 +85,9 @@ cmp_ok($past_xid_age, '>=', 3,
 	'healthy pair: the walsender\'s xmin was past horizon_min_xid_age between feedback messages');
 cmp_ok(scalar(keys %xmins), '>=', 16, 'healthy pair: the feedback kept moving');
 is(join('; ', @flagged), '', 'healthy pair: never a holder, never a finding');
-is($primary->safe_psql('postgres', "SELECT count(*) FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'"),
+is($primary->safe_psql('shop', "SELECT count(*) FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'"),
 	'0', 'healthy pair: no incident opened');
-my ($rc, $out, $err) = run_client($primary, 'check', '--live');
+my ($rc, $out, $err) = run_client($primary, 'check', '--live', '-d', 'shop');
 is($rc, 0, 'healthy pair: check --live exits 0') or diag($out . $err);
 
 # A report on the standby holds a snapshot: the feedback stops at it.
@@ -91,16 +96,16 @@ my $report_pid = $report->query_safe('SELECT pg_backend_pid()');
 $report->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM stock;');
 my $report_xmin = $standby->safe_psql('shop',
 	"SELECT backend_xmin FROM pg_stat_activity WHERE pid = $report_pid");
-ok($primary->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($walsender) AS w
+ok($primary->poll_query_until('shop', "SELECT count(*) = 1 FROM ($walsender) AS w
 	WHERE w.xmin::text::bigint <= $report_xmin"),
 	'held: the feedback holds the primary at the report\'s xmin or before');
-ok($primary->poll_query_until('postgres', "$feedback_finding AND severity <> 'info'", '1'),
+ok($primary->poll_query_until('shop', "$feedback_finding AND severity <> 'info'", '1'),
 	'held: past horizon_min_age the primary names the standby, with what it costs');
-like($primary->safe_psql('postgres', q{SELECT subject || ' | ' || evidence FROM pg_contention_findings
+like($primary->safe_psql('shop', q{SELECT subject || ' | ' || evidence FROM pg_contention_findings
 	WHERE problem = 'xmin_horizon_held' AND details ->> 'kind' = 'standby feedback'}),
 	qr/^hot_standby_feedback of a standby \(.*walsender pid \d+\) \| Its xmin is [0-9,]+ transactions old, held for (\d+ min )?\d+ s; queries on that standby hold it through hot_standby_feedback/,
 	'held: the evidence gives how long the xmin has stood still');
-ok($primary->poll_query_until('postgres',
+ok($primary->poll_query_until('shop',
 	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),
 	'held: an incident opened');
 
@@ -108,8 +113,8 @@ ok($primary->poll_query_until('postgres',
 # the incident end.
 $report->query_safe('COMMIT');
 $report->quit;
-ok($primary->poll_query_until('postgres', $feedback_finding, '0'), 'fixed: the finding is gone');
-ok($primary->poll_query_until('postgres',
+ok($primary->poll_query_until('shop', $feedback_finding, '0'), 'fixed: the finding is gone');
+ok($primary->poll_query_until('shop',
 	"SELECT count(*) = 0 FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held' AND closed IS NULL"),
 	'fixed: the incident closed');
 

@@ -15,6 +15,8 @@
 
 #include "catalog/pg_authid.h"
 #include "commands/dbcommands.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
 #include "funcapi.h"
 #include "utils/acl.h"
 #include "utils/datetime.h"
@@ -298,6 +300,40 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 	waiting_since = incidents->waiting_since;
 	strlcpy(waiting_database, incidents->waiting_database, NAMEDATALEN);
 	LWLockRelease(incidents->lock);
+
+	/*
+	 * Waiting, as of its last look: the extension may have been created
+	 * since.  Ask it to look again and wait for that look (at most 2 s),
+	 * so that the answer is of now, not of its last interval.
+	 */
+	if (waiting_since != 0 && pid != 0 && pgc_incident_interval > 0)
+	{
+		uint64		request;
+		PGPROC	   *proc;
+
+		LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+		request = ++incidents->look_requests;
+		LWLockRelease(incidents->lock);
+		/* Why this is safe: BackendPidGetProc takes ProcArrayLock. */
+		proc = BackendPidGetProc(pid);
+		if (proc != NULL)
+			SetLatch(&proc->procLatch);
+		for (int i = 0; i < 200; i++)
+		{
+			bool		done;
+
+			LWLockAcquire(incidents->lock, LW_SHARED);
+			done = incidents->looks_done >= request;
+			last_evaluated = incidents->last_evaluated;
+			waiting_since = incidents->waiting_since;
+			strlcpy(waiting_database, incidents->waiting_database, NAMEDATALEN);
+			LWLockRelease(incidents->lock);
+			if (done)
+				break;
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(10000);
+		}
+	}
 
 	if (pgc_incident_interval <= 0)
 	{

@@ -111,6 +111,9 @@ typedef struct IncidentsShared
 	TimestampTz last_evaluated; /* its last evaluation that read findings */
 	TimestampTz waiting_since;	/* 0: not waiting for the extension */
 	char		waiting_database[NAMEDATALEN];	/* where it waits */
+	/* A reader asks a waiting worker to look again (and waits for it). */
+	uint64		look_requests;
+	uint64		looks_done;		/* the requests its last look answered */
 } IncidentsShared;
 
 /* The store's header and slots (incidents.c). */

@@ -417,16 +417,35 @@ freeze(const Found *f)
 }
 
 /*
+ * A reader asked the worker, while it waits for the extension, to look
+ * again now (pg_contention_incidents_status(): the extension may have been
+ * created since its last look).
+ */
+static bool
+look_requested(void)
+{
+	bool		requested;
+
+	if (ext_schema != NULL)
+		return false;
+	LWLockAcquire(incidents->lock, LW_SHARED);
+	requested = incidents->look_requests > incidents->looks_done;
+	LWLockRelease(incidents->lock);
+	return requested;
+}
+
+/*
  * Publish whether the worker waits for the extension (readers say so
  * rather than take its silence for calm), and, when it does not, that it
  * is evaluating now.
  */
 static void
-note_waiting(bool waiting)
+note_waiting(bool waiting, uint64 requests_seen)
 {
 	const char *dbname = waiting ? get_database_name(MyDatabaseId) : NULL;
 
 	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+	incidents->looks_done = Max(incidents->looks_done, requests_seen);
 	if (waiting)
 	{
 		if (incidents->waiting_since == 0)
@@ -594,10 +613,16 @@ evaluate(void)
 
 	if (ext_schema == NULL)
 	{
+		uint64		requests_seen;
+
+		/* The requests made before this look are answered by it. */
+		LWLockAcquire(incidents->lock, LW_SHARED);
+		requests_seen = incidents->look_requests;
+		LWLockRelease(incidents->lock);
 		ext_schema = find_schema();
 		if (ext_schema == NULL)
 		{
-			note_waiting(true);
+			note_waiting(true, requests_seen);
 			if (!told_missing)
 				ereport(LOG,
 						(errmsg("pg_contention incidents: the extension pg_contention %s is not installed in database \"%s\"; incidents wait for it",
@@ -606,7 +631,7 @@ evaluate(void)
 			told_missing = true;
 		}
 		else
-			note_waiting(false);
+			note_waiting(false, requests_seen);
 		if (ext_schema != NULL && told_missing)
 		{
 			ereport(LOG,
@@ -965,7 +990,7 @@ pgc_incidents_main(Datum main_arg)
 		}
 
 		now = GetCurrentTimestamp();
-		if (pgc_incident_interval > 0 && now >= next)
+		if (pgc_incident_interval > 0 && (now >= next || look_requested()))
 		{
 			MemoryContext old = CurrentMemoryContext;
 
