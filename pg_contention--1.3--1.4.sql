@@ -3865,8 +3865,11 @@ BEGIN
 					UNION ALL
 					SELECT e.pid FROM @extschema@.pg_contention_overflow_events() AS e
 					 WHERE e.event_time > seen_at
-					   AND e.datid = (details ->> 'database_oid')::oid AND e.usesysid = (details ->> 'user_oid')::oid) AS o
-			 WHERE o.pid <> ALL (coalesce(alive, '{}'));
+					   AND e.datid = (details ->> 'database_oid')::oid AND e.usesysid = (details ->> 'user_oid')::oid
+					   -- alive now: a session that overflowed once more and ended is no successor
+					   AND EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a WHERE a.pid = e.pid)) AS o
+			 -- not the sessions it was seen with: others, that carry it on
+			 WHERE o.pid <> ALL (coalesce(pids, '{}'));
 			IF overflowed IS NOT NULL THEN
 				RETURN 'the cost fell below the warning bar; the same statements go on overflowing in other sessions (pid'
 					   || CASE WHEN pg_catalog.cardinality(overflowed) > 1 THEN 's ' ELSE ' ' END

@@ -8,7 +8,11 @@
  *		when its severity rises, closed when it has been gone (or below
  *		warning) for pg_contention.incident_close_after, with their evidence
  *		frozen at open and at the peak.  The view pg_contention_incidents,
- *		the store's section of the stores' file, and the LOG lines.
+ *		the store's section of the stores' file, and the LOG lines.  Its queries
+ *		about one incident (evidence, resolution) are in
+ *		incident_queries.c; while the extension is missing it says so in
+ *		the store (pg_contention_incidents_status) and looks again when a
+ *		reader asks.
  *
  * Owns the incident store (ShmemInitStruct "pg_contention incidents": a
  * header, then max_incidents fixed-size slots, each with its texts cut at
@@ -137,8 +141,8 @@ covered_by_closed(const Found *f, const ClosedCopy *closed, int nclosed)
 
 
 static volatile sig_atomic_t evaluating = false;
-static MemoryContext eval_context = NULL;
-static char *ext_schema = NULL; /* quoted, in TopMemoryContext */
+MemoryContext eval_context = NULL;
+char	   *ext_schema = NULL;	/* quoted, in TopMemoryContext */
 static SPIPlanPtr findings_plan = NULL; /* read_findings' query, kept */
 static bool told_missing = false;
 static char last_failure[256];	/* the last evaluation's error, LOGged once */
@@ -311,112 +315,6 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 }
 
 /*
- * One text-returning query with text arguments (NULL: SQL NULL), for one
- * incident, in a subtransaction of its own: an ERROR in it (a function the
- * query calls failing on that incident's details, a lock_timeout) is one
- * LOG line and a NULL result, and the evaluation goes on with the other
- * incidents.  A cancel (statement_timeout, pg_cancel_backend()) ends the
- * whole evaluation, as it asks.
- */
-static char *
-query_text(const char *what, int64 id, const char *sql,
-		   int nargs, Oid *types, Datum *args, const char *argnulls)
-{
-	MemoryContext caller_context = CurrentMemoryContext;
-	ResourceOwner caller_owner = CurrentResourceOwner;
-	char	   *volatile result = NULL;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(caller_context);
-	PG_TRY();
-	{
-		int			rc = SPI_execute_with_args(sql, nargs, types, args, argnulls, true, 1);
-		char	   *s;
-
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "SPI_execute_with_args failed: %d", rc);
-		if (SPI_processed > 0)
-		{
-			s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-			if (s)
-				result = MemoryContextStrdup(eval_context, s);
-		}
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller_context);
-		CurrentResourceOwner = caller_owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(eval_context);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(caller_context);
-		CurrentResourceOwner = caller_owner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
-			ReThrowError(edata);
-		if (id > 0)
-			ereport(LOG,
-					(errmsg("pg_contention incidents: the %s of incident " INT64_FORMAT " failed: %s",
-							what, id, log_text(edata->message))));
-		else
-			ereport(LOG,
-					(errmsg("pg_contention incidents: the %s of a new incident failed: %s",
-							what, log_text(edata->message))));
-		FreeErrorData(edata);
-		result = NULL;
-	}
-	PG_END_TRY();
-	return result;
-}
-
-/*
- * The frozen statements, holders and history of a finding at its peak, in
- * a slot's form.  At most FROZEN_LEN bytes of text, which a slot keeps
- * compressed; what does not fit even so (long statements and holders'
- * queries, which compress less than the history) is frozen again with a
- * smaller bound, and at last with one a slot keeps as it is: the
- * function drops the oldest history first, then all but the first
- * statement and holder, and says "truncated".
- */
-static FrozenText *
-freeze(const Found *f)
-{
-	static const int32 bounds[] = {FROZEN_LEN - 1, FROZEN_LEN / 2, FROZEN_STORED_LEN};
-	Oid			types[3] = {TEXTOID, TEXTOID, INT4OID};
-	Datum		args[3];
-	char	   *sql;
-	FrozenText *frozen = MemoryContextAlloc(eval_context, sizeof(FrozenText));
-
-	sql = psprintf("SELECT %s.pg_contention_incident_evidence($1, $2::pg_catalog.jsonb, $3)::pg_catalog.text", ext_schema);
-	args[0] = CStringGetTextDatum(f->problem);
-	args[1] = CStringGetTextDatum(f->details);
-	for (int i = 0; i < lengthof(bounds); i++)
-	{
-		char	   *s;
-
-		args[2] = Int32GetDatum(bounds[i]);
-		s = query_text("evidence", f->match_id, sql, 3, types, args, NULL);
-		if (s == NULL)			/* it failed, and said why in the log */
-		{
-			(void) pack_frozen("{\"statements\": [], \"holders\": [], \"history\": [], \"unavailable\": true}",
-							   frozen);
-			return frozen;
-		}
-		/* The function keeps within the bound; whatever it did not: dropped. */
-		if ((int) strlen(s) > bounds[i] || s[0] != '{')
-			break;
-		if (pack_frozen(s, frozen))
-			return frozen;
-	}
-	(void) pack_frozen("{\"statements\": [], \"holders\": [], \"history\": [], \"truncated\": true}",
-					   frozen);
-	return frozen;
-}
-
-/*
  * A reader asked the worker, while it waits for the extension, to look
  * again now (pg_contention_incidents_status(): the extension may have been
  * created since its last look).
@@ -458,44 +356,6 @@ note_waiting(bool waiting, uint64 requests_seen)
 		incidents->last_evaluated = GetCurrentTimestamp();
 	}
 	LWLockRelease(incidents->lock);
-}
-
-/*
- * What ended it, judged on details seen at seen_at; NULL if it cannot
- * tell.
- */
-static char *
-resolve_on(const OpenCopy *o, const char *details, TimestampTz seen_at)
-{
-	Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
-	char	   *sql;
-
-	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::pg_catalog.jsonb, $3)", ext_schema);
-	args[0] = CStringGetTextDatum(o->problem);
-	args[1] = CStringGetTextDatum(details);
-	args[2] = TimestampTzGetDatum(seen_at);
-	return query_text("resolution", o->id, sql, 3, types, args, nulls);
-}
-
-/*
- * What ended it, as far as the server can tell now; NULL if it cannot.
- * Judged on the findings it was last seen with (their culprits: sessions
- * that overflowed after the first ones ended, or after a restart); on
- * its peak's only when the worker has not seen it since it started.  The
- * peak's culprits are never a fallback: when the last ones have not
- * ended, the peak's ended long before and did not end it.
- */
-static char *
-resolve(const OpenCopy *o)
-{
-	TimestampTz seen_at;
-	const char *last = incident_memory_details(o->id, &seen_at);
-
-	if (last != NULL)
-		return resolve_on(o, last, seen_at);
-	return resolve_on(o, o->finding[0] ? o->finding : "{}", o->opened);
 }
 
 /*
@@ -724,7 +584,7 @@ evaluate(void)
 		plan_openings(found, nfound, open, nopen, pgc_max_incidents - nopen);
 		for (int i = 0; i < nfound; i++)
 			if (found[i].open || found[i].escalate)
-				found[i].frozen = freeze(&found[i]);
+				found[i].frozen = incident_freeze(&found[i]);
 		for (int j = 0; j < nopen; j++)
 		{
 			OpenCopy   *o = &open[j];
@@ -732,7 +592,7 @@ evaluate(void)
 			if (!o->seen && now - o->last_seen >= (TimestampTz) pgc_incident_close_after * USECS_PER_SEC)
 			{
 				o->close = true;
-				o->resolution = resolve(o);
+				o->resolution = incident_resolve(o);
 			}
 		}
 		incident_memory_keep_open(open, nopen);

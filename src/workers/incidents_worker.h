@@ -73,6 +73,14 @@ typedef struct OpenCopy
 	char	   *resolution;
 } OpenCopy;
 
+/* incidents.c: the evaluation's context, and the extension's schema (quoted) */
+extern MemoryContext eval_context;
+extern char *ext_schema;
+
+/* incident_queries.c */
+extern FrozenText *incident_freeze(const Found *f);
+extern char *incident_resolve(const OpenCopy *o);
+
 /* incident_memory.c */
 extern void incident_memory_note(int64 id, const char *details, TimestampTz seen_at);
 extern const char *incident_memory_details(int64 id, TimestampTz *seen_at);
