@@ -47,6 +47,9 @@ ok($node->poll_query_until('shop', "SELECT state = 'kept' AND waiting_since IS N
 	'created in postgres: the incidents are kept');
 ok($node->log_contains(qr/pg_contention incidents: found the extension in schema public/, $offset),
 	'the worker says it found the extension');
+my $evaluated = $node->safe_psql('shop', 'SELECT last_evaluation FROM pg_contention_incidents_status()');
+ok($node->poll_query_until('shop', "SELECT last_evaluation > '$evaluated' FROM pg_contention_incidents_status()"),
+	'each evaluation is published (the worker is never taken for stalled while it evaluates)');
 ($rc, $out, $err) = run_client($node, 'check', '-d', 'shop');
 is($rc, 0, 'check -d shop: OK') or diag($out . $err);
 unlike($out, qr/not kept/, 'check -d shop: no warning left');

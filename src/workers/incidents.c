@@ -343,6 +343,9 @@ note_waiting(bool waiting, uint64 requests_seen)
 	const char *dbname = waiting ? get_database_name(MyDatabaseId) : NULL;
 
 	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+	/* Found (PG_UINT64_MAX): every request so far is answered. */
+	if (requests_seen == PG_UINT64_MAX)
+		requests_seen = incidents->look_requests;
 	incidents->looks_done = Max(incidents->looks_done, requests_seen);
 	if (waiting)
 	{
@@ -490,8 +493,6 @@ evaluate(void)
 						 errhint("Run CREATE EXTENSION pg_contention (or ALTER EXTENSION pg_contention UPDATE) in that database, or set pg_contention.incident_database.")));
 			told_missing = true;
 		}
-		else
-			note_waiting(false, requests_seen);
 		if (ext_schema != NULL && told_missing)
 		{
 			ereport(LOG,
@@ -502,6 +503,8 @@ evaluate(void)
 
 	if (ext_schema != NULL)
 	{
+		/* Evaluating: what pg_contention_incidents_status() reads. */
+		note_waiting(false, PG_UINT64_MAX);
 		now = GetCurrentTimestamp();
 		nfound = read_findings(&found, &rows, &nrows);
 		/* Every session the findings name had started by then. */
