@@ -399,12 +399,24 @@ regprocedure_or_invalid(const char *signature)
 static void
 note_trigger(const char *signature, IndexNames *noted)
 {
-	Oid			funcoid = regprocedure_or_invalid(signature);
+	size_t		len = strlen(signature);
+	Oid			funcoid;
 	Relation	rel;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	Oid			relid = InvalidOid;
 
+	/*
+	 * A trigger function takes no arguments: "name()" or "schema.name()",
+	 * which to_regprocedure() parses without error.  Anything else (a DO
+	 * block's "inline_code_block", a signature cut at a space) is left
+	 * alone: this runs inside the user's statement, which must never fail
+	 * for it.
+	 */
+	if (len < 3 || strcmp(signature + len - 2, "()") != 0 ||
+		strchr(signature, '(') != signature + len - 2)
+		return;
+	funcoid = regprocedure_or_invalid(signature);
 	if (!OidIsValid(funcoid) || get_func_rettype(funcoid) != TRIGGEROID)
 		return;
 	rel = table_open(TriggerRelationId, AccessShareLock);
