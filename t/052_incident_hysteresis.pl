@@ -50,6 +50,23 @@ sub bench
 	return IPC::Run::start([ 'pgbench', '-n', @opts, '-T', '900', '-f', $script,
 		'-h', $node->host, '-p', $node->port, 'shop' ], '>', \$out, '2>', \$err);
 }
+# The worker has evaluated twice since now: three evaluations began after
+# it (they run one after the other: the first two have ended).  Read from
+# the status the worker publishes, not from its idle moments, which a
+# loaded server may leave too short to see.
+sub evaluated_twice
+{
+	my $mark = $node->safe_psql('shop', 'SELECT clock_timestamp()');
+	for (1 .. 3)
+	{
+		$node->poll_query_until('shop',
+			"SELECT last_evaluation > '$mark' FROM pg_contention_incidents_status()")
+		  or die 'the incidents worker did not evaluate';
+		$mark = $node->safe_psql('shop', 'SELECT last_evaluation FROM pg_contention_incidents_status()');
+	}
+	return;
+}
+
 my $incidents = q{SELECT count(*) || ' ' || count(*) FILTER (WHERE closed IS NULL)
 	FROM pg_contention_incidents WHERE problem = 'subxact_overflow'};
 
@@ -64,7 +81,7 @@ my $mark = $node->safe_psql('shop', 'SELECT clock_timestamp()');
 ok($node->poll_query_until('shop',
 	"SELECT count(*) >= 2 FROM pg_contention_overflow_events WHERE event_time > '$mark'"),
 	'the new sessions overflow');
-PgContention::Test::evaluated_twice($node);
+evaluated_twice();
 is($node->safe_psql('shop', $incidents), '1 1', 'new sessions of the same statement: one incident, still open');
 
 # A session of the same statement overflows once and stays (idle): the
@@ -94,10 +111,10 @@ sub set_bar
 	$node->reload;
 	$node->poll_query_until('shop', "SELECT current_setting('pg_contention.subtrans_lookups_warning')::float8 = $bar")
 	  or die 'the bar was not set';
-	PgContention::Test::evaluated_twice($node);
+	evaluated_twice();
 }
 set_bar(int($rate / 0.9));
-PgContention::Test::evaluated_twice($node);
+evaluated_twice();
 is($node->safe_psql('shop', $incidents), '1 1', 'the rate at 90% of the bar: the open incident stays open');
 is($node->safe_psql('shop', q{SELECT severity FROM pg_contention_findings WHERE problem = 'subxact_overflow'}),
 	'warning', 'and the finding says warning, as the incident');
@@ -111,7 +128,7 @@ like($node->safe_psql('shop', q{SELECT severity || ' | ' || advice FROM pg_conte
 	'the finding says info, and that the cost is below the bar, not that there is none');
 
 set_bar(int($rate / 0.9));
-PgContention::Test::evaluated_twice($node);
+evaluated_twice();
 is($node->safe_psql('shop', $incidents), '1 0', 'back at 90% of the bar: no incident opens again');
 is($node->safe_psql('shop', q{SELECT severity FROM pg_contention_findings WHERE problem = 'subxact_overflow'}),
 	'info', 'and the finding says info');
