@@ -3687,20 +3687,19 @@ BEGIN
 	SELECT coalesce(jsonb_agg(pg_catalog.jsonb_build_object(
 			   'kind', h.kind, 'holder', h.holder, 'pid', h.pid, 'xmin_age', h.xmin_age,
 			   'held_for', pg_catalog.round(pg_catalog.date_part('epoch', h.held_for)::numeric, 1),
-			   'blocks_cleanup', h.blocks_cleanup
-				   OR (h.kind, h.holder) IS NOT DISTINCT FROM
-					  (coalesce(details #>> '{holder,kind}', details ->> 'kind'),
-					   coalesce(details #>> '{holder,holder}', details ->> 'holder')),
-			   'named_by_finding', (h.kind, h.holder) IS NOT DISTINCT FROM
-					  (coalesce(details #>> '{holder,kind}', details ->> 'kind'),
-					   coalesce(details #>> '{holder,holder}', details ->> 'holder')),
+			   'blocks_cleanup', h.blocks_cleanup OR h.named,
+			   'named_by_finding', h.named,
 			   'state', h.state,
 			   'application_name', h.application_name, 'query', h.query,
 			   -- whose it is: the view masks its query and state by it
 			   'userid', (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = h.usename))
 			   ORDER BY h.xmin_age DESC NULLS LAST), '[]')
 	  INTO holders
-	  FROM (SELECT * FROM @extschema@.pg_contention_horizon AS x
+	  FROM (SELECT x.*,
+				   (x.kind, x.holder) IS NOT DISTINCT FROM
+				   (coalesce(details #>> '{holder,kind}', details ->> 'kind'),
+					coalesce(details #>> '{holder,holder}', details ->> 'holder')) AS named
+			  FROM @extschema@.pg_contention_horizon AS x
 			 -- Not the client's own short snapshot (check, top, report):
 			 -- a session of that name that holds cleanup back stays.
 			 WHERE x.application_name IS DISTINCT FROM 'pg_contention' OR x.blocks_cleanup
