@@ -51,7 +51,10 @@ GRANT SELECT ON @extschema@.pg_contention_subxact TO PUBLIC;
 
 --
 -- Subtransaction-cache overflow events: one per top-level transaction whose
--- cache overflowed, naming the statement that was running.
+-- cache overflowed, naming the statement that was running, and, once that
+-- statement ended, how many subtransactions with an XID it opened and how
+-- many rows it processed (a function's EXCEPTION block per row shows as
+-- one per row).
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_overflow_events(
 	OUT event_time timestamp with time zone,
@@ -63,7 +66,9 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_overflow_events(
 	OUT query_id bigint,
 	OUT nested_query_id bigint,
 	OUT nesting_depth integer,
-	OUT query text
+	OUT query text,
+	OUT statement_subxacts bigint,
+	OUT statement_rows bigint
 )
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pg_contention_overflow_events'
@@ -79,7 +84,9 @@ CREATE OR REPLACE VIEW @extschema@.pg_contention_overflow_events AS
 		   e.query_id,
 		   e.nested_query_id,
 		   e.nesting_depth,
-		   e.query
+		   e.query,
+		   e.statement_subxacts,
+		   e.statement_rows
 	  FROM @extschema@.pg_contention_overflow_events() AS e
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = e.datid
 	  LEFT JOIN pg_catalog.pg_roles AS r ON r.oid = e.usesysid;
@@ -1762,7 +1769,10 @@ event_groups AS MATERIALIZED (
 		   max(e.event_time) AS last_event,
 		   (pg_catalog.array_agg(e.query ORDER BY e.event_time DESC))[1] AS last_text,
 		   max(e.nested_query_id) AS nested_query_id,
-		   max(e.nesting_depth) AS nesting_depth
+		   max(e.nesting_depth) AS nesting_depth,
+		   -- The most subtransactions one execution opened, and its rows.
+		   max(e.statement_subxacts) AS statement_subxacts,
+		   (pg_catalog.array_agg(e.statement_rows ORDER BY e.statement_subxacts DESC NULLS LAST))[1] AS statement_rows
 	  FROM @extschema@.pg_contention_overflow_events() AS e, params, run
 	 WHERE e.event_time >= params.cutoff
 	 GROUP BY e.datid, e.usesysid, e.query_id, e.pid, e.application_name, e.event_time < run.started
@@ -1903,7 +1913,9 @@ overflow_who AS (
 		   jsonb_agg(DISTINCT g.pid) FILTER (WHERE g.earlier_run) AS earlier_run_pids,
 		   (pg_catalog.array_agg(g.application_name ORDER BY g.last_event DESC))[1] AS application_name,
 		   max(g.nested_query_id) AS nested_query_id,
-		   max(g.nesting_depth) AS nesting_depth
+		   max(g.nesting_depth) AS nesting_depth,
+		   max(g.statement_subxacts) AS statement_subxacts,
+		   (pg_catalog.array_agg(g.statement_rows ORDER BY g.statement_subxacts DESC NULLS LAST))[1] AS statement_rows
 	  FROM overflow_keyed AS k
 	  JOIN event_groups AS g
 		ON g.datid = k.datid AND g.usesysid = k.usesysid
@@ -1915,7 +1927,7 @@ overflow_statements AS (
 		   s.query_ids, s.query_ids_text, s.n_query_ids,
 		   w.first_event, w.last_event,
 		   w.backends, w.last_pid, w.pids, w.earlier_run_pids, w.application_name,
-		   w.nested_query_id, w.nesting_depth
+		   w.nested_query_id, w.nesting_depth, w.statement_subxacts, w.statement_rows
 	  FROM overflow_sums AS s
 	  JOIN overflow_who AS w
 		ON w.datid = s.datid AND w.stmt_text = s.stmt_text
@@ -1940,6 +1952,7 @@ overflow_culprits AS (
 		   o.events, o.backends, o.since, o.last_event,
 		   o.pids, o.earlier_run_pids, o.nested_query_id, o.nesting_depth,
 		   np.context AS nested_context, np.trigger AS nested_trigger,
+		   o.statement_subxacts, o.statement_rows,
 		   'statement ' || @extschema@.pg_contention_shorten(o.query)
 		   || coalesce(' (query id' || CASE WHEN o.n_query_ids > 1 THEN 's ' ELSE ' ' END
 					   || o.query_ids_text || ')', '')
@@ -1971,6 +1984,17 @@ overflow_culprits AS (
 						|| ': ' || coalesce(@extschema@.pg_contention_shorten(nt.query)
 											|| ' (query id ' || o.nested_query_id || ')',
 											'nested statement ' || o.nested_query_id)
+						-- How many it opens: per row, or per call of the statement.
+						|| coalesce(', ' || pg_catalog.to_char(o.statement_subxacts, 'FM999,999,999,990')
+									|| ' subtransactions with an XID in one execution'
+									|| CASE WHEN o.statement_rows > 1
+											THEN ' of ' || pg_catalog.to_char(o.statement_rows, 'FM999,999,999,990')
+												 || ' rows (' || pg_catalog.to_char(
+													 o.statement_subxacts::numeric / o.statement_rows,
+													 CASE WHEN o.statement_subxacts % o.statement_rows = 0
+														  THEN 'FM999,999,990' ELSE 'FM999,999,990.0' END)
+												 || ' per row)'
+											ELSE '' END, '')
 				   ELSE '' END AS subject,
 		   pg_catalog.to_char(o.events, 'FM999,999,999,990')
 		   || ' overflow event'
@@ -1988,7 +2012,7 @@ overflow_culprits AS (
 	SELECT l.datid, l.usesysid, l.query_id,
 		   CASE WHEN l.query_id IS NOT NULL THEN jsonb_build_array(l.query_id) END,
 		   0, 1, l.xact_start, NULL::timestamptz,
-		   jsonb_build_array(l.pid), NULL, NULL, NULL, NULL, NULL,
+		   jsonb_build_array(l.pid), NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 		   'pid ' || l.pid || ' ('
 		   || concat_ws(', ', 'application ' || nullif(l.application_name, ''),
 						'user ' || a.usename,
@@ -2085,6 +2109,7 @@ overflow_findings AS (
 			   'database_oid', o.datid::bigint,
 			   'user_oid', o.usesysid::bigint, 'overflow_events', o.events,
 			   'nested_query_id', o.nested_query_id, 'nesting_depth', o.nesting_depth,
+			   'statement_subxacts', o.statement_subxacts, 'statement_rows', o.statement_rows,
 			   'suboverflowed_calls', v.calls, 'victim_query_ids', v.query_ids,
 			   'subtrans_lookups', c.lookups, 'subtrans_lookups_per_second', pg_catalog.round(c.lookup_rate::numeric),
 			   'subtrans_slru_accesses', c.slru_accesses, 'xids_assigned', c.xids_assigned,

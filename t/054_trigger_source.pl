@@ -4,7 +4,10 @@
 # names the importer's statement, the trigger and its function (the line
 # of the error context stack, in the session's language) and the
 # statement inside it, and advises for that source (catch nothing per
-# row), read in the application's database and from postgres.
+# row), read in the application's database and from postgres, with how
+# many subtransactions one execution opened and over how many rows:
+# counted from the statement's start, whatever the transaction opened
+# before it, through the executor, COPY and a function called per row.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -49,9 +52,48 @@ for my $db ('shop', 'postgres')
 	my $f = $node->safe_psql($db, q{SELECT subject || ' | ' || advice FROM pg_contention_findings
 		WHERE problem = 'subxact_overflow'});
 	note("$db: $f");
-	like($f, qr/^statement INSERT INTO items \(k, payload\) SELECT g, \$1 FROM generate.* in pid \d+ \(application importer.*, inside PL\/pgSQL function audit_items\(\) line \d+ at SQL statement, fired by trigger items_audit on public\.items: INSERT INTO audit VALUES \(NEW\.k, now\(\)\) \(query id -?\d+\) \|/,
+	like($f, qr/^statement INSERT INTO items \(k, payload\) SELECT g, \$1 FROM generate.* in pid \d+ \(application importer.*, inside PL\/pgSQL function audit_items\(\) line \d+ at SQL statement, fired by trigger items_audit on public\.items: INSERT INTO audit VALUES \(NEW\.k, now\(\)\) \(query id -?\d+\), 400 subtransactions with an XID in one execution of 400 rows \(1 per row\) \|/,
 		"$db: the subject names the importer's statement, the trigger, its function and the statement inside");
 	like($f, qr/\| (.*; k|K)eep transactions under 64 subtransactions: here they come from PL\/pgSQL function audit_items\(\) line \d+ at SQL statement, which trigger items_audit on public\.items fires for each row, which opens one each time it enters an EXCEPTION block \(or a savepoint\); catch nothing per row: INSERT \.\.\. ON CONFLICT/,
 		"$db: the advice is for that source");
 }
+
+# The counts each event was given at its statement's end.
+sub event_counts
+{
+	my ($pattern) = @_;
+	return $node->safe_psql('shop', qq{SELECT statement_subxacts || ' ' || coalesce(statement_rows::text, 'unknown')
+		FROM pg_contention_overflow_events WHERE query LIKE '$pattern' ORDER BY event_time DESC LIMIT 1});
+}
+is(event_counts('INSERT INTO items%'), '400 400', 'the import: 400 subtransactions over 400 rows');
+
+# In a transaction that opened 30 before: the statement's own 50.
+$node->safe_psql('shop', q{BEGIN;
+	INSERT INTO items (k, payload) SELECT g, 'before' FROM generate_series(1001, 1030) AS g;
+	INSERT INTO items (k, payload) SELECT g, 'second' FROM generate_series(1031, 1080) AS g;
+	COMMIT});
+is(event_counts('%second%'), '50 50', 'counted from the statement\'s start, not the transaction\'s');
+
+# COPY fires the trigger too: its rows are COPY's.
+$node->safe_psql('shop', "COPY items (k) FROM PROGRAM 'seq 2001 2100' WITH (FORMAT csv)");
+is(event_counts('COPY items%'), '100 100', 'COPY: 100 subtransactions over its 100 rows');
+
+# A function with two EXCEPTION blocks, called for each of 100 rows.
+$node->safe_psql('shop', q{
+	CREATE FUNCTION twice(i integer) RETURNS integer LANGUAGE plpgsql AS $$
+	BEGIN
+		BEGIN INSERT INTO audit VALUES (100000 + i, now()); EXCEPTION WHEN unique_violation THEN NULL; END;
+		BEGIN INSERT INTO audit VALUES (200000 + i, now()); EXCEPTION WHEN unique_violation THEN NULL; END;
+		RETURN i;
+	END $$;
+	SELECT count(twice(g)) FROM generate_series(1, 100) AS g;
+	SELECT twice(g) FROM generate_series(101, 200) AS g});
+is(event_counts('SELECT count(twice%'), '200 1', 'an aggregate over 100 calls: 200 in one execution of one row');
+is(event_counts('SELECT twice(g)%'), '200 100', 'per row: 2 per row');
+my $f = $node->safe_psql('shop', q{SELECT subject FROM pg_contention_findings
+	WHERE problem = 'subxact_overflow' AND subject LIKE 'statement SELECT twice%'});
+like($f, qr/, 200 subtransactions with an XID in one execution of 100 rows \(2 per row\)$/, 'the finding says 2 per row');
+$f = $node->safe_psql('shop', q{SELECT subject FROM pg_contention_findings
+	WHERE problem = 'subxact_overflow' AND subject LIKE 'statement SELECT count(twice%'});
+like($f, qr/, 200 subtransactions with an XID in one execution$/, 'one row: per execution only');
 done_testing();

@@ -143,6 +143,32 @@ extern LocalTransactionId pgc_overflow_recorded_lxid;
 extern bool pgc_record_overflow(int64 current_query_id, bool in_abort);
 
 /*
+ * Subtransactions with an XID that have ended in this backend (committed
+ * or aborted), counted by the subtransaction callback; and the count when
+ * the running top-level statement began.  Their difference at the
+ * statement's end is how many it opened: what its overflow event gives.
+ */
+extern uint64 pgc_subxids_ended;
+extern uint64 pgc_statement_subxids_start;
+
+/* An overflow event recorded in this statement waits for its counts. */
+extern bool pgc_overflow_event_open;
+
+extern void pgc_overflow_statement_done(int64 rows);
+
+/*
+ * At a top-level statement's end: its overflow event, if it wrote one, is
+ * given how many subtransactions the statement opened and how many rows it
+ * processed (rows < 0: unknown).  Inline: the common path is one load.
+ */
+static inline void
+pgc_overflow_statement_end(int64 rows)
+{
+	if (unlikely(pgc_overflow_event_open))
+		pgc_overflow_statement_done(rows);
+}
+
+/*
  * At every statement end: has this backend's subtransaction cache
  * overflowed in a transaction whose overflow is not recorded yet (or is
  * an overflow's count waiting)?  Inline: the common path is two loads and

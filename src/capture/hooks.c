@@ -122,10 +122,13 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		!pgc_client_utility_running;
 	query_id = statement_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
 	if (top_level)
+	{
+		pgc_statement_subxids_start = pgc_subxids_ended;
 		pgc_statement_begin(query_id, queryDesc->sourceText,
 							queryDesc->plannedstmt->stmt_location,
 							queryDesc->plannedstmt->stmt_len,
 							IsTransactionBlock());
+	}
 
 	if (pgc_track_statements && ((eflags | client_explain_flags) & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 		pgc_index_scans_start(queryDesc, query_id, top_level);
@@ -171,6 +174,10 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			query_id = statement_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
 
 		(void) pgc_check_overflow(query_id, false);
+		/* The client's statement that overflowed: its counts for the event. */
+		if (unlikely(pgc_overflow_event_open) &&
+			is_client_statement(queryDesc->sourceText) && !pgc_client_utility_running)
+			pgc_overflow_statement_end((exec.flags & PGC_COUNT_TOP_LEVEL) ? exec.rows : -1);
 
 		/* EXPLAIN without ANALYZE runs nothing: not a call. */
 		if (counted)
@@ -317,8 +324,11 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	bool		explains = whole_call && IsA(pstmt->utilityStmt, ExplainStmt);
 
 	if (client_statement)
+	{
+		pgc_statement_subxids_start = pgc_subxids_ended;
 		pgc_statement_begin(query_id, queryString,
 							pstmt->stmt_location, pstmt->stmt_len, false);
+	}
 
 	/* An error leaves it set: the abort callback clears it. */
 	if (declares)
@@ -374,7 +384,12 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 								0, strlen(savepoint_pattern), &exec);
 		}
 		if (client_statement)
+		{
+			/* COPY's rows; a procedure's or a DO block's are unknown. */
+			pgc_overflow_statement_end(qc != NULL && qc->nprocessed > 0 ?
+									   (int64) qc->nprocessed : -1);
 			pgc_statement_end_utility(is_transaction_end(kind));
+		}
 	}
 }
 
@@ -398,6 +413,9 @@ transaction_ended(bool aborted)
 {
 	pgc_transaction_end(aborted);
 	pgc_index_scans_forget();
+	/* A statement that failed has no counts to give its event. */
+	if (aborted)
+		pgc_overflow_event_open = false;
 	declaring_query_id = 0;
 }
 
@@ -423,6 +441,14 @@ static void
 pgc_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					 SubTransactionId parentSubid, void *arg)
 {
+	/*
+	 * A subtransaction that took an XID (one that fills the cache) ends:
+	 * counted, for the event of a statement that overflows.  It is still
+	 * the current transaction state while its callbacks run.
+	 */
+	if ((event == SUBXACT_EVENT_COMMIT_SUB || event == SUBXACT_EVENT_ABORT_SUB) &&
+		TransactionIdIsValid(GetCurrentTransactionIdIfAny()))
+		pgc_subxids_ended++;
 	if (event != SUBXACT_EVENT_ABORT_SUB || IsParallelWorker())
 		return;
 	(void) pgc_check_overflow(0, true);

@@ -10,7 +10,11 @@
  * overflow seen when a subtransaction aborts is written to the ring there
  * (a lock and a copy, no allocation), but counted against its statement
  * only at the next statement end: counting can create and evict statement
- * entries, which allocates, and abort callbacks must not.
+ * entries, which allocates, and abort callbacks must not.  At the end of
+ * the top-level statement that overflowed, its event (if the ring still
+ * holds it, and its (database, role)'s latest copy) is given the number of
+ * subtransactions the statement opened and of rows it processed, under the
+ * ring's lock: once per overflowing transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,6 +44,19 @@ bool		pgc_overflow_count_deferred = false;
 static Oid	deferred_userid;
 static int64 deferred_query_id;
 static char *deferred_text = NULL;
+
+/* Subtransactions with an XID ended in this backend (capture.h). */
+uint64		pgc_subxids_ended = 0;
+uint64		pgc_statement_subxids_start = 0;
+
+/*
+ * The event this statement wrote, waiting for the statement's end: its
+ * place in the ring's sequence, and what identifies it there.
+ */
+bool		pgc_overflow_event_open = false;
+static int64 open_event_seq;
+static uint64 open_event_resets;
+static TransactionId open_event_xid;
 
 /* What an overflow event adds to its statement's entry. */
 static const PgcExecution overflow_event = {.flags = PGC_COUNT_OVERFLOW_EVENT};
@@ -133,11 +150,17 @@ record_event(int64 current_query_id, bool in_abort)
 	ev->query_id = query_id;
 	ev->nested_query_id = (current_query_id != query_id) ? current_query_id : 0;
 	ev->nesting_depth = GetCurrentTransactionNestLevel() - 1;
+	ev->statement_subxacts = -1;
+	ev->statement_rows = -1;
 	strlcpy(ev->application_name, application_name ? application_name : "",
 			NAMEDATALEN);
 	pgc_copy_statement_text(ev->query, pgc_max_query_length, text,
 							location, len);
 	pgc_events_note_latest(ev, events->written);
+	open_event_seq = events->written;
+	open_event_resets = events->resets;
+	open_event_xid = top_xid;
+	pgc_overflow_event_open = true;
 	events->written++;
 	LWLockRelease(events->lock);
 
@@ -161,4 +184,47 @@ record_event(int64 current_query_id, bool in_abort)
 	else if (pgc_track_statements)
 		pgc_statement_count(InvalidOid, query_id, text, location, len,
 							&overflow_event);
+}
+
+/*
+ * The top-level statement whose overflow this backend recorded has ended:
+ * give its event how many subtransactions with an XID the statement opened
+ * (a function's EXCEPTION block per row shows as one per row) and how many
+ * rows it processed (rows < 0: unknown).  The event is found by its place
+ * in the sequence, if no reset came and the ring has not gone round; its
+ * (database, role)'s latest copy, if it is that one.
+ */
+void
+pgc_overflow_statement_done(int64 rows)
+{
+	int64		subxacts = (int64) (pgc_subxids_ended - pgc_statement_subxids_start);
+
+	pgc_overflow_event_open = false;
+	if (pgc_shared == NULL)
+		return;
+	LWLockAcquire(events->lock, LW_EXCLUSIVE);
+	if (events->resets == open_event_resets &&
+		open_event_seq < events->written &&
+		events->written - open_event_seq <= pgc_max_events)
+	{
+		OverflowEvent *ev = EVENT_SLOT(event_ring, open_event_seq % pgc_max_events);
+
+		if (ev->pid == MyProcPid && ev->top_xid == open_event_xid)
+		{
+			ev->statement_subxacts = subxacts;
+			ev->statement_rows = rows;
+		}
+	}
+	for (int i = 0; i < PGC_EVENT_ROLES; i++)
+	{
+		if (events->role_seq[i] == open_event_seq &&
+			events->resets == open_event_resets)
+		{
+			OverflowEvent *latest = EVENT_SLOT(event_roles, i);
+
+			latest->statement_subxacts = subxacts;
+			latest->statement_rows = rows;
+		}
+	}
+	LWLockRelease(events->lock);
 }

@@ -36,6 +36,8 @@ static const PgcResultColumn event_columns[] = {
 	{"nested_query_id", INT8OID, PGC_SQL_V(1, 0)},
 	{"nesting_depth", INT4OID, PGC_SQL_V(1, 0)},
 	{"query", TEXTOID, PGC_SQL_V(1, 0)},
+	{"statement_subxacts", INT8OID, PGC_SQL_V(1, 4)},
+	{"statement_rows", INT8OID, PGC_SQL_V(1, 4)},
 };
 static const PgcResultShape event_shape = {
 	"pg_contention_overflow_events", event_columns, lengthof(event_columns)
@@ -169,6 +171,15 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 		values[8] = Int32GetDatum(ev->nesting_depth);
 		/* Captured in its database's encoding: made valid in ours. */
 		values[9] = pgc_masked_text_datum(visible, texts.data + text_at[i], ev->dbid);
+		/* Given at the statement's end: unknown until then, or if it failed. */
+		if (ev->statement_subxacts >= 0)
+			values[10] = Int64GetDatum(ev->statement_subxacts);
+		else
+			nulls[10] = true;
+		if (ev->statement_rows >= 0)
+			values[11] = Int64GetDatum(ev->statement_rows);
+		else
+			nulls[11] = true;
 		pgc_row_cache_put(&event_rows, tupstore, tupdesc, values, nulls);
 	}
 	pgc_row_cache_end(&event_rows);

@@ -133,6 +133,17 @@ pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept)
 		if (i < skip)
 			continue;
 		pgc_fix_int32(reader, &ev->nesting_depth, 0, PG_INT32_MAX);
+		/* The statement's counts: -1 is unknown, any other negative wrong. */
+		if (ev->statement_subxacts < -1 || ev->statement_subxacts > PGC_COUNTER_MAX)
+		{
+			ev->statement_subxacts = -1;
+			reader->fixed++;
+		}
+		if (ev->statement_rows < -1 || ev->statement_rows > PGC_COUNTER_MAX)
+		{
+			ev->statement_rows = -1;
+			reader->fixed++;
+		}
 		if (!pgc_fix_time(reader, &ev->event_time) || ev->event_time == 0)
 		{
 			if (ev->event_time == 0)

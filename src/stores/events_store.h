@@ -26,6 +26,9 @@ typedef struct OverflowEvent
 	int64		query_id;		/* top-level statement */
 	int64		nested_query_id;	/* innermost statement, 0 if the same */
 	int			nesting_depth;	/* subtransaction nesting at the event */
+	int64		statement_subxacts; /* subtransactions with an XID its
+									 * top-level statement opened, -1 unknown */
+	int64		statement_rows; /* rows that statement processed, -1 unknown */
 	char		application_name[NAMEDATALEN];
 	char		query[FLEXIBLE_ARRAY_MEMBER];	/* NUL-terminated */
 } OverflowEvent;

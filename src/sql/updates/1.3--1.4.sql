@@ -60,3 +60,11 @@ DROP FUNCTION @extschema@.pg_contention_info();
 -- are PL/pgSQL: nothing else depends on them.
 DROP VIEW @extschema@.pg_contention_horizon;
 DROP FUNCTION @extschema@.pg_contention_horizon_holders();
+
+-- pg_contention_overflow_events gains statement_subxacts and
+-- statement_rows (how many subtransactions with an XID the statement that
+-- overflowed opened, over how many rows): dropped here with its view,
+-- created again by overflow_events.sql (with the view's grant).  The
+-- functions that read it are PL/pgSQL: nothing else depends on them.
+DROP VIEW @extschema@.pg_contention_overflow_events;
+DROP FUNCTION @extschema@.pg_contention_overflow_events();
