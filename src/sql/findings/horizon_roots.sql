@@ -35,7 +35,8 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT command text,
 	OUT object text,
 	OUT progress text,
-	OUT address_connections integer
+	OUT address_connections integer,
+	OUT pooler text
 )
 RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
@@ -64,6 +65,9 @@ SELECT h.*,
 				-- where it connects from: a pooler's address and port lead to
 				-- the client behind it (PgBouncer's SHOW SERVERS)
 				|| coalesce(', client ' || pg_catalog.host(h.client_addr) || coalesce(':' || h.client_port, ''), '')
+				|| CASE WHEN pl.pooler IS NULL THEN ''
+						WHEN pl.certain THEN ', a pooler''s connection'
+						ELSE ', a pooler''s perhaps' END
 				-- normalized: a subject goes to the server log, check and tickets
 				|| ')' || coalesce(', last statement '
 								   || @extschema@.pg_contention_shorten(@extschema@.pg_contention_normalize(h.query)), '')
@@ -101,12 +105,34 @@ SELECT h.*,
 			  WHERE f.follows = h.holder AND f.datname IS NOT NULL AND f.datname IS DISTINCT FROM h.datname
 			  ORDER BY 1) AS follower_databases,
 	   p.command, p.object, p.progress,
-	   -- How many sessions connect from the same address: a pooler's many.
-	   CASE WHEN h.client_addr IS NOT NULL
-			THEN (SELECT count(*) FROM pg_catalog.pg_stat_activity AS s
-				   WHERE s.client_addr = h.client_addr)::integer END AS address_connections
+	   ac.address_connections, pl.pooler
   FROM holders AS h
   CROSS JOIN params
+  -- How many sessions connect from the same address: a pooler's many.
+  CROSS JOIN LATERAL (
+		SELECT CASE WHEN h.client_addr IS NOT NULL
+					THEN (SELECT count(*) FROM pg_catalog.pg_stat_activity AS s
+						   WHERE s.client_addr OPERATOR(pg_catalog.=) h.client_addr)::integer END AS address_connections
+	) AS ac
+  -- A pooler's connection, and why it is said to be one: PgBouncer's
+  -- application_name_add_host appends the client's address and port to
+  -- the application name (" - 10.0.0.5:51234"), which names the client;
+  -- a pooler that names itself; or many sessions from one address.  The
+  -- application name is the client's to set: it is quoted as what it says.
+  CROSS JOIN LATERAL (
+		SELECT CASE WHEN h.kind <> 'backend' THEN NULL
+					WHEN h.application_name ~ ' - (\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]+$'
+					THEN 'Its application name ends with its client''s address and port, '
+						 || pg_catalog.substring(h.application_name, ' - ([^ ]+)$')
+						 || ' (PgBouncer''s application_name_add_host), a pooler''s connection'
+					WHEN h.application_name ~* '^(pgbouncer|pgpool|odyssey|pgcat|pgagroal|supavisor|pgdog)\M'
+					THEN 'Its application name, ' || h.application_name || ', is a pooler''s'
+					WHEN ac.address_connections >= 3
+					THEN ac.address_connections || ' sessions connect from ' || pg_catalog.host(h.client_addr)
+						 || ', a pooler''s perhaps' END AS pooler,
+			   h.application_name ~ ' - (\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]+$'
+			   OR h.application_name ~* '^(pgbouncer|pgpool|odyssey|pgcat|pgagroal|supavisor|pgdog)\M' AS certain
+	) AS pl
   -- A relation of another database is named by its OID there: regclass
   -- would read this database's catalog.
   LEFT JOIN LATERAL (

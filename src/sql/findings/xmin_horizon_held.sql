@@ -221,11 +221,10 @@ horizon_findings AS (
 						 THEN 'End the transaction: have the application commit, or SELECT pg_terminate_backend(' || h.pid
 							  || '). To keep it from recurring: ALTER ROLE ' || coalesce(pg_catalog.quote_ident(h.usename), 'the_role')
 							  || ' SET idle_in_transaction_session_timeout = ''5min'' (that role''s new sessions)'
-							  -- Many sessions from one address: a pooler's, which
-							  -- knows the client and has a timeout of its own.
-							  || CASE WHEN h.address_connections >= 3
-									  THEN '. ' || h.address_connections || ' sessions connect from '
-										   || pg_catalog.host(h.client_addr) || ', a pooler''s perhaps: there, find the client'
+							  -- A pooler's connection (horizon_roots says why): the
+							  -- pooler knows the client and has a timeout of its own.
+							  || CASE WHEN h.pooler IS NOT NULL
+									  THEN '. ' || h.pooler || ': there, find the client'
 										   || ' (PgBouncer: SHOW SERVERS, the row whose remote_pid is ' || h.pid
 										   || ', then SHOW CLIENTS for its link) and set the pooler''s own timeout too'
 										   || ' (PgBouncer: idle_transaction_timeout).'
