@@ -1397,8 +1397,9 @@ LANGUAGE C STRICT STABLE PARALLEL SAFE;
 -- 'pg_contention sampler'; the client, application 'pg_contention'; any
 -- statement whose text reads pg_contention's objects or is part of the
 -- body of one of its SQL-language functions; the statements of its
--- PL/pgSQL functions name its objects, and its text helpers run none), and the
--- culprit's:
+-- PL/pgSQL functions name its objects, and its text helpers run none),
+-- monitoring queries that read only the server's views and catalogs (a
+-- suboverflowed snapshot costs them nothing), and the culprit's:
 -- the statements of culprit_query_ids, and everything run by the
 -- (application, user) of the culprit's pids (their sessions now, and their
 -- overflow events in the window).  Without culprit_pids (NULL), every
@@ -1559,6 +1560,21 @@ candidates AS MATERIALIZED (
 	   AND pg_catalog.strpos(r.query, 'pg_contention') = 0
 	   AND (r.top_level_calls > 0
 			OR pg_catalog.strpos((SELECT o.src FROM own_bodies AS o), r.query) = 0)
+	   -- A monitoring query (pg_stat_activity, pg_locks, information_schema)
+	   -- runs on a suboverflowed snapshot too, but checks no table row's
+	   -- visibility: it pays nothing.  Every relation its text reads after
+	   -- FROM or JOIN (or a comma after the first FROM) is the server's;
+	   -- a text with another identifier there is kept, which errs on the
+	   -- side of naming a payer.
+	   AND NOT (r.indexrelid IS NULL
+				AND r.query ~* '\m(from|join)\s+("?pg_catalog"?\.)?"?(pg_|information_schema)'
+				AND NOT EXISTS (
+					SELECT 1
+					  FROM pg_catalog.regexp_matches(
+							   pg_catalog.substring(r.query, '(?i)\mfrom\M.*'),
+							   '(?:\mfrom|\mjoin|,)\s+("?[A-Za-z_][A-Za-z0-9_$]*"?(?:\."?[A-Za-z_][A-Za-z0-9_$]*"?)?)',
+							   'gi') AS m(rel)
+					 WHERE m.rel[1] !~* '^("?pg_catalog"?\.)?"?pg_|^"?information_schema"?\.'))
 ),
 paid AS (
 	SELECT l.culprit, r.*

@@ -2,7 +2,10 @@
 # session of its client among the holders of the xmin horizon (a few
 # milliseconds' snapshot that follows a real holder) nor its statements
 # among those that ran on suboverflowed snapshots, while the
-# application's holder and statements stay.  A session that merely takes
+# application's holder and statements stay.  Nor are a DBA's monitoring
+# queries (pg_stat_activity, pg_locks) among those who pay: they run on
+# suboverflowed snapshots too, but read no table's rows; a statement that
+# reads a table beside them still pays.  A session that merely takes
 # the client's name is still listed once it blocks cleanup.
 use strict;
 use warnings;
@@ -44,6 +47,23 @@ is($node->safe_psql('shop', "SELECT follows FROM pg_contention_horizon WHERE pid
 is($node->safe_psql('shop', q{SELECT string_agg(application_name, ',' ORDER BY application_name) FROM pg_contention_statements
 	WHERE suboverflowed_calls > 0 AND query LIKE 'SELECT count(*) FROM %'}), 'pg_contention,shop-api',
 	'both the reader\'s and the client\'s statements ran on suboverflowed snapshots');
+
+# The DBA's monitoring queries, in psql beside it; and a report that
+# reads a table with them.
+# (Not the writer's application, whose statements are the culprit's.)
+$node->safe_psql('shop', q{SET application_name = 'psql'; SELECT pid, state, query FROM pg_stat_activity WHERE state <> 'idle'}) for 1 .. 2;
+$node->safe_psql('shop', q{SET application_name = 'psql'; SELECT l.locktype, a.query FROM pg_catalog.pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted});
+$node->safe_psql('shop', q{SET application_name = 'psql'; SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'});
+$node->safe_psql('shop', q{SET application_name = 'reports'; SELECT a.pid, s.id FROM pg_stat_activity a, side s WHERE s.id = 1});
+is($node->safe_psql('shop', q{SELECT count(*) FROM pg_contention_statements
+	WHERE suboverflowed_calls > 0 AND (query LIKE '%pg_stat_activity%' OR query LIKE '%information_schema%')}), '4',
+	'the monitoring queries ran on suboverflowed snapshots');
+my $payers = $node->safe_psql('shop', q{SELECT string_agg(query, E'\n' ORDER BY query) FROM pg_contention_victims()
+	WHERE kind = 'suboverflowed_snapshots'});
+note($payers);
+like($payers, qr/SELECT count\(\*\) FROM side/, 'who pays: the application\'s reader');
+like($payers, qr/FROM pg_stat_activity a, side s/, 'who pays: a statement that reads a table beside a view');
+unlike($payers, qr/pg_locks|information_schema|FROM pg_stat_activity WHERE/, 'who pays: not the monitoring queries');
 
 my ($rc, $out, $err) = run_client($node, 'top', '-n', '1', '-d', 'shop');
 is($rc, 0, 'top -n 1') or diag($err);
