@@ -33,6 +33,23 @@ for my $query ('SELECT * FROM pg_contention_findings', 'SELECT pg_contention_rep
 		"$query: the same error, not an unknown setting");
 }
 
+# Every view and the functions a newcomer calls first answer with the
+# error and its hint, and nothing more: no CONTEXT of the rules'
+# internals (hundreds of lines).
+my @views = split /\n/, $node->safe_psql('postgres', q{SELECT c.relname FROM pg_depend d
+	JOIN pg_class c ON c.oid = d.objid AND d.classid = 'pg_class'::regclass
+	WHERE d.refclassid = 'pg_extension'::regclass AND c.relkind = 'v'
+	  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_contention') ORDER BY 1});
+ok(@views >= 10, scalar(@views) . ' views');
+my $two_lines = qr/\Apsql:<stdin>:1: ERROR:  pg_contention must be loaded via shared_preload_libraries\nHINT:  Add pg_contention to shared_preload_libraries in postgresql\.conf and restart the server\.\n?\z/;
+for my $query ((map { "SELECT * FROM $_" } @views),
+	'SELECT pg_contention_report()', 'SELECT * FROM pg_contention_incidents_status()',
+	'SELECT * FROM pg_contention_metrics()', 'SELECT * FROM pg_contention_findings_victims()')
+{
+	($ret, $out, $err) = $node->psql('postgres', $query);
+	like($err, $two_lines, "$query: the error and its hint, nothing more");
+}
+
 # Preloaded: the same view works after a restart.
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_contention'\npg_contention.overflow_ended_after = '1h'");
 $node->restart;

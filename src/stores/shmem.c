@@ -177,10 +177,19 @@ void
 pgc_require_loaded(void)
 {
 	if (pgc_shared == NULL)
+	{
+		/*
+		 * The one thing to say: the CONTEXT of the PL/pgSQL rules and SQL
+		 * functions this was reached through (hundreds of lines of their
+		 * text) would bury it.  Every PG_TRY that catches the error, and
+		 * error recovery, restores the stack it saved.
+		 */
+		error_context_stack = NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pg_contention must be loaded via shared_preload_libraries"),
 				 errhint("Add pg_contention to shared_preload_libraries in postgresql.conf and restart the server.")));
+	}
 }
 
 PG_FUNCTION_INFO_V1(pg_contention_reset);
