@@ -94,7 +94,9 @@ client-all:
 	$(MAKE) -C client PG_CONFIG='$(PG_CONFIG)'
 client-install: client-all
 	$(MAKE) -C client PG_CONFIG='$(PG_CONFIG)' install
+	@$(srcdir)/client/on-path.sh install '$(DESTDIR)' '$(bindir)'
 client-uninstall:
 	$(MAKE) -C client PG_CONFIG='$(PG_CONFIG)' uninstall
+	@$(srcdir)/client/on-path.sh uninstall '$(DESTDIR)' '$(bindir)'
 client-clean:
 	$(MAKE) -C client PG_CONFIG='$(PG_CONFIG)' clean

@@ -184,6 +184,8 @@ install_package() {
 	dpkg-deb --fsys-tarfile "$work/${package}_${version}_"*.deb | tar -t | sed 's|^\.||; s|/$||' |
 		while IFS= read -r f; do [ -d "$f" ] && stat -c '%a %u %g %n' "$f"; done >"$work/dirs.before"
 	log "kept aside, to put back after the purge: $(wc -l <"$work/replaced.list") file(s) no package owns"
+	# The link to pg_wrapper that a make install may have made already.
+	link_before=$(readlink /usr/bin/pg_contention 2>/dev/null || true)
 	installed_here=1
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$work/${package}_${version}_"*.deb \
 		>"$work/install.log" 2>&1 || { tail -n 20 "$work/install.log" >&2; return 1; }
@@ -211,6 +213,13 @@ client_version() {
 	"$("$pg_config" --bindir)/pg_contention" --version | grep -q "^pg_contention (client) $version"
 }
 step "the packaged client answers --version" client_version
+on_path() {
+	[ "$(readlink /usr/bin/pg_contention)" = ../share/postgresql-common/pg_wrapper ] ||
+		{ log "/usr/bin/pg_contention is not the link to pg_wrapper"; return 1; }
+	(cd / && PATH=/usr/bin:/bin pg_contention --version 2>/dev/null) | grep -q "^pg_contention (client) $version" ||
+		{ log "pg_contention on the PATH does not answer --version"; return 1; }
+}
+step "the client is on the PATH: pg_contention --version, through pg_wrapper as psql" on_path
 
 # 5. Remove it: nothing of it left.
 purge() {
@@ -221,6 +230,10 @@ purge() {
 	for f in $files; do
 		[ ! -e "$f" ] || { log "$f is left after purge"; return 1; }
 	done
+	# The link goes with the last client (none is left: the one a make
+	# install put there is kept aside until put_back).
+	[ ! -L /usr/bin/pg_contention ] || ls /usr/lib/postgresql/*/bin/pg_contention >/dev/null 2>&1 ||
+		{ log "/usr/bin/pg_contention is left after purge"; return 1; }
 	! dpkg -s "$package" >/dev/null 2>&1
 }
 step "apt-get purge $package removes every file it installed" purge
@@ -235,6 +248,10 @@ put_back() {
 		diff "$work/dirs.before" "$work/dirs.after" >&2 || { log "a directory's mode or owner changed"; rc=1; }
 	fi
 	[ -z "$marker" ] || rm -f "$marker"
+	# A make install's link, taken away with the last client by the purge.
+	if [ -n "${link_before:-}" ] && [ ! -L /usr/bin/pg_contention ]; then
+		ln -s "$link_before" /usr/bin/pg_contention || rc=1
+	fi
 	return "$rc"
 }
 step "what the package replaced is back after the purge, byte for byte, every directory as it was" put_back
