@@ -148,9 +148,9 @@ screen_size(TopState *t)
 }
 
 /*
- * The layouts a frame may take, most room for the history first: the
- * first in which every table with rows shows at least one (five, when
- * they all fit) is used, so tables get rows before sparklines get space.
+ * The layouts a frame may take, richest first: blank lines between
+ * sections, then the history compact, then whole.  The richest that fits
+ * beside the rows the tables were given is used (plan_rows).
  */
 static const struct
 {
@@ -160,6 +160,7 @@ static const struct
 	{HISTORY_FULL, true},
 	{HISTORY_COMPACT, true},
 	{HISTORY_COMPACT, false},
+	{HISTORY_NONE, true},
 	{HISTORY_NONE, false},
 };
 
@@ -179,80 +180,110 @@ fixed_lines(const TopState *t)
 }
 
 /*
- * Lines the tables take with at most cap rows each: the findings two a
- * row, the others one and a column header when they show any, but the
- * incidents (rows[1]), which have none.
+ * Lines the tables take: the findings two a row, the others one and a
+ * column header when they show any, but the incidents (rows[1]), which
+ * have none.
  */
 static int
-table_lines(const int *rows, int cap)
+table_lines(const int *rows)
 {
-	int			used = 2 * (rows[0] < cap ? rows[0] : cap);
+	int			used = 2 * rows[0];
 
 	for (int k = 1; k < 7; k++)
-		used += (rows[k] < cap ? rows[k] : cap) + (k > 1 && rows[k] > 0 && cap > 0);
+		used += rows[k] + (k > 1 && rows[k] > 0);
 	return used;
 }
 
+/* Does the frame fit the screen with these rows and the layout set? */
+static bool
+fits(const TopState *t, const int *rows)
+{
+	return fixed_lines(t) + table_lines(rows) <= t->height;
+}
+
 /*
- * Rows per table so that the frame fits the screen: the layout first (see
- * layouts), then take one row at a time from the table that has the most,
- * keeping one in each table that has rows while the layout allows it.
- * rows: the findings, incidents, victims, backends, holders, statements
- * and indexes, in the order render() draws them.
+ * Take one row from the table (not the findings) with the most above
+ * floor; on a tie the lower table gives it.  False if none has one.
+ */
+static bool
+take_row(int *rows, const int *floor)
+{
+	int			largest = -1;
+
+	for (int k = 6; k >= 1; k--)
+		if (rows[k] > floor[k] && (largest < 0 || rows[k] > rows[largest]))
+			largest = k;
+	if (largest < 0)
+		return false;
+	rows[largest]--;
+	return true;
+}
+
+/*
+ * Rows per table so that the frame fits the screen, in this order of
+ * need: the findings (all of them, or as many as the screen holds beside
+ * one row of each other table), then the tables (up to five rows each),
+ * then the blank lines and the history (compact, then whole), and what
+ * is left to the tables' further rows.  rows: the findings, incidents,
+ * victims, backends, holders, statements and indexes, in the order
+ * render() draws them.
  */
 static void
 plan_rows(TopState *t, int rows[7])
 {
 	const Snapshot *s = &t->last;
-	int			floor_rows = 1;
-	int			chosen = -1;
+	int			want[7];
+	int			floor[7] = {0};
+	int			five[7];
 
-	rows[0] = s->nfindings;
-	rows[1] = s->incidents.n;
-	rows[2] = t->c->ext_version >= 104 ? s->nvictims : 0;
-	rows[3] = s->nbackends;
-	rows[4] = s->nholders;
-	rows[5] = s->nstatements;
-	rows[6] = s->nindexes;
+	want[0] = s->nfindings;
+	want[1] = s->incidents.n;
+	want[2] = t->c->ext_version >= 104 ? s->nvictims : 0;
+	want[3] = s->nbackends;
+	want[4] = s->nholders;
+	want[5] = s->nstatements;
+	want[6] = s->nindexes;
+	memcpy(rows, want, sizeof(want));
 	t->history_mode = HISTORY_FULL;
 	t->blanks = true;
+	t->findings_shown = want[0];
 	if (t->height <= 0)
 		return;
 
-	/* Five rows a table if some layout holds them, else one. */
-	for (int cap = 5; cap >= 1 && chosen < 0; cap -= 4)
-		for (int i = 0; i < (int) (sizeof(layouts) / sizeof(layouts[0])) && chosen < 0; i++)
-		{
-			t->history_mode = layouts[i].history_mode;
-			t->blanks = layouts[i].blanks;
-			if (fixed_lines(t) + table_lines(rows, cap) <= t->height)
-				chosen = i;
-		}
-	if (chosen < 0)
-		floor_rows = 0;			/* a tiny screen: some tables show none */
-
-	while (fixed_lines(t) + table_lines(rows, INT_MAX) > t->height)
+	/* The plainest layout, and at most five rows a table. */
+	t->history_mode = HISTORY_NONE;
+	t->blanks = false;
+	for (int k = 1; k < 7; k++)
 	{
-		int			largest = -1;
-		int			most = floor_rows;
-
-		/* On a tie the lower table gives up a row. */
-		for (int k = 6; k >= 1; k--)
-			if (rows[k] > most)
-				most = rows[largest = k];
-		/* Findings go last, and the first one stays. */
-		if (rows[0] > 1 && 2 * rows[0] >= most)
-			largest = 0;
-		if (largest < 0)
-		{
-			/* Every table at its floor: below it, largest first. */
-			if (floor_rows == 0)
-				break;
-			floor_rows = 0;
-			continue;
-		}
-		rows[largest]--;
+		rows[k] = want[k] < 5 ? want[k] : 5;
+		floor[k] = want[k] < 1 ? want[k] : 1;
 	}
+	/* Tables down to one row each, then the findings down to one. */
+	while (!fits(t, rows) && take_row(rows, floor))
+		;
+	while (!fits(t, rows) && rows[0] > 1)
+		rows[0]--;
+	/* A tiny screen: tables to none, largest first. */
+	memset(floor, 0, sizeof(floor));
+	while (!fits(t, rows) && take_row(rows, floor))
+		;
+	memcpy(five, rows, sizeof(five));
+
+	/* What is left: the richest layout that fits beside those rows. */
+	for (int i = 0; i < (int) (sizeof(layouts) / sizeof(layouts[0])); i++)
+	{
+		t->history_mode = layouts[i].history_mode;
+		t->blanks = layouts[i].blanks;
+		if (fits(t, rows))
+			break;
+	}
+
+	/* Then the tables' further rows, the largest giving them back first. */
+	for (int k = 1; k < 7; k++)
+		rows[k] = want[k];
+	while (!fits(t, rows) && take_row(rows, five))
+		;
+	t->findings_shown = rows[0];
 }
 
 /* A blank line between sections, when the layout has room for it. */
@@ -282,6 +313,9 @@ render(TopState *t)
 		return;
 	}
 	plan_rows(t, rows);
+	/* The selection stays on a finding on screen. */
+	if (t->selected >= rows[0] && rows[0] > 0)
+		t->selected = rows[0] - 1;
 	draw_findings(t, rows[0]);
 	gap(t);
 	if (t->c->has_incidents)
@@ -425,7 +459,9 @@ read_keys(TopState *t, bool *refresh_now, bool *redraw)
 {
 	char		keys[32];
 	ssize_t		n = read(STDIN_FILENO, keys, sizeof(keys));
-	int			nfindings = t->have_last ? t->last.nfindings : 0;
+	/* Up and down move over the findings on screen, or all when read whole. */
+	int			nfindings = !t->have_last ? 0 :
+		t->detail || t->findings_shown > t->last.nfindings ? t->last.nfindings : t->findings_shown;
 
 	for (ssize_t i = 0; i < n; i++)
 	{

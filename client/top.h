@@ -48,6 +48,7 @@ typedef struct TopState
 	/* The layout of the frame (plan_rows), and the finding read whole. */
 	int			history_mode;	/* HISTORY_FULL, _COMPACT or _NONE */
 	bool		blanks;			/* a blank line between sections */
+	int			findings_shown; /* the findings listed on screen */
 	int			selected;		/* the finding selected (up, down) */
 	bool		selecting;		/* an arrow was pressed: mark it */
 	bool		detail;			/* the selected finding read whole */

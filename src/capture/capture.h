@@ -134,53 +134,50 @@ extern void pgc_index_scans_ran(QueryDesc *queryDesc);
 
 extern void pgc_note_dead_index_names(const PgcExecution *exec);
 
-/* ---- subxact.c: overflow detection and the event ring ---- */
+/* ---- overflow.c: overflow detection and the event ring ---- */
 
-extern bool pgc_overflow_count_deferred;
+/*
+ * Work waiting for a statement's end, besides a new overflow: an overflow
+ * recorded in an aborted subtransaction, to be counted (COUNT_DEFERRED);
+ * an event this statement wrote, to be given its counts when the client's
+ * statement ends (EVENT_OPEN).  One byte, so that the test at every
+ * statement end stays one compare.
+ */
+#define PGC_OVERFLOW_COUNT_DEFERRED	0x01
+#define PGC_OVERFLOW_EVENT_OPEN		0x02
+extern uint8 pgc_overflow_pending;
 
 extern LocalTransactionId pgc_overflow_recorded_lxid;
 
 extern bool pgc_record_overflow(int64 current_query_id, bool in_abort);
 
-/*
- * Subtransactions with an XID that have ended in this backend (committed
- * or aborted), counted by the subtransaction callback; and the count when
- * the running top-level statement began.  Their difference at the
- * statement's end is how many it opened: what its overflow event gives.
- */
-extern uint64 pgc_subxids_ended;
-extern uint64 pgc_statement_subxids_start;
-
-/* An overflow event recorded in this statement waits for its counts. */
-extern bool pgc_overflow_event_open;
+extern void pgc_subxid_ended(void);
 
 extern void pgc_overflow_statement_done(int64 rows);
 
-/*
- * At a top-level statement's end: its overflow event, if it wrote one, is
- * given how many subtransactions the statement opened and how many rows it
- * processed (rows < 0: unknown).  Inline: the common path is one load.
- */
-static inline void
-pgc_overflow_statement_end(int64 rows)
-{
-	if (unlikely(pgc_overflow_event_open))
-		pgc_overflow_statement_done(rows);
-}
+extern void pgc_overflow_forget_open_event(void);
 
 /*
  * At every statement end: has this backend's subtransaction cache
- * overflowed in a transaction whose overflow is not recorded yet (or is
- * an overflow's count waiting)?  Inline: the common path is two loads and
- * a test, and a transaction already recorded adds one compare.  Only this
- * backend writes its PGPROC's flag, so the read needs no lock.
+ * overflowed in a transaction whose overflow is not recorded yet, or is
+ * some work pending (pgc_overflow_pending)?  Inline: the common path is
+ * two loads and a test, and a transaction already recorded adds one
+ * compare.  Only this backend writes its PGPROC's flag, so the read needs
+ * no lock.
  */
+static inline bool
+pgc_overflow_attention(void)
+{
+	return unlikely((PGC_PROC_SUBXID_OVERFLOWED(MyProc) &&
+					 PGC_MY_LXID() != pgc_overflow_recorded_lxid) ||
+					pgc_overflow_pending != 0);
+}
+
+/* The check, and the record of a new overflow (see pgc_record_overflow). */
 static inline bool
 pgc_check_overflow(int64 current_query_id, bool in_abort)
 {
-	if (likely((!PGC_PROC_SUBXID_OVERFLOWED(MyProc) ||
-				PGC_MY_LXID() == pgc_overflow_recorded_lxid) &&
-			   !pgc_overflow_count_deferred))
+	if (likely(!pgc_overflow_attention()))
 		return false;
 	return pgc_record_overflow(current_query_id, in_abort);
 }

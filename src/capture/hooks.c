@@ -122,13 +122,10 @@ pgc_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		!pgc_client_utility_running;
 	query_id = statement_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
 	if (top_level)
-	{
-		pgc_statement_subxids_start = pgc_subxids_ended;
 		pgc_statement_begin(query_id, queryDesc->sourceText,
 							queryDesc->plannedstmt->stmt_location,
 							queryDesc->plannedstmt->stmt_len,
 							IsTransactionBlock());
-	}
 
 	if (pgc_track_statements && ((eflags | client_explain_flags) & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 		pgc_index_scans_start(queryDesc, query_id, top_level);
@@ -149,6 +146,32 @@ pgc_ExecutorRun(PGC_EXECUTOR_RUN_PARAMS)
 		prev_ExecutorRun(PGC_EXECUTOR_RUN_ARGS);
 	else
 		standard_ExecutorRun(PGC_EXECUTOR_RUN_ARGS);
+}
+
+/*
+ * A statement ends with an overflow to record, or work pending: record
+ * it, and if this executor is the client's statement and its overflow
+ * event waits, give the event its counts (rows: the execution's, known
+ * for a top-level one).  Out of line: the common path is the inline test.
+ */
+static pg_noinline void
+overflow_at_executor_end(QueryDesc *queryDesc, int64 query_id,
+						 const PgcExecution *exec)
+{
+	(void) pgc_record_overflow(query_id, false);
+	if ((pgc_overflow_pending & PGC_OVERFLOW_EVENT_OPEN) &&
+		is_client_statement(queryDesc->sourceText) && !pgc_client_utility_running)
+		pgc_overflow_statement_done((exec->flags & PGC_COUNT_TOP_LEVEL) ? exec->rows : -1);
+}
+
+/* The same for a utility statement: COPY's rows; a CALL's or DO's unknown. */
+static pg_noinline void
+overflow_at_utility_end(int64 query_id, bool client_statement, QueryCompletion *qc)
+{
+	(void) pgc_record_overflow(query_id, false);
+	if ((pgc_overflow_pending & PGC_OVERFLOW_EVENT_OPEN) && client_statement)
+		pgc_overflow_statement_done(qc != NULL && qc->nprocessed > 0 ?
+									(int64) qc->nprocessed : -1);
 }
 
 static PGC_FLATTEN void
@@ -173,11 +196,8 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 		if (!counted || !pgc_index_scans_end(queryDesc, &query_id, &exec))
 			query_id = statement_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
 
-		(void) pgc_check_overflow(query_id, false);
-		/* The client's statement that overflowed: its counts for the event. */
-		if (unlikely(pgc_overflow_event_open) &&
-			is_client_statement(queryDesc->sourceText) && !pgc_client_utility_running)
-			pgc_overflow_statement_end((exec.flags & PGC_COUNT_TOP_LEVEL) ? exec.rows : -1);
+		if (pgc_overflow_attention())
+			overflow_at_executor_end(queryDesc, query_id, &exec);
 
 		/* EXPLAIN without ANALYZE runs nothing: not a call. */
 		if (counted)
@@ -324,11 +344,8 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	bool		explains = whole_call && IsA(pstmt->utilityStmt, ExplainStmt);
 
 	if (client_statement)
-	{
-		pgc_statement_subxids_start = pgc_subxids_ended;
 		pgc_statement_begin(query_id, queryString,
 							pstmt->stmt_location, pstmt->stmt_len, false);
-	}
 
 	/* An error leaves it set: the abort callback clears it. */
 	if (declares)
@@ -370,7 +387,8 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 	 */
 	if (!IsParallelWorker())
 	{
-		(void) pgc_check_overflow(query_id, false);
+		if (pgc_overflow_attention())
+			overflow_at_utility_end(query_id, client_statement, qc);
 		if (pgc_track_statements && savepoint)
 		{
 			PgcExecution exec;
@@ -384,12 +402,7 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 								0, strlen(savepoint_pattern), &exec);
 		}
 		if (client_statement)
-		{
-			/* COPY's rows; a procedure's or a DO block's are unknown. */
-			pgc_overflow_statement_end(qc != NULL && qc->nprocessed > 0 ?
-									   (int64) qc->nprocessed : -1);
 			pgc_statement_end_utility(is_transaction_end(kind));
-		}
 	}
 }
 
@@ -413,9 +426,8 @@ transaction_ended(bool aborted)
 {
 	pgc_transaction_end(aborted);
 	pgc_index_scans_forget();
-	/* A statement that failed has no counts to give its event. */
 	if (aborted)
-		pgc_overflow_event_open = false;
+		pgc_overflow_forget_open_event();
 	declaring_query_id = 0;
 }
 
@@ -448,7 +460,7 @@ pgc_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	 */
 	if ((event == SUBXACT_EVENT_COMMIT_SUB || event == SUBXACT_EVENT_ABORT_SUB) &&
 		TransactionIdIsValid(GetCurrentTransactionIdIfAny()))
-		pgc_subxids_ended++;
+		pgc_subxid_ended();
 	if (event != SUBXACT_EVENT_ABORT_SUB || IsParallelWorker())
 		return;
 	(void) pgc_check_overflow(0, true);

@@ -35,25 +35,34 @@ static void record_event(int64 current_query_id, bool in_abort);
  */
 LocalTransactionId pgc_overflow_recorded_lxid = InvalidLocalTransactionId;
 
+/* Work waiting for a statement's end (capture.h). */
+uint8		pgc_overflow_pending = 0;
+
 /*
  * An overflow recorded in a subtransaction's abort, to be counted against
  * its statement at the next statement end.  The text buffer is allocated
  * once, at start, so the abort path never allocates.
  */
-bool		pgc_overflow_count_deferred = false;
 static Oid	deferred_userid;
 static int64 deferred_query_id;
 static char *deferred_text = NULL;
 
-/* Subtransactions with an XID ended in this backend (capture.h). */
-uint64		pgc_subxids_ended = 0;
-uint64		pgc_statement_subxids_start = 0;
+/*
+ * Subtransactions with an XID ended (committed or aborted) in the running
+ * client statement, counted by the subtransaction callback: a statement
+ * whose function opens them per row shows it here.  The statement they
+ * belong to is told apart without any work at its start (the common path):
+ * by the message's start time and the statement's text and place in it.
+ */
+static int64 statement_subxids = 0;
+static TimestampTz subxids_message_start = 0;
+static const char *subxids_text = NULL;
+static int	subxids_location = -1;
 
 /*
  * The event this statement wrote, waiting for the statement's end: its
  * place in the ring's sequence, and what identifies it there.
  */
-bool		pgc_overflow_event_open = false;
 static int64 open_event_seq;
 static uint64 open_event_resets;
 static TransactionId open_event_xid;
@@ -75,7 +84,7 @@ pgc_subxact_init(void)
 static void
 count_deferred_overflow(void)
 {
-	pgc_overflow_count_deferred = false;
+	pgc_overflow_pending &= ~PGC_OVERFLOW_COUNT_DEFERRED;
 	if (pgc_track_statements)
 		pgc_statement_count(deferred_userid, deferred_query_id, deferred_text,
 							-1, 0, &overflow_event);
@@ -93,7 +102,7 @@ count_deferred_overflow(void)
 bool
 pgc_record_overflow(int64 current_query_id, bool in_abort)
 {
-	if (unlikely(pgc_overflow_count_deferred) && !in_abort)
+	if ((pgc_overflow_pending & PGC_OVERFLOW_COUNT_DEFERRED) && !in_abort)
 		count_deferred_overflow();
 	if (PGC_MY_LXID() == pgc_overflow_recorded_lxid ||
 		!PGC_PROC_SUBXID_OVERFLOWED(MyProc) || pgc_shared == NULL)
@@ -160,7 +169,7 @@ record_event(int64 current_query_id, bool in_abort)
 	open_event_seq = events->written;
 	open_event_resets = events->resets;
 	open_event_xid = top_xid;
-	pgc_overflow_event_open = true;
+	pgc_overflow_pending |= PGC_OVERFLOW_EVENT_OPEN;
 	events->written++;
 	LWLockRelease(events->lock);
 
@@ -175,7 +184,7 @@ record_event(int64 current_query_id, bool in_abort)
 	if (in_abort)
 	{
 		/* The event's copy of the text is the same slice, already cut. */
-		pgc_overflow_count_deferred = true;
+		pgc_overflow_pending |= PGC_OVERFLOW_COUNT_DEFERRED;
 		deferred_userid = GetUserId();
 		deferred_query_id = query_id;
 		pgc_copy_statement_text(deferred_text, pgc_max_query_length, text,
@@ -187,7 +196,49 @@ record_event(int64 current_query_id, bool in_abort)
 }
 
 /*
- * The top-level statement whose overflow this backend recorded has ended:
+ * Is the running client statement the one statement_subxids counts?  Its
+ * message's start time, its text and its place in the text: a statement
+ * of another message, or the next one of a multi-statement string.
+ */
+static bool
+subxids_are_this_statements(TimestampTz *message_start, const char **text,
+							int *location)
+{
+	int64		query_id;
+	int			len;
+
+	*message_start = GetCurrentStatementStartTimestamp();
+	*text = debug_query_string;
+	*location = -1;
+	(void) pgc_current_statement(&query_id, location, &len);
+	return *message_start == subxids_message_start && *text == subxids_text &&
+		*location == subxids_location;
+}
+
+/*
+ * A subtransaction that took an XID (one that fills the cache) has ended:
+ * count it for the client statement running (subxact callback, COMMIT_SUB
+ * and ABORT_SUB; never allocates).
+ */
+void
+pgc_subxid_ended(void)
+{
+	TimestampTz message_start;
+	const char *text;
+	int			location;
+
+	if (!subxids_are_this_statements(&message_start, &text, &location))
+	{
+		statement_subxids = 0;
+		subxids_message_start = message_start;
+		subxids_text = text;
+		subxids_location = location;
+	}
+	statement_subxids++;
+}
+
+/*
+ * The client statement whose overflow this backend recorded has ended:
  * give its event how many subtransactions with an XID the statement opened
  * (a function's EXCEPTION block per row shows as one per row) and how many
  * rows it processed (rows < 0: unknown).  The event is found by its place
@@ -197,9 +248,14 @@ record_event(int64 current_query_id, bool in_abort)
 void
 pgc_overflow_statement_done(int64 rows)
 {
-	int64		subxacts = (int64) (pgc_subxids_ended - pgc_statement_subxids_start);
+	TimestampTz message_start;
+	const char *text;
+	int			location;
+	int64		subxacts;
 
-	pgc_overflow_event_open = false;
+	subxacts = subxids_are_this_statements(&message_start, &text, &location) ?
+		statement_subxids : 0;
+	pgc_overflow_pending &= ~PGC_OVERFLOW_EVENT_OPEN;
 	if (pgc_shared == NULL)
 		return;
 	LWLockAcquire(events->lock, LW_EXCLUSIVE);
@@ -227,4 +283,11 @@ pgc_overflow_statement_done(int64 rows)
 		}
 	}
 	LWLockRelease(events->lock);
+}
+
+/* A statement that failed has no counts to give its event. */
+void
+pgc_overflow_forget_open_event(void)
+{
+	pgc_overflow_pending &= ~PGC_OVERFLOW_EVENT_OPEN;
 }
