@@ -373,7 +373,7 @@ like($out, qr/^ +$overflowed_pid postgres +\S+ +loader +idle in transaction +64 
 SKIP:
 {
 	my $tmux = find_program('tmux');
-	skip 'tmux is not installed', 33 unless $tmux;
+	skip 'tmux is not installed', 40 unless $tmux;
 	my $socket = "$tmp/tmux.sock";
 	my @tmux = ($tmux, '-u', '-S', $socket);
 	local $ENV{TERM} = 'xterm-256color';
@@ -442,7 +442,25 @@ SKIP:
 		like($s, qr/^Holders of the xmin horizon \(\d+(, \d+ shown)?\)\n.*\n.*\b(backend|prepared)/m,
 			"${w}x$h: the holders' table has rows");
 		unlike($s, qr/^\S.*\b(\d+)\b +\1 +[\d,]+ +\S+ +(yes|no) /m, "${w}x$h: no holder's pid twice");
+		# The findings first: the history gets only what they and the
+		# tables leave, so it is never on screen while findings are cut.
+		my ($c, $wn, $in) = $s =~ /^Findings over the last .*?: (\d+) critical, (\d+) warning, (\d+) info/m;
+		my $listed = () = $s =~ /^[ >](critical|warning|info) +\w+ /mg;
+		my $history = $s =~ /^Last \d+ seconds/m;
+		note("${w}x$h: $listed of " . ($c + $wn + $in) . ' findings listed, history ' . ($history ? 'shown' : 'not shown'));
+		ok($listed == $c + $wn + $in || !$history, "${w}x$h: no history while findings are cut");
+		is($listed, $c + $wn + $in, "${w}x$h: every finding listed") if $h >= 40;
 	}
+	# The selection moves over the findings on screen only: at 80x24,
+	# more downs than findings leave the marker on a listed one.
+	system(@tmux, 'resize-window', '-t', 'pgc', '-x', 80, '-y', 24);
+	$s = $frame_at->(80);
+	system(@tmux, 'send-keys', '-t', 'pgc', 'Down') for 1 .. 12;
+	$s = $until->(qr/^>(critical|warning|info) /m);
+	like($s, qr/^>(critical|warning|info) +\w+ /m, 'at 80x24, the selection stays on a finding on screen');
+	system(@tmux, 'send-keys', '-t', 'pgc', 'Up') for 1 .. 12;
+	system(@tmux, 'resize-window', '-t', 'pgc', '-x', 200, '-y', 60);
+	$frame_at->(200);
 	system(@tmux, 'send-keys', '-t', 'pgc', 'p');
 	like($until->(qr/^ pg_contention top  PAUSED  sort: /), qr/^ pg_contention top  PAUSED  sort: cost/,
 		'at 200x60, p pauses, said first on the header');
