@@ -109,6 +109,17 @@ typedef enum ConnProblem
 
 extern ConnProblem conn_open(Conn *c, char **message);
 extern void conn_close(Conn *c);
+
+/* The extension as it stands now against what conn_open found. */
+typedef enum ExtensionState
+{
+	EXT_SAME,					/* as found: the error was something else */
+	EXT_GONE,					/* dropped from the database */
+	EXT_CHANGED,				/* another version or schema: read it again */
+	EXT_UNKNOWN					/* the look itself failed */
+} ExtensionState;
+
+extern ExtensionState conn_extension_state(Conn *c);
 extern PGresult *conn_query(Conn *c, const char *sql, char **message);
 extern bool conn_query_prepared(Conn *c, char *const *texts, const char *const *params,
 								int n, PGresult **res, char **message);

@@ -505,6 +505,36 @@ conn_open(Conn *c, char **message)
 	return CONN_OK;
 }
 
+/*
+ * After a look failed on a working connection: is the extension still the
+ * one conn_open found?  A catalog read that raises no error whatever
+ * happened to it (top polls with it while the extension is gone, without
+ * an ERROR in the server's log at each refresh).
+ */
+ExtensionState
+conn_extension_state(Conn *c)
+{
+	PGresult   *res;
+	ExtensionState state;
+	int			major,
+				minor;
+
+	res = conn_query(c, "SELECT e.extnamespace::pg_catalog.regnamespace::pg_catalog.text, e.extversion"
+					 " FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_contention'", NULL);
+	if (res == NULL)
+		return EXT_UNKNOWN;
+	if (PQntuples(res) == 0)
+		state = EXT_GONE;
+	else if (strcmp(PQgetvalue(res, 0, 0), c->schema ? c->schema : "") != 0 ||
+			 sscanf(PQgetvalue(res, 0, 1), "%d.%d", &major, &minor) != 2 ||
+			 major * 100 + minor != c->ext_version)
+		state = EXT_CHANGED;
+	else
+		state = EXT_SAME;
+	PQclear(res);
+	return state;
+}
+
 void
 conn_close(Conn *c)
 {

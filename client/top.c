@@ -175,7 +175,8 @@ fixed_lines(const TopState *t)
 	 * the history's lines, and a blank line after every section but the
 	 * last (the history's too, when it is shown).
 	 */
-	return 1 + (t->lost_since > 0 || t->reconnected_at > 0) + (t->error != NULL) + sections +
+	return 1 + (t->lost_since > 0 || t->reconnected_at > 0) + (t->error != NULL) +
+		(t->waiting != NULL) + sections +
 		history_lines(t) + (t->blanks ? sections - 1 + (t->history_mode != HISTORY_NONE) : 0);
 }
 
@@ -408,6 +409,24 @@ refresh(TopState *t)
 		same_connection = false;
 	}
 
+	/*
+	 * The extension was dropped: look for it again, with a read that
+	 * raises no error, and read the figures only once it is back (on a new
+	 * connection, which finds its schema and version).
+	 */
+	if (t->waiting != NULL)
+	{
+		ExtensionState state = conn_extension_state(t->c);
+
+		if (state == EXT_GONE || (state == EXT_UNKNOWN && PQstatus(t->c->conn) == CONNECTION_OK))
+			return;
+		free(t->waiting);
+		t->waiting = NULL;
+		conn_close(t->c);
+		refresh(t);
+		return;
+	}
+
 	scope.history_seconds = HISTORY_SPAN + 1;
 	/* The seconds read before, on this connection, are not read again. */
 	scope.held = t->have_last && same_connection ? &t->last : NULL;
@@ -432,7 +451,34 @@ refresh(TopState *t)
 			t->attempts = 0;
 		}
 		else
-			t->error = message;
+		{
+			/*
+			 * The extension dropped or changed under the session: say so
+			 * once, and wait for it (dropped) or read it again (updated),
+			 * instead of the same error at every refresh.
+			 */
+			ExtensionState state = conn_extension_state(t->c);
+
+			if (state == EXT_GONE)
+			{
+				char		text[512];
+
+				snprintf(text, sizeof(text),
+						 "extension pg_contention was dropped from database \"%s\" (seen at %s): "
+						 "top resumes when it is created again (CREATE EXTENSION pg_contention)",
+						 PQdb(t->c->conn), fmt_clock(wall_clock()));
+				t->waiting = xstrdup(text);
+				free(message);
+			}
+			else if (state == EXT_CHANGED)
+			{
+				free(message);
+				conn_close(t->c);
+				refresh(t);
+			}
+			else
+				t->error = message;
+		}
 		return;
 	}
 	if (read_incidents)

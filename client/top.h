@@ -37,6 +37,7 @@ typedef struct TopState
 	Snapshot	last;			/* what is on screen */
 	bool		have_last;
 	char	   *error;			/* the last refresh's error, the server up */
+	char	   *waiting;		/* the extension is gone: why top waits */
 	double		lost_since;		/* wall clock; 0 when connected */
 	char	   *lost_message;
 	int			attempts;

@@ -147,6 +147,11 @@ draw_connection(TopState *t)
 		snprintf(text, sizeof(text), "Error: %s", t->error);
 		text_line(t, "\033[1;31m", text);
 	}
+	if (t->waiting)
+	{
+		snprintf(text, sizeof(text), "Waiting: %s", t->waiting);
+		text_line(t, "\033[1;33m", text);
+	}
 }
 
 void

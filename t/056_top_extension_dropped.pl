@@ -1,0 +1,74 @@
+# top while the extension is dropped, created again, and updated under it:
+# it says once that the extension is gone and waits (a catalog read that
+# raises no error: no ERROR in the server's log at each refresh), resumes
+# when it is created again, and reads an updated extension's new version
+# on a new connection instead of failing at every refresh.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'pg_contention'
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE shop');
+$node->safe_psql('shop', 'CREATE EXTENSION pg_contention');
+
+# top refreshing every 0.2 s, its frames written as text (not a terminal).
+my ($in, $out, $err) = ('', '', '');
+my $top = IPC::Run::start([ 'pg_contention', 'top', '-i', '0.2' ],
+	'<', \$in, '>', \$out, '2>', \$err,
+	init => sub { $ENV{PGHOST} = $node->host; $ENV{PGPORT} = $node->port; $ENV{PGDATABASE} = 'shop' });
+sub frames_until
+{
+	my ($re) = @_;
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		$top->pump_nb;
+		return 1 if $out =~ $re;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
+}
+ok(frames_until(qr/^Findings over the last/m), 'top shows its frame') or diag($err);
+
+my $offset = -s $node->logfile;
+$out = '';
+$node->safe_psql('shop', 'DROP EXTENSION pg_contention');
+ok(frames_until(qr/^Waiting: extension pg_contention was dropped from database "shop" \(seen at \d\d:\d\d:\d\d\): top resumes when it is created again/m),
+	'top says the extension was dropped and that it waits');
+# Two seconds of waiting: about ten refreshes.
+$out = '';
+select(undef, undef, undef, 2);
+$top->pump_nb;
+my $frames = () = $out =~ /^Waiting: extension pg_contention was dropped/mg;
+ok($frames >= 3, "it went on drawing ($frames frames), waiting");
+unlike($out, qr/^Error: /m, 'no error line while it waits');
+my $log = slurp_file($node->logfile, $offset);
+my $errors = () = $log =~ /ERROR: /g;
+ok($errors <= 1, "at most the first failed read in the server's log ($errors ERROR lines over the wait)")
+	or diag($log);
+
+$out = '';
+$node->safe_psql('shop', "CREATE EXTENSION pg_contention VERSION '1.3'");
+ok(frames_until(qr/^Findings over the last(?!.*^Waiting: )/ms), 'created again (1.3): top resumes, no longer waiting');
+
+# Updated under it: read again on a new connection, without an error at each refresh.
+$offset = -s $node->logfile;
+$node->safe_psql('shop', 'ALTER EXTENSION pg_contention UPDATE');
+select(undef, undef, undef, 2);
+$out = '';
+ok(frames_until(qr/^Findings over the last/m), 'updated: top goes on');
+select(undef, undef, undef, 1);
+$top->pump_nb;
+my @errors = $out =~ /^Error: (.*)$/mg;
+is(scalar(@errors), 0, 'no error line after the update') or diag(join("\n", @errors));
+like($out, qr/^Who pays/m, 'the 1.4 sections are read (who pays)');
+
+$top->kill_kill;
+done_testing();
