@@ -29,6 +29,8 @@ extern void pgc_statement_end_utility(bool ends_transaction);
 
 extern void pgc_transaction_end(bool aborted);
 
+extern uint32 pgc_statement_number(void);
+
 extern bool pgc_current_statement(int64 *query_id, int *stmt_location,
 								  int *stmt_len);
 

@@ -422,6 +422,16 @@ pgc_current_statement(int64 *query_id, int *stmt_location, int *stmt_len)
 	return true;
 }
 
+/*
+ * This backend's statement number: it changes when a client statement
+ * starts and when it ends (overflow.c tells statements apart by it).
+ */
+uint32
+pgc_statement_number(void)
+{
+	return my_statement_no;
+}
+
 /* For the sampler: how many slots, and one slot's contents. */
 int
 pgc_query_id_slots(void)

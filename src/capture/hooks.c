@@ -155,13 +155,12 @@ pgc_ExecutorRun(PGC_EXECUTOR_RUN_PARAMS)
  * for a top-level one).  Out of line: the common path is the inline test.
  */
 static pg_noinline void
-overflow_at_executor_end(QueryDesc *queryDesc, int64 query_id,
-						 const PgcExecution *exec)
+overflow_at_executor_end(const char *source_text, int64 query_id, int64 rows)
 {
 	(void) pgc_record_overflow(query_id, false);
 	if ((pgc_overflow_pending & PGC_OVERFLOW_EVENT_OPEN) &&
-		is_client_statement(queryDesc->sourceText) && !pgc_client_utility_running)
-		pgc_overflow_statement_done((exec->flags & PGC_COUNT_TOP_LEVEL) ? exec->rows : -1);
+		is_client_statement(source_text) && !pgc_client_utility_running)
+		pgc_overflow_statement_done(rows);
 }
 
 /* The same for a utility statement: COPY's rows; a CALL's or DO's unknown. */
@@ -197,7 +196,8 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 			query_id = statement_query_id(queryDesc->plannedstmt, queryDesc->sourceText);
 
 		if (pgc_overflow_attention())
-			overflow_at_executor_end(queryDesc, query_id, &exec);
+			overflow_at_executor_end(queryDesc->sourceText, query_id,
+									 (exec.flags & PGC_COUNT_TOP_LEVEL) ? exec.rows : -1);
 
 		/* EXPLAIN without ANALYZE runs nothing: not a call. */
 		if (counted)

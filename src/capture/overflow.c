@@ -52,12 +52,12 @@ static char *deferred_text = NULL;
  * client statement, counted by the subtransaction callback: a statement
  * whose function opens them per row shows it here.  The statement they
  * belong to is told apart without any work at its start (the common path):
- * by the message's start time and the statement's text and place in it.
+ * by this backend's statement number (current_statement.c) and, where a
+ * backend has none, its message's start time.
  */
 static int64 statement_subxids = 0;
+static uint32 subxids_statement_no = 0;
 static TimestampTz subxids_message_start = 0;
-static const char *subxids_text = NULL;
-static int	subxids_location = -1;
 
 /*
  * The event this statement wrote, waiting for the statement's end: its
@@ -195,24 +195,12 @@ record_event(int64 current_query_id, bool in_abort)
 							&overflow_event);
 }
 
-/*
- * Is the running client statement the one statement_subxids counts?  Its
- * message's start time, its text and its place in the text: a statement
- * of another message, or the next one of a multi-statement string.
- */
-static bool
-subxids_are_this_statements(TimestampTz *message_start, const char **text,
-							int *location)
+/* Is the running client statement the one statement_subxids counts? */
+static inline bool
+subxids_are_this_statements(void)
 {
-	int64		query_id;
-	int			len;
-
-	*message_start = GetCurrentStatementStartTimestamp();
-	*text = debug_query_string;
-	*location = -1;
-	(void) pgc_current_statement(&query_id, location, &len);
-	return *message_start == subxids_message_start && *text == subxids_text &&
-		*location == subxids_location;
+	return pgc_statement_number() == subxids_statement_no &&
+		GetCurrentStatementStartTimestamp() == subxids_message_start;
 }
 
 /*
@@ -223,16 +211,11 @@ subxids_are_this_statements(TimestampTz *message_start, const char **text,
 void
 pgc_subxid_ended(void)
 {
-	TimestampTz message_start;
-	const char *text;
-	int			location;
-
-	if (!subxids_are_this_statements(&message_start, &text, &location))
+	if (!subxids_are_this_statements())
 	{
 		statement_subxids = 0;
-		subxids_message_start = message_start;
-		subxids_text = text;
-		subxids_location = location;
+		subxids_statement_no = pgc_statement_number();
+		subxids_message_start = GetCurrentStatementStartTimestamp();
 	}
 	statement_subxids++;
 }
@@ -248,13 +231,8 @@ pgc_subxid_ended(void)
 void
 pgc_overflow_statement_done(int64 rows)
 {
-	TimestampTz message_start;
-	const char *text;
-	int			location;
-	int64		subxacts;
+	int64		subxacts = subxids_are_this_statements() ? statement_subxids : 0;
 
-	subxacts = subxids_are_this_statements(&message_start, &text, &location) ?
-		statement_subxids : 0;
 	pgc_overflow_pending &= ~PGC_OVERFLOW_EVENT_OPEN;
 	if (pgc_shared == NULL)
 		return;
