@@ -8,9 +8,8 @@
  *		backends by wait class, readers' pg_subtrans lookups per second,
  *		overflowed backends, the xmin horizon's age), and the evidence
  *		tables.  With --incident N, the same for one incident the server
- *		kept (extension 1.4), from what it froze: its open, peak and close,
- *		the charts of the seconds before its peak (its details' history),
- *		the statements and holders at its peak.
+ *		kept (report_incident.c).  The page's shared parts (style, cells,
+ *		charts of seconds, writing the file) are declared in report.h.
  *
  * Texts from the server are escaped as util.c says: in the page, those
  * inline among the page's own words are also isolated from its direction
@@ -20,6 +19,7 @@
  *-------------------------------------------------------------------------
  */
 #include "client.h"
+#include "report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-static const char *const page_style =
+const char *const html_page_style =
 "body{font:14px/1.45 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1a1a1a;"
 "max-width:1000px;margin:24px auto;padding:0 16px}\n"
 "h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}\n"
@@ -60,16 +60,16 @@ static const char *const page_style =
  * own: nothing in one reorders text outside it.  Server text inline among
  * the page's own words is isolated in a <bdi> (buf_html_isolated).
  */
-static void
-cell(Buf *b, const char *text)
+void
+html_cell(Buf *b, const char *text)
 {
 	buf_append(b, "<td>");
 	buf_html(b, text);
 	buf_append(b, "</td>");
 }
 
-static void
-cell_number(Buf *b, const char *text)
+void
+html_cell_number(Buf *b, const char *text)
 {
 	buf_append(b, "<td class=\"n\">");
 	buf_html(b, text);
@@ -83,8 +83,8 @@ cell_number(Buf *b, const char *text)
  */
 #define QUERY_SHOWN_BYTES	400
 
-static void
-cell_query(Buf *b, const char *text)
+void
+html_cell_query(Buf *b, const char *text)
 {
 	size_t		len = strlen(text);
 
@@ -110,8 +110,8 @@ cell_query(Buf *b, const char *text)
 	buf_append(b, "</td>");
 }
 
-static void
-table_start(Buf *b, const char *title, const char *const *headers, int nheaders, int rows,
+void
+html_table_start(Buf *b, const char *title, const char *const *headers, int nheaders, int rows,
 			const char *none)
 {
 	buf_append(b, "<h3>");
@@ -134,8 +134,8 @@ table_start(Buf *b, const char *title, const char *const *headers, int nheaders,
 	buf_append(b, "</tr></thead><tbody>\n");
 }
 
-static void
-table_end(Buf *b, int rows)
+void
+html_table_end(Buf *b, int rows)
 {
 	if (rows > 0)
 		buf_append(b, "</tbody></table>\n");
@@ -198,7 +198,7 @@ html_victims(Buf *b, const Snapshot *s, const Conn *c)
 
 	if (c->ext_version < 104)
 		return;
-	table_start(b, "Who pays: the statements that paid for the findings' problems, by application",
+	html_table_start(b, "Who pays: the statements that paid for the findings' problems, by application",
 				victim_headers, 7, s->nvictims,
 				"Nobody: no statement but the culprits' and pg_contention's own paid in the window.");
 	for (int i = 0; i < s->nvictims; i++)
@@ -206,16 +206,16 @@ html_victims(Buf *b, const Snapshot *s, const Conn *c)
 		const VictimRow *v = &s->victims[i];
 
 		buf_append(b, "<tr>");
-		cell(b, v->application[0] ? v->application : "(none)");
-		cell(b, v->usename);
-		cell(b, v->datname);
-		cell_number(b, fmt_count(v->paid));
-		cell(b, victim_kind_label(v->kind));
-		cell_number(b, fmt_count(v->executions));
-		cell_query(b, v->query);
+		html_cell(b, v->application[0] ? v->application : "(none)");
+		html_cell(b, v->usename);
+		html_cell(b, v->datname);
+		html_cell_number(b, fmt_count(v->paid));
+		html_cell(b, victim_kind_label(v->kind));
+		html_cell_number(b, fmt_count(v->executions));
+		html_cell_query(b, v->query);
 		buf_append(b, "</tr>\n");
 	}
-	table_end(b, s->nvictims);
+	html_table_end(b, s->nvictims);
 }
 
 /*
@@ -232,7 +232,7 @@ horizon_chart(Buf *b, const Second *sec, int nseconds)
 			  nseconds ? &sec[0].epoch : NULL, sizeof(Second), nseconds, &one, 1, false);
 }
 
-static void
+void
 html_seconds_charts(Buf *b, const Second *sec, int nseconds, const char *problem)
 {
 	ChartSeries classes[NUM_CLASSES];
@@ -317,7 +317,7 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 
 	snprintf(near, sizeof(near), "Backends with more than %d subtransactions (64 overflow)",
 			 c->near_level);
-	table_start(b, near, backend_headers, 9, s->nbackends, "None now.");
+	html_table_start(b, near, backend_headers, 9, s->nbackends, "None now.");
 	for (int i = 0; i < s->nbackends; i++)
 	{
 		const Backend *r = &s->backends[i];
@@ -325,21 +325,21 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 
 		buf_append(b, "<tr>");
 		snprintf(n, sizeof(n), "%d", r->pid);
-		cell_number(b, n);
-		cell(b, r->datname);
-		cell(b, r->usename);
-		cell(b, r->application);
-		cell(b, r->state);
+		html_cell_number(b, n);
+		html_cell(b, r->datname);
+		html_cell(b, r->usename);
+		html_cell(b, r->application);
+		html_cell(b, r->state);
 		snprintf(n, sizeof(n), "%d", r->subxacts);
-		cell_number(b, n);
-		cell(b, r->overflowed ? "yes" : "no");
-		cell_number(b, fmt_duration(r->xact_seconds));
-		cell_query(b, r->query);
+		html_cell_number(b, n);
+		html_cell(b, r->overflowed ? "yes" : "no");
+		html_cell_number(b, fmt_duration(r->xact_seconds));
+		html_cell_query(b, r->query);
 		buf_append(b, "</tr>\n");
 	}
-	table_end(b, s->nbackends);
+	html_table_end(b, s->nbackends);
 
-	table_start(b, "Holders of the xmin horizon, oldest first", holder_headers, 11,
+	html_table_start(b, "Holders of the xmin horizon, oldest first", holder_headers, 11,
 				s->nholders, "None: nothing holds the horizon back.");
 	for (int i = 0; i < s->nholders; i++)
 	{
@@ -347,23 +347,23 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 		char		n[32];
 
 		buf_append(b, "<tr>");
-		cell(b, r->kind);
-		cell(b, r->holder);
+		html_cell(b, r->kind);
+		html_cell(b, r->holder);
 		snprintf(n, sizeof(n), "%d", r->pid);
-		cell_number(b, r->pid ? n : "");
-		cell(b, r->datname);
-		cell(b, r->application);
-		cell_number(b, fmt_count(r->xmin_age));
-		cell_number(b, fmt_duration(r->held_seconds));
-		cell(b, r->blocks_cleanup ? "yes" : "no");
-		cell(b, r->follows);
-		cell(b, r->state);
-		cell_query(b, r->query);
+		html_cell_number(b, r->pid ? n : "");
+		html_cell(b, r->datname);
+		html_cell(b, r->application);
+		html_cell_number(b, fmt_count(r->xmin_age));
+		html_cell_number(b, fmt_duration(r->held_seconds));
+		html_cell(b, r->blocks_cleanup ? "yes" : "no");
+		html_cell(b, r->follows);
+		html_cell(b, r->state);
+		html_cell_query(b, r->query);
 		buf_append(b, "</tr>\n");
 	}
-	table_end(b, s->nholders);
+	html_table_end(b, s->nholders);
 
-	table_start(b, "Statements by pg_subtrans waits, since the last reset", statement_headers, 10,
+	html_table_start(b, "Statements by pg_subtrans waits, since the last reset", statement_headers, 10,
 				s->nstatements, "None: no statement ran on a suboverflowed snapshot.");
 	for (int i = 0; i < s->nstatements; i++)
 	{
@@ -371,22 +371,22 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 		char		n[32];
 
 		buf_append(b, "<tr>");
-		cell(b, r->query_id);
-		cell(b, r->datname);
-		cell(b, r->usename);
-		cell(b, r->application);
-		cell_number(b, fmt_count(r->calls));
-		cell_number(b, fmt_count(r->suboverflowed_calls));
-		cell_number(b, fmt_count(r->subtrans_waits));
-		cell_number(b, fmt_count(r->max_subxacts));
+		html_cell(b, r->query_id);
+		html_cell(b, r->datname);
+		html_cell(b, r->usename);
+		html_cell(b, r->application);
+		html_cell_number(b, fmt_count(r->calls));
+		html_cell_number(b, fmt_count(r->suboverflowed_calls));
+		html_cell_number(b, fmt_count(r->subtrans_waits));
+		html_cell_number(b, fmt_count(r->max_subxacts));
 		snprintf(n, sizeof(n), "%.1f", r->blks_per_row);
-		cell_number(b, isnan(r->blks_per_row) ? "-" : n);
-		cell_query(b, r->query);
+		html_cell_number(b, isnan(r->blks_per_row) ? "-" : n);
+		html_cell_query(b, r->query);
 		buf_append(b, "</tr>\n");
 	}
-	table_end(b, s->nstatements);
+	html_table_end(b, s->nstatements);
 
-	table_start(b, "Indexes by dead entries per execution, since the last reset", index_headers, 8,
+	html_table_start(b, "Indexes by dead entries per execution, since the last reset", index_headers, 8,
 				s->nindexes, "None: no measured index scan visited a dead entry.");
 	for (int i = 0; i < s->nindexes; i++)
 	{
@@ -394,20 +394,20 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 		char		n[32];
 
 		buf_append(b, "<tr>");
-		cell(b, r->index);
-		cell(b, r->datname);
-		cell_number(b, fmt_count(r->scans));
-		cell_number(b, fmt_count(r->dead_visits));
-		cell_number(b, fmt_count(r->dead_per_scan));
-		cell_number(b, fmt_count(r->max_dead_per_scan));
+		html_cell(b, r->index);
+		html_cell(b, r->datname);
+		html_cell_number(b, fmt_count(r->scans));
+		html_cell_number(b, fmt_count(r->dead_visits));
+		html_cell_number(b, fmt_count(r->dead_per_scan));
+		html_cell_number(b, fmt_count(r->max_dead_per_scan));
 		snprintf(n, sizeof(n), "%.1f", 100 * r->dead_ratio);
-		cell_number(b, isnan(r->dead_ratio) ? "-" : n);
-		cell_query(b, r->query);
+		html_cell_number(b, isnan(r->dead_ratio) ? "-" : n);
+		html_cell_query(b, r->query);
 		buf_append(b, "</tr>\n");
 	}
-	table_end(b, s->nindexes);
+	html_table_end(b, s->nindexes);
 
-	table_start(b, "Latest subtransaction-cache overflow events, by session and statement",
+	html_table_start(b, "Latest subtransaction-cache overflow events, by session and statement",
 				event_headers, 8, s->nevents, "None recorded.");
 	for (int i = 0; i < s->nevents; i++)
 	{
@@ -415,35 +415,48 @@ html_tables(Buf *b, const Snapshot *s, const Conn *c)
 		char		n[32];
 
 		buf_append(b, "<tr>");
-		cell(b, r->time);
+		html_cell(b, r->time);
 		/* the time alone when it is the same day */
-		cell(b, strlen(r->last_time) > 11 && strncmp(r->time, r->last_time, 11) == 0 ?
+		html_cell(b, strlen(r->last_time) > 11 && strncmp(r->time, r->last_time, 11) == 0 ?
 			 r->last_time + 11 : r->last_time);
-		cell_number(b, fmt_count(r->events));
+		html_cell_number(b, fmt_count(r->events));
 		snprintf(n, sizeof(n), "%d", r->pid);
-		cell_number(b, n);
-		cell(b, r->datname);
-		cell(b, r->usename);
-		cell(b, r->application);
-		cell_query(b, r->query);
+		html_cell_number(b, n);
+		html_cell(b, r->datname);
+		html_cell(b, r->usename);
+		html_cell(b, r->application);
+		html_cell_query(b, r->query);
 		buf_append(b, "</tr>\n");
 	}
-	table_end(b, s->nevents);
+	html_table_end(b, s->nevents);
 }
 
-static bool
-write_out(const char *path, const char *data, size_t len)
+/*
+ * The page into path ("-": standard output).  A file written is said on
+ * standard error (its name and size: the command prints nothing else),
+ * as is a failure.
+ */
+bool
+html_write_out(const char *path, const char *data, size_t len)
 {
 	FILE	   *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
 	bool		ok;
 
-	if (f == NULL)
-		return false;
-	ok = fwrite(data, 1, len, f) == len;
-	if (f == stdout)
-		ok = (fflush(f) == 0) && ok;
+	if (f != NULL)
+	{
+		ok = fwrite(data, 1, len, f) == len;
+		if (f == stdout)
+			ok = (fflush(f) == 0) && ok;
+		else
+			ok = (fclose(f) == 0) && ok;
+	}
 	else
-		ok = (fclose(f) == 0) && ok;
+		ok = false;
+	if (!ok)
+		fprintf(stderr, "%s: error: could not write \"%s\": %s\n", progname_get(), path,
+				strerror(errno));
+	else if (f != stdout)
+		fprintf(stderr, "%s: wrote %s (%zu kB)\n", progname_get(), path, (len + 1023) / 1024);
 	return ok;
 }
 
@@ -463,7 +476,7 @@ html_open_incidents(Buf *b, const Snapshot *s, const Conn *c)
 		return;
 	for (int i = 0; i < s->incidents.n; i++)
 		open += s->incidents.rows[i].closed[0] == '\0';
-	table_start(b, "Open incidents (pg_contention report --incident=ID: each one's frozen report)",
+	html_table_start(b, "Open incidents (pg_contention report --incident=ID: each one's frozen report)",
 				headers, 6, open, "None: the server has no incident open.");
 	for (int i = 0; i < s->incidents.n; i++)
 	{
@@ -472,15 +485,15 @@ html_open_incidents(Buf *b, const Snapshot *s, const Conn *c)
 		if (r->closed[0] != '\0')
 			continue;
 		buf_append(b, "<tr>");
-		cell_number(b, r->id);
-		cell(b, r->severity);
-		cell(b, r->problem);
-		cell(b, r->opened);
-		cell(b, r->last_seen);
-		cell_query(b, r->subject);
+		html_cell_number(b, r->id);
+		html_cell(b, r->severity);
+		html_cell(b, r->problem);
+		html_cell(b, r->opened);
+		html_cell(b, r->last_seen);
+		html_cell_query(b, r->subject);
 		buf_append(b, "</tr>\n");
 	}
-	table_end(b, open);
+	html_table_end(b, open);
 }
 
 static int
@@ -516,7 +529,7 @@ report_html(Conn *c, const char *path, bool with_values)
 	buf_append(&b, " at ");
 	buf_html(&b, when);
 	buf_append(&b, "</title>\n<style>\n");
-	buf_append(&b, page_style);
+	buf_append(&b, html_page_style);
 	buf_append(&b, "</style>\n</head>\n<body>\n<h1>pg_contention report</h1>\n<p class=\"meta\">");
 	buf_html_isolated(&b, c->target);
 	buf_append(&b, ", PostgreSQL ");
@@ -543,450 +556,13 @@ report_html(Conn *c, const char *path, bool with_values)
 			   "pg_contention_index_scans).</footer>\n</body>\n</html>\n");
 
 	snapshot_free(&s);
-	if (!write_out(path, b.data, b.len))
+	if (!html_write_out(path, b.data, b.len))
 	{
-		fprintf(stderr, "%s: error: could not write \"%s\": %s\n", progname_get(), path,
-				strerror(errno));
 		buf_free(&b);
 		return EXIT_UNKNOWN;
 	}
 	buf_free(&b);
 	return 0;
-}
-
-/* ---- One incident, as the server froze it (pg_contention_incidents) ---- */
-
-/* A cell of a frozen row: the value, "-" for a JSON null. */
-static void
-cell_frozen(Buf *b, PGresult *res, int row, int col, bool number)
-{
-	if (PQgetisnull(res, row, col))
-		cell_number(b, "-");
-	else if (number)
-		cell_number(b, fmt_count(strtod(PQgetvalue(res, row, col), NULL)));
-	else
-		cell(b, PQgetvalue(res, row, col));
-}
-
-/* "no incident 7", as the server's report says it. */
-static int
-incident_missing(long long id)
-{
-	fprintf(stderr, "%s: error: no incident %lld: pg_contention incidents lists them\n",
-			progname_get(), id);
-	return EXIT_UNKNOWN;
-}
-
-/*
- * The rows of one of the frozen arrays (statements, holders, history) of
- * an incident's details, each element's keys as columns.  The details are
- * the text read once with the incident: the view is read once (it builds
- * every incident's details, and one may be evicted between two reads).
- */
-static PGresult *
-frozen_rows(Conn *c, const char *details, const char *array, const char *columns,
-			const char *order, char **message)
-{
-	Buf			sql;
-	PGresult   *res;
-	char	   *literal = PQescapeLiteral(c->conn, details, strlen(details));
-
-	if (literal == NULL)
-	{
-		*message = xstrdup("the incident's details could not be quoted (out of memory, or not in the client's encoding)");
-		return NULL;
-	}
-	/* A literal, not a parameter: the round trip's settings go first. */
-	buf_init(&sql);
-	buf_printf(&sql, "SELECT %s FROM pg_catalog.jsonb_array_elements("
-			   "CASE WHEN pg_catalog.jsonb_typeof(%s::pg_catalog.jsonb -> '%s') = 'array'"
-			   " THEN %s::pg_catalog.jsonb -> '%s' ELSE '[]' END) WITH ORDINALITY AS x(e, o) ORDER BY %s",
-			   columns, literal, array, literal, array, order);
-	PQfreemem(literal);
-	res = conn_query(c, sql.data, message);
-	buf_free(&sql);
-	return res;
-}
-
-/*
- * The timeline's rows for the server's restarts while the incident was
- * open (inc's columns 22 and 23: the kept times, '|'-separated, and how
- * many earlier ones were not kept), those before the peak or, after_peak,
- * the others: the times are one format in one zone, so they compare as
- * text.
- */
-static void
-timeline_restarts(Buf *b, const PGresult *inc, const char *peak, bool after_peak)
-{
-	const char *times = PQgetvalue(inc, 0, 22);
-	long		not_kept = strtol(PQgetvalue(inc, 0, 23), NULL, 10);
-	int			i = 0;
-
-	while (times[0] != '\0')
-	{
-		const char *end = strchr(times, '|');
-		size_t		len = end ? (size_t) (end - times) : strlen(times);
-		char		at[64];
-
-		snprintf(at, sizeof(at), "%.*s", (int) (len < sizeof(at) ? len : sizeof(at) - 1), times);
-		if ((strcmp(at, peak) > 0) == after_peak)
-		{
-			buf_append(b, "<tr>");
-			cell(b, "server restarted");
-			cell(b, at);
-			cell(b, "");
-			cell(b, "");
-			if (i == 0 && not_kept > 0)
-			{
-				char		text[160];
-
-				snprintf(text, sizeof(text),
-						 "open across this start of the server (and %ld earlier ones, whose times are not kept)",
-						 not_kept);
-				cell(b, text);
-			}
-			else
-				cell(b, "open across this start of the server");
-			buf_append(b, "</tr>\n");
-		}
-		i++;
-		times += len + (end ? 1 : 0);
-	}
-}
-
-static int
-report_incident_html(Conn *c, const char *path, long long id, bool with_values)
-{
-	static const char *const timeline_headers[] = {"", "at", "severity", "subject", "evidence"};
-	static const char *const statement_headers[] = {
-		"query id", "user", "calls", "rows", "buffers hit", "buffers read", "buffers per row",
-		"suboverflowed calls", "pg_subtrans wait samples", "statement"
-	};
-	static const char *const holder_headers[] = {
-		"kind", "holder", "pid", "xmin age", "held for", "blocks cleanup", "state",
-		"application", "statement"
-	};
-	Buf			sql;
-	Buf			b;
-	PGresult   *inc,
-			   *res;
-	char	   *message = NULL;
-	Second	   *seconds;
-	int			nseconds;
-	bool		open;
-	bool		peak_at_open;
-	const char *details;
-	char		title[64];
-
-	/*
-	 * Without values (the default): the evidence without the worst
-	 * execution's constants, the finding's details without them either,
-	 * the frozen holders' statements normalized.
-	 */
-	char		evidence[3][320];	/* a quoted schema, a function, two paths */
-	const char *const evidence_of[3] = {"evidence", "details #>> '{opened,evidence}'",
-	"details #>> '{closed,evidence}'"};
-
-	for (int k = 0; k < 3; k++)
-		snprintf(evidence[k], sizeof(evidence[k]),
-				 with_values ? "%s%s" : "%s.pg_contention_without_values(%s, details -> 'finding')",
-				 with_values ? "" : c->schema, evidence_of[k]);
-	buf_init(&sql);
-	buf_printf(&sql,
-			   "SELECT problem, peak_severity, subject, %s, advice, resolution, severity,"
-			   " pg_catalog.to_char(opened, 'YYYY-MM-DD HH24:MI:SS TZ'),"
-			   " pg_catalog.to_char(peak, 'YYYY-MM-DD HH24:MI:SS TZ'),"
-			   " pg_catalog.to_char(closed, 'YYYY-MM-DD HH24:MI:SS TZ'),"
-			   " pg_catalog.to_char(last_seen, 'YYYY-MM-DD HH24:MI:SS TZ'),"
-			   " %s.pg_contention_duration(coalesce(closed, pg_catalog.clock_timestamp()) - opened),"
-			   " coalesce(details #>> '{opened,severity}', 'warning'),"
-			   " coalesce(details #>> '{opened,subject}', subject),"
-			   " %s, %s,"
-			   " coalesce(details ->> 'truncated' = 'true', false),"
-			   " pg_catalog.jsonb_pretty(details -> 'finding'%s),"
-			   " pg_catalog.to_char(pg_catalog.clock_timestamp(), 'YYYY-MM-DD HH24:MI:SS TZ'),"
-			   " coalesce(details ->> 'masked' = 'true', false),"
-			   " coalesce(details, '{}')::text,"
-			   " coalesce(details ->> 'unavailable' = 'true', false),"
-			   " (SELECT pg_catalog.string_agg(pg_catalog.to_char((r.value #>> '{}')::pg_catalog.timestamptz,"
-			   " 'YYYY-MM-DD HH24:MI:SS TZ'), '|' ORDER BY r.n)"
-			   " FROM pg_catalog.jsonb_array_elements(details -> 'restarts') WITH ORDINALITY AS r(value, n)),"
-			   " coalesce((details ->> 'restart_count')::integer"
-			   " - pg_catalog.jsonb_array_length(details -> 'restarts'), 0)"
-			   " FROM %s.pg_contention_incidents(true, %lld::pg_catalog.int8) WHERE id = %lld",
-			   evidence[0], c->schema, evidence[1], evidence[2],
-			   with_values ? "" : " #- '{worst,literals}'", c->schema, id > 0 ? id : -1, id);
-	inc = conn_query(c, sql.data, &message);
-	buf_free(&sql);
-	if (inc == NULL)
-	{
-		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
-		return EXIT_UNKNOWN;
-	}
-	if (PQntuples(inc) == 0)
-	{
-		PQclear(inc);
-		return incident_missing(id);
-	}
-	open = PQgetisnull(inc, 0, 9);
-	details = PQgetvalue(inc, 0, 20);
-
-	/*
-	 * The frozen seconds, read as the live history is (data.c): per-class
-	 * averages are samples / ticks; the readers' lookups.
-	 */
-	res = frozen_rows(c, details, "history",
-					  "pg_catalog.date_part('epoch', (e ->> 'bucket_start')::timestamptz),"
-					  " (e ->> 'avg_active_backends')::float8,"
-					  " greatest(coalesce((e ->> 'ticks')::float8, 1), 1),"
-					  " (e ->> 'cpu_samples')::float8, (e ->> 'lwlock_samples')::float8,"
-					  " (e ->> 'lock_samples')::float8, (e ->> 'io_samples')::float8,"
-					  " (e ->> 'ipc_samples')::float8, (e ->> 'bufferpin_samples')::float8,"
-					  " (e ->> 'timeout_samples')::float8, (e ->> 'extension_samples')::float8,"
-					  " (e ->> 'client_samples')::float8, (e ->> 'other_samples')::float8,"
-					  " coalesce((e ->> 'subtrans_slru_samples')::float8, 0)"
-					  " + coalesce((e ->> 'subtrans_buffer_samples')::float8, 0),"
-					  " (e ->> 'max_overflowed_backends')::float8,"
-					  " (e ->> 'subtrans_reader_lookups')::float8,"
-					  " (e ->> 'horizon_xid_age')::float8",
-					  "1, o", &message);
-	if (res == NULL)
-	{
-		fprintf(stderr, "%s: error: %s\n", progname_get(), message);
-		PQclear(inc);
-		return EXIT_UNKNOWN;
-	}
-	nseconds = PQntuples(res);
-	seconds = xmalloc(sizeof(Second) * (size_t) (nseconds > 0 ? nseconds : 1));
-	for (int i = 0; i < nseconds; i++)
-	{
-		Second	   *sec = &seconds[i];
-		double		ticks = strtod(PQgetvalue(res, i, 2), NULL);
-
-#define FROZEN(col) (PQgetisnull(res, i, (col)) ? NAN : strtod(PQgetvalue(res, i, (col)), NULL))
-		sec->epoch = FROZEN(0);
-		sec->active = FROZEN(1);
-		for (int k = 0; k < NUM_CLASSES; k++)
-			sec->by_class[k] = FROZEN(3 + k) / ticks;
-		sec->subtrans_waits = FROZEN(13);
-		sec->overflowed = FROZEN(14);
-		sec->lookups = FROZEN(15);
-		sec->horizon_age = FROZEN(16);
-#undef FROZEN
-	}
-	PQclear(res);
-
-	snprintf(title, sizeof(title), "pg_contention incident %lld", id);
-	buf_init(&b);
-	buf_append(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>");
-	buf_append(&b, title);
-	buf_append(&b, ": ");
-	buf_html(&b, c->target);
-	buf_append(&b, "</title>\n<style>\n");
-	buf_append(&b, page_style);
-	buf_append(&b, "</style>\n</head>\n<body>\n<h1>");
-	buf_append(&b, title);
-	buf_append(&b, "</h1>\n<p class=\"meta\">");
-	buf_html_isolated(&b, c->target);
-	buf_append(&b, ", PostgreSQL ");
-	buf_html_isolated(&b, c->server_version);
-	buf_printf(&b, " (%s); written at ", c->in_recovery ? "hot standby" : "primary");
-	buf_html(&b, PQgetvalue(inc, 0, 18));
-	buf_append(&b, ". Everything below is what the server froze at the time, not what it "
-			   "holds now.</p>\n");
-	if (PQgetvalue(inc, 0, 19)[0] == 't')
-		buf_append(&b, "<p class=\"meta\"><b>The texts are masked</b>: reading them takes "
-				   "pg_read_all_stats; of the frozen statements and holders, those of your own role "
-				   "are shown.</p>\n");
-
-	/* The incident at its peak, as a finding is shown. */
-	buf_append(&b, "<section class=\"finding ");
-	buf_html(&b, PQgetvalue(inc, 0, 1));
-	buf_append(&b, "\"><h3><span class=\"sev\">");
-	buf_html(&b, PQgetvalue(inc, 0, 1));
-	buf_append(&b, "</span> ");
-	buf_html_isolated(&b, PQgetvalue(inc, 0, 0));
-	buf_append(&b, "</h3>\n<p class=\"subject\">");
-	buf_html(&b, PQgetvalue(inc, 0, 2));
-	buf_append(&b, "</p>\n<p class=\"evidence\">");
-	buf_html(&b, PQgetvalue(inc, 0, 3));
-	buf_append(&b, "</p>\n<p class=\"advice\"><b>What to do:</b> ");
-	buf_html_isolated(&b, PQgetvalue(inc, 0, 4));
-	buf_append(&b, "</p>\n<p class=\"meta\">Opened ");
-	buf_html(&b, PQgetvalue(inc, 0, 7));
-	if (open)
-	{
-		buf_append(&b, "; <b>still open</b> (now ");
-		buf_html_isolated(&b, PQgetisnull(inc, 0, 6) ? "unknown" : PQgetvalue(inc, 0, 6));
-		buf_append(&b, ", last seen ");
-		buf_html(&b, PQgetvalue(inc, 0, 10));
-		buf_append(&b, "), for ");
-	}
-	else
-	{
-		buf_append(&b, "; closed ");
-		buf_html(&b, PQgetvalue(inc, 0, 9));
-		buf_append(&b, " after ");
-	}
-	buf_html(&b, PQgetvalue(inc, 0, 11));
-	buf_append(&b, ".</p>\n");
-	if (!open)
-	{
-		buf_append(&b, "<p class=\"resolution\"><b>Resolution:</b> ");
-		buf_html_isolated(&b, PQgetisnull(inc, 0, 5) ?
-						  "not known: the server could not tell what ended it" :
-						  PQgetvalue(inc, 0, 5));
-		buf_append(&b, "</p>\n");
-	}
-	buf_append(&b, "</section>\n");
-
-	buf_append(&b, "<h2>Timeline</h2>\n");
-	table_start(&b, "Open, peak and close", timeline_headers, 5, 3, "");
-	/* Opened at its peak: one row, not the same figures twice. */
-	peak_at_open = strcmp(PQgetvalue(inc, 0, 7), PQgetvalue(inc, 0, 8)) == 0;
-	if (!peak_at_open)
-	{
-		buf_append(&b, "<tr>");
-		cell(&b, "opened");
-		cell(&b, PQgetvalue(inc, 0, 7));
-		cell(&b, PQgetvalue(inc, 0, 12));
-		cell(&b, PQgetvalue(inc, 0, 13));
-		cell(&b, PQgetisnull(inc, 0, 14) ? "(not kept)" : PQgetvalue(inc, 0, 14));
-		buf_append(&b, "</tr>\n");
-	}
-	timeline_restarts(&b, inc, PQgetvalue(inc, 0, 8), false);
-	buf_append(&b, "<tr>");
-	cell(&b, peak_at_open ? "opened at its peak" : "peak");
-	cell(&b, PQgetvalue(inc, 0, 8));
-	cell(&b, PQgetvalue(inc, 0, 1));
-	cell(&b, PQgetvalue(inc, 0, 2));
-	cell(&b, PQgetvalue(inc, 0, 3));
-	buf_append(&b, "</tr>\n");
-	timeline_restarts(&b, inc, PQgetvalue(inc, 0, 8), true);
-	buf_append(&b, "<tr>");
-	cell(&b, "closed");
-	cell(&b, open ? "still open" : PQgetvalue(inc, 0, 9));
-	cell(&b, "");
-	cell(&b, "");
-	cell(&b, open ? "" : PQgetisnull(inc, 0, 15) ? "(not kept)" : PQgetvalue(inc, 0, 15));
-	buf_append(&b, "</tr>\n");
-	table_end(&b, 3);
-
-	buf_append(&b, "<h2>History before the peak</h2>\n");
-	if (nseconds > 0)
-		buf_printf(&b, "<p class=\"meta\">%d seconds frozen at the peak, from %s to %s "
-				   "(a gap in a line is a time the sampler recorded nothing).</p>\n",
-				   nseconds, fmt_clock(seconds[0].epoch), fmt_clock(seconds[nseconds - 1].epoch));
-	else
-		buf_append(&b, "<p class=\"none\">No seconds were kept with this incident.</p>\n");
-	html_seconds_charts(&b, seconds, nseconds, PQgetvalue(inc, 0, 0));
-	free(seconds);
-
-	/* Frozen once, when it first reached its highest severity: say so. */
-	buf_append(&b, "<h2>Evidence at the peak</h2>\n");
-	buf_append(&b, "<p class=\"meta\">Frozen when the incident first reached its highest severity: "
-			   "figures that grew after at that severity are in the finding now, not here.</p>\n");
-	res = frozen_rows(c, details, "statements",
-					  "e ->> 'query_id',"
-					  " CASE WHEN e ->> 'userid' ~ '^[0-9]+$'"
-					  " THEN pg_catalog.pg_get_userbyid((e ->> 'userid')::oid)::text END,"
-					  " e ->> 'calls', e ->> 'rows', e ->> 'shared_blks_hit', e ->> 'shared_blks_read',"
-					  " pg_catalog.round((e ->> 'blks_per_row')::numeric, 1)::text,"
-					  " e ->> 'suboverflowed_calls', e ->> 'subtrans_wait_samples', e ->> 'query'",
-					  "o", &message);
-	if (res == NULL)
-		goto failed;
-	table_start(&b, "Top statements at the peak", statement_headers, 10, PQntuples(res),
-				"None kept.");
-	for (int i = 0; i < PQntuples(res); i++)
-	{
-		buf_append(&b, "<tr>");
-		cell_frozen(&b, res, i, 0, false);
-		cell_frozen(&b, res, i, 1, false);
-		for (int k = 2; k <= 5; k++)
-			cell_frozen(&b, res, i, k, true);
-		cell_frozen(&b, res, i, 6, false);
-		cell_frozen(&b, res, i, 7, true);
-		cell_frozen(&b, res, i, 8, true);
-		cell_query(&b, PQgetisnull(res, i, 9) ? "" : PQgetvalue(res, i, 9));
-		buf_append(&b, "</tr>\n");
-	}
-	table_end(&b, PQntuples(res));
-	PQclear(res);
-
-	buf_init(&sql);
-	buf_printf(&sql, "e ->> 'kind', e ->> 'holder', e ->> 'pid', e ->> 'xmin_age',"
-			   " (e ->> 'held_for')::float8,"
-			   " CASE WHEN (e ->> 'named_by_finding')::boolean THEN 'yes, named by the finding'"
-			   " WHEN (e ->> 'blocks_cleanup')::boolean THEN 'yes'"
-			   " WHEN NOT (e ->> 'blocks_cleanup')::boolean THEN 'no' END,"
-			   " e ->> 'state', e ->> 'application_name', ");
-	if (with_values)
-		buf_append(&sql, "e ->> 'query'");
-	else
-		buf_printf(&sql, "%s.pg_contention_normalize(e ->> 'query')", c->schema);
-	res = frozen_rows(c, details, "holders", sql.data, "o", &message);
-	buf_free(&sql);
-	if (res == NULL)
-		goto failed;
-	table_start(&b, "Holders of the xmin horizon at the peak", holder_headers, 9, PQntuples(res),
-				"None kept.");
-	for (int i = 0; i < PQntuples(res); i++)
-	{
-		buf_append(&b, "<tr>");
-		cell_frozen(&b, res, i, 0, false);
-		cell_frozen(&b, res, i, 1, false);
-		cell_frozen(&b, res, i, 2, false);
-		cell_frozen(&b, res, i, 3, true);
-		cell_number(&b, PQgetisnull(res, i, 4) ? "-" :
-					fmt_duration(strtod(PQgetvalue(res, i, 4), NULL)));
-		cell_frozen(&b, res, i, 5, false);
-		cell_frozen(&b, res, i, 6, false);
-		cell_frozen(&b, res, i, 7, false);
-		cell_query(&b, PQgetisnull(res, i, 8) ? "" : PQgetvalue(res, i, 8));
-		buf_append(&b, "</tr>\n");
-	}
-	table_end(&b, PQntuples(res));
-	PQclear(res);
-
-	if (!PQgetisnull(inc, 0, 17))
-	{
-		/* For machines: folded away, the evidence says it in words. */
-		buf_append(&b, "<details><summary>The finding's details at the peak (JSON)</summary>"
-				   "<pre class=\"details\">");
-		buf_html(&b, PQgetvalue(inc, 0, 17));
-		buf_append(&b, "</pre></details>\n");
-	}
-	if (PQgetvalue(inc, 0, 16)[0] == 't')
-		buf_append(&b, "<p class=\"meta\">Truncated: the frozen evidence was larger than an "
-				   "incident may keep; the oldest history seconds, then the statements and "
-				   "holders after the first, were left out.</p>\n");
-	if (PQgetvalue(inc, 0, 21)[0] == 't')
-		buf_append(&b, "<p class=\"meta\">Unavailable: the statements, holders and history "
-				   "could not be frozen when the incident opened; the server log says why.</p>\n");
-
-	buf_append(&b, "<footer>Written by the pg_contention client ");
-	buf_append(&b, PGC_CLIENT_PROGRAM_VERSION);
-	buf_printf(&b, "; the same figures are in the extension's view pg_contention_incidents "
-			   "(id %lld, its column details) and in pg_contention_report(incident => %lld)."
-			   "</footer>\n</body>\n</html>\n", id, id);
-	PQclear(inc);
-
-	if (!write_out(path, b.data, b.len))
-	{
-		fprintf(stderr, "%s: error: could not write \"%s\": %s\n", progname_get(), path,
-				strerror(errno));
-		buf_free(&b);
-		return EXIT_UNKNOWN;
-	}
-	buf_free(&b);
-	return 0;
-
-failed:
-	fprintf(stderr, "%s: error: %s\n", progname_get(), message);
-	PQclear(inc);
-	buf_free(&b);
-	return EXIT_UNKNOWN;
 }
 
 static int
