@@ -90,3 +90,8 @@ SELECT octet_length(query) AS bytes, length(query) AS characters, right(query, 2
 \c :regress_db
 DROP DATABASE regress_pgc_utf8;
 DROP TABLE nz_t;
+
+-- A text that does not scan (an unterminated literal, as a text cut at
+-- max_query_length can be): the scanner's syntax error is caught, what
+-- came before it is normalised and the rest shown as it is.
+SELECT pg_contention_normalize($q$SELECT 1, 'abc$q$) AS cut;

@@ -26,10 +26,12 @@
  * The texts scanned were parsed by the server, so they scan; but a text
  * cut at max_query_length (a deferred overflow count) or scanned with
  * other standard_conforming_strings than it was parsed with may not.  The
- * scanner reports that with ereport(ERROR): it holds no lock, buffer or
- * other resource, only memory in a context of our own, so the error is
- * caught here (no lock of ours is held either: callers call this outside
- * their locks), and the text past the last whole token is kept as it is.
+ * scanner reports that with ereport(ERROR) and a syntax error's SQLSTATE:
+ * it holds no lock, buffer or other resource, only memory in a context of
+ * our own, so that error, and only that one, is caught here (no lock of
+ * ours is held either: callers call this outside their locks), and the
+ * text past the last whole token is kept as it is.  Any other error is
+ * raised again, untouched.
  *
  * The scan stops once what it has seen fills the output: a statement of
  * megabytes costs what max_query_length bytes of it cost.  So $n numbers
@@ -323,11 +325,25 @@ scan_statement(PgcScan *scan, int stop_after)
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
 		/*
 		 * A text that does not scan (see the header comment): keep what was
 		 * found before the token that failed, the rest is shown as it is.
+		 * Only the scanner's own complaint, a syntax error raised with
+		 * nothing but our memory in hand, is caught; anything else (out of
+		 * memory, a cancel) goes on up as it came.  The holdoff counts,
+		 * which error raising resets for the handler, are the caller's
+		 * again.
 		 */
 		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_SYNTAX_ERROR)
+		{
+			FreeErrorData(edata);
+			PG_RE_THROW();
+		}
+		FreeErrorData(edata);
 		FlushErrorState();
 		InterruptHoldoffCount = holdoff;
 		QueryCancelHoldoffCount = cancel_holdoff;

@@ -645,9 +645,21 @@ pgc_persist_load(void)
 		if (store == NULL || section.record_size != store->record_size() ||
 			section.id > PGC_MAX_SECTIONS)
 		{
-			ereport(LOG,
-					(errmsg("pg_contention: skipped section %u of \"%s\": its records are not this library's",
-							section.id, path)));
+			/*
+			 * A library of another version wrote it (an upgrade changed
+			 * the store's records): that store starts empty, the others
+			 * are read.  README.md's "Upgrading" says so.
+			 */
+			if (store != NULL)
+				ereport(LOG,
+						(errmsg("pg_contention: skipped section %u of \"%s\": its %s were written by another version of the library",
+								section.id, path, store->name),
+						 errdetail("Their records are %u bytes, this version's %u: the %s start empty, the other stores are read.",
+								   section.record_size, store->record_size(), store->name)));
+			else
+				ereport(LOG,
+						(errmsg("pg_contention: skipped section %u of \"%s\": this version of the library has no such store",
+								section.id, path)));
 			continue;
 		}
 		if (loaded[section.id])
