@@ -138,10 +138,10 @@ typedef struct PgcStatementKey
 /* Index scans: kinds, and one execution's counts for one index. */
 #define PGC_INDEX_SLOTS 6		/* indexes tracked per statement */
 
-/* ---- subxact.c: overflow detection and the event ring ---- */
+/* ---- capture/overflow.c: overflow detection ---- */
 extern void pgc_subxact_init(void);
 
-/* ---- sampler.c: the worker, the wait profile and the history ---- */
+/* ---- workers/sampler.c, stores/sampler_store.c: the wait profile and the history ---- */
 
 /* The wait events the history counts by name, found once at start. */
 typedef enum PgcNamedWait

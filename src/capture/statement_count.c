@@ -145,7 +145,7 @@ enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 	entry = hash_search(statements, key, HASH_ENTER_NULL, &found);
 	if (entry == NULL)
 		return NULL;
-	if (!found && !take_slot(entry))
+	if (!found && !pgc_statement_take_slot(entry))
 	{
 		hash_search(statements, key, HASH_REMOVE, NULL);
 		return NULL;

@@ -138,7 +138,7 @@ pgc_statements_shmem_size(void)
  * for every entry the hash is sized for; false if the hash took more.
  */
 bool
-take_slot(SharedStatement *entry)
+pgc_statement_take_slot(SharedStatement *entry)
 {
 	AssertStoreChangeAllowed();
 	Assert(stmts->nfree >= 0 && stmts->nfree <= pgc_max_statements);

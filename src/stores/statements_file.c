@@ -367,7 +367,7 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 				break;
 			continue;
 		}
-		if (!take_slot(entry))
+		if (!pgc_statement_take_slot(entry))
 		{
 			hash_search(statements, &key, HASH_REMOVE, NULL);
 			break;

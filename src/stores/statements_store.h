@@ -283,7 +283,7 @@ extern Size entry_size(void);
 extern Size shared_entry_size(void);
 extern void flag_slot(SharedStatement *entry, uint32 flag);
 extern int32 take_index_record(void);
-extern bool take_slot(SharedStatement *entry);
+extern bool pgc_statement_take_slot(SharedStatement *entry);
 extern void evict_least_used(SharedStatement *keep);
 extern bool is_savepoint_text(const char *query);
 extern int	compare_int64(const void *a, const void *b);

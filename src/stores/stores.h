@@ -233,7 +233,7 @@ extern void pgc_statements_reset(void);
 
 extern void pgc_statements_info(int64 *count, int64 *evictions);
 
-/* ---- subxact.c: overflow detection and the event ring ---- */
+/* ---- events.c: the ring of overflow events ---- */
 
 extern Size pgc_events_shmem_size(void);
 
@@ -244,7 +244,7 @@ extern void pgc_events_reset(void);
 extern void pgc_events_info(int64 *written);
 extern int64 pgc_events_role_evictions(void);
 
-/* ---- sampler.c: the worker, the wait profile and the history ---- */
+/* ---- sampler_store.c: the wait profile and the history ---- */
 
 extern Size pgc_sampler_shmem_size(void);
 

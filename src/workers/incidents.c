@@ -368,7 +368,7 @@ note_waiting(bool waiting, uint64 requests_seen)
  * evaluation and evict another, a new "opened" line every interval.
  */
 static Incident *
-take_slot(void)
+take_incident_slot(void)
 {
 	Incident   *oldest_closed = NULL;
 
@@ -636,7 +636,7 @@ evaluate(void)
 					line = NULL;
 				}
 				else if (f->open)
-					s = take_slot();
+					s = take_incident_slot();
 				if (f->refused || (f->open && s == NULL))
 				{
 					/*
