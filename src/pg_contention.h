@@ -328,7 +328,7 @@ extern void pgc_findings_latest_forget(void);
 extern void pgc_findings_latest_publish(TimestampTz at, int nrows,
 										const PgcFindingRow *rows);
 
-/* ---- incidents.c: the incidents worker, its store and view ---- */
+/* ---- workers/incidents_worker.c, stores/incidents.c: the incidents worker and its store ---- */
 
 extern void pgc_incidents_register(void);
 

@@ -1,14 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * incidents.c
- *		Incidents: the findings, evaluated by the server itself every
- *		pg_contention.incident_interval by a background worker ("pg_contention
- *		incidents", connected to pg_contention.incident_database), opened
- *		when a finding reaches warning or critical for a subject, escalated
- *		when its severity rises, closed when it has been gone (or below
- *		warning) for pg_contention.incident_close_after, with their evidence
- *		frozen at open and at the peak.  The view pg_contention_incidents,
- *		the store's section of the stores' file, and the LOG lines.
+ *		The incident store: the incidents the worker keeps
+ *		(workers/incidents_worker.c writes them), their texts cut and their
+ *		frozen evidence compressed, its size, fill and evictions, its reset.
+ *		Its section of the stores' file is incidents_file.c; the view
+ *		pg_contention_incidents reads it (readers/incidents_view.c).
  *
  * Owns the incident store (ShmemInitStruct "pg_contention incidents": a
  * header, then max_incidents fixed-size slots, each with its texts cut at
@@ -17,21 +14,12 @@
  *
  * Locking: the worker is the only writer of incidents (reset empties the
  * store, the postmaster loads it before any process exists).  The worker
- * evaluates without the lock (SPI, in its own transaction): it copies the
- * open incidents' keys under the lock in shared mode, runs the queries,
- * then takes the lock exclusively once to apply what it found (memcpy of
- * bounded texts, nothing that can ERROR), and LOGs after releasing it.  A
- * reset between the copy and the apply is seen through reset_generation:
- * that evaluation's updates are dropped.  Readers copy the slots under
- * the lock in shared mode and build rows after releasing it.  The
- * sampler and the views of backends leave the worker out by its pid
- * (pgc_own_pid, stores/shmem.c).
- *
- * What the worker runs is kept out of the stores it reads: it turns
- * pg_contention.track_statements off for itself (no statement counted;
- * jit too: compiling its queries costs more than running them),
- * the sampler skips its pid, and pg_contention_horizon leaves out the
- * process that reads it.
+ * evaluates without the lock, copies the open incidents' keys under the
+ * lock in shared mode, and takes it exclusively once per evaluation to
+ * apply what it found (memcpy of bounded texts, nothing that can ERROR).
+ * Readers copy the slots under the lock in shared mode and build rows
+ * after releasing it.  A reset bumps reset_generation under the lock,
+ * exclusively, so the worker drops an evaluation that straddled it.
  *
  *-------------------------------------------------------------------------
  */

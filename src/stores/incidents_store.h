@@ -5,7 +5,7 @@
  *		share, private to the store (incidents.c), its section of the
  *		stores' file (incidents_file.c), its SQL reader
  *		(readers/incidents_view.c) and the worker that writes it
- *		(workers/incidents.c, workers/incident_plan.c).
+ *		(workers/incidents_worker.c, workers/incident_plan.c).
  *
  * The locking rules are incidents.c's (its header comment).
  *

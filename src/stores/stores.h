@@ -280,7 +280,7 @@ extern void pgc_findings_latest_reset(void);
 
 extern int64 pgc_findings_latest_too_large(void);
 
-/* ---- incidents.c: the incidents worker, its store and view ---- */
+/* ---- incidents.c: the incident store ---- */
 
 /* Bytes of one incident's frozen statements, holders and history (JSON). */
 #define PGC_INCIDENT_FROZEN_BYTES	(48 * 1024)

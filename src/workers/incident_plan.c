@@ -7,7 +7,7 @@
  *		incident gives way) before anything is frozen.
  *
  * Owns no shared state: it works on the worker's copies, taken under the
- * store's lock (incidents.c).
+ * store's lock (stores/incidents.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -8,7 +8,7 @@
  *		LOG line and not the evaluation's end.
  *
  * Owns no shared state; runs in the worker only, inside its evaluation's
- * transaction (incidents.c), in its evaluation context.
+ * transaction (incidents_worker.c), in its evaluation context.
  *
  *-------------------------------------------------------------------------
  */

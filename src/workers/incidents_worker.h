@@ -73,7 +73,7 @@ typedef struct OpenCopy
 	char	   *resolution;
 } OpenCopy;
 
-/* incidents.c: the evaluation's context, and the extension's schema (quoted) */
+/* incidents_worker.c: the evaluation's context, and the extension's schema (quoted) */
 extern MemoryContext eval_context;
 extern char *ext_schema;
 

@@ -1,41 +1,31 @@
 /*-------------------------------------------------------------------------
  *
- * incidents.c
- *		The incidents worker.  Incidents: the findings, evaluated by the server itself every
- *		pg_contention.incident_interval by a background worker ("pg_contention
- *		incidents", connected to pg_contention.incident_database), opened
- *		when a finding reaches warning or critical for a subject, escalated
- *		when its severity rises, closed when it has been gone (or below
- *		warning) for pg_contention.incident_close_after, with their evidence
- *		frozen at open and at the peak.  The view pg_contention_incidents,
- *		the store's section of the stores' file, and the LOG lines.  Its queries
- *		about one incident (evidence, resolution) are in
- *		incident_queries.c; while the extension is missing it says so in
- *		the store (pg_contention_incidents_status) and looks again when a
- *		reader asks.
+ * incidents_worker.c
+ *		The incidents worker ("pg_contention incidents", connected to
+ *		pg_contention.incident_database): every
+ *		pg_contention.incident_interval it evaluates the findings in its own
+ *		transaction (SPI), opens an incident when a finding reaches warning
+ *		or critical for a subject, escalates it when its severity rises,
+ *		closes it when it has been gone (or below warning) for
+ *		pg_contention.incident_close_after, freezes its evidence at open
+ *		and at the peak, and writes the LOG lines.  Its queries about one
+ *		incident (evidence, resolution) are in incident_queries.c; while
+ *		the extension is missing it says so in the store
+ *		(pg_contention_incidents_status) and looks again when a reader asks.
  *
- * Owns the incident store (ShmemInitStruct "pg_contention incidents": a
- * header, then max_incidents fixed-size slots, each with its texts cut at
- * fixed sizes and its frozen evidence compressed, see FrozenText) and its
- * LWLock.
- *
- * Locking: the worker is the only writer of incidents (reset empties the
- * store, the postmaster loads it before any process exists).  The worker
- * evaluates without the lock (SPI, in its own transaction): it copies the
- * open incidents' keys under the lock in shared mode, runs the queries,
- * then takes the lock exclusively once to apply what it found (memcpy of
- * bounded texts, nothing that can ERROR), and LOGs after releasing it.  A
- * reset between the copy and the apply is seen through reset_generation:
- * that evaluation's updates are dropped.  Readers copy the slots under
- * the lock in shared mode and build rows after releasing it.  The
- * sampler and the views of backends leave the worker out by its pid
- * (pgc_own_pid, stores/shmem.c).
+ * Owns no shared memory.  The incident store and its LWLock belong to
+ * stores/incidents.c, whose locking rules this file follows as the store's
+ * only writer: it evaluates without the lock, copies the open incidents'
+ * keys under the lock in shared mode, then takes it exclusively once to
+ * apply what it found (memcpy of bounded texts, nothing that can ERROR),
+ * and LOGs after releasing it.  A reset between the copy and the apply is
+ * seen through reset_generation: that evaluation's updates are dropped.
  *
  * What the worker runs is kept out of the stores it reads: it turns
  * pg_contention.track_statements off for itself (no statement counted;
- * jit too: compiling its queries costs more than running them),
- * the sampler skips its pid, and pg_contention_horizon leaves out the
- * process that reads it.
+ * jit too: compiling its queries costs more than running them), the
+ * sampler skips its pid, and pg_contention_horizon leaves out the process
+ * that reads it.
  *
  *-------------------------------------------------------------------------
  */
