@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * report.h
- *		The parts of the HTML page that the live report (report.c) and an
- *		incident's page (report_incident.c) share: the style, the tables'
- *		cells, the charts of seconds and the writing of the file.
+ *		The report's files: the live report and the text (report.c), one
+ *		incident's page (report_incident.c), and the parts of the HTML
+ *		page they share (report_page.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +12,7 @@
 
 #include "client.h"
 
+/* report_page.c */
 extern const char *const html_page_style;
 
 extern void html_cell(Buf *b, const char *text);
