@@ -3,8 +3,10 @@
 # README.md, BENCHMARKS.md and doc/*.md must resolve (the file exists; the
 # anchor is a heading of the target page, slugged as GitHub does it:
 # lowercase, spaces to '-', punctuation other than '-' and '_' dropped,
-# "-1", "-2" ... after a repeated heading), and README.md must stay under
-# 500 lines.  Links to other sites are not followed: no network.
+# "-1", "-2" ... after a repeated heading), README.md must stay under
+# 500 lines, and doc/testing.md's index of the TAP tests must be the one
+# tools/tap-index.pl makes from them.  Links to other sites are not
+# followed: no network.
 #
 #   tools/check-docs.sh
 #
@@ -119,6 +121,11 @@ done <<<"$records"
 lines=$(wc -l < README.md)
 if (( lines >= readme_max )); then
 	echo "README.md: $lines lines, must stay under $readme_max (move reference text to doc/)"
+	failed=$((failed + 1))
+fi
+
+# The TAP tests' index in doc/testing.md is the tests' own (tools/tap-index.pl).
+if ! "$(dirname "$0")/tap-index.pl" --check; then
 	failed=$((failed + 1))
 fi
 
