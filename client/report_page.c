@@ -192,8 +192,8 @@ html_seconds_charts(Buf *b, const Second *sec, int nseconds, const char *problem
 
 /*
  * The page into path ("-": standard output).  A file written is said on
- * standard error (its name and size: the command prints nothing else),
- * as is a failure.
+ * standard output, which the page does not take then (its name and size);
+ * a failure on standard error, which is kept for errors.
  */
 bool
 html_write_out(const char *path, const char *data, size_t len)
@@ -215,6 +215,6 @@ html_write_out(const char *path, const char *data, size_t len)
 		fprintf(stderr, "%s: error: could not write \"%s\": %s\n", progname_get(), path,
 				strerror(errno));
 	else if (f != stdout)
-		fprintf(stderr, "%s: wrote %s (%zu kB)\n", progname_get(), path, (len + 1023) / 1024);
+		printf("%s: wrote %s (%zu kB)\n", progname_get(), path, (len + 1023) / 1024);
 	return ok;
 }

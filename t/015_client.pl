@@ -298,7 +298,7 @@ like($out, qr/^critical dead_tuple_index_scan: index public\.orders_customer sca
 my $html = "$tmp/report.html";
 ($rc, $out, $err) = client('report', '--html', $html);
 is($rc, 0, 'report --html exits 0') or diag($err);
-like($err, qr/^pg_contention: wrote \Q$html\E \(\d+ kB\)$/m, 'it says where it wrote the page');
+like($out, qr/^pg_contention: wrote \Q$html\E \(\d+ kB\)$/m, 'it says where it wrote the page');
 my $page = slurp_file($html);
 like($page, qr{<title>pg_contention report: [^<]* at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [^<]*</title>},
 	'the page has a title');
