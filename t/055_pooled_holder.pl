@@ -127,11 +127,18 @@ SKIP:
 		WHERE application_name LIKE 'shop-web - %' AND state = 'idle in transaction'}),
 		'the pooled client is idle in its transaction on the server');
 
-	# Where PgBouncer says the client is: SHOW CLIENTS, by its application.
+	# Where PgBouncer says the client is: SHOW CLIENTS, the row of its user.
+	# (Columns found by name: PgBouncer's versions add some.)
 	my $clients = '';
-	IPC::Run::run([ 'psql', '-X', '-A', '-t', '-F', '|', '-h', '127.0.0.1', '-p', $bport, '-U', $admin, '-c', 'SHOW CLIENTS', 'pgbouncer' ],
+	IPC::Run::run([ 'psql', '-X', '-A', '-F', '|', '-h', '127.0.0.1', '-p', $bport, '-U', $admin, '-c', 'SHOW CLIENTS', 'pgbouncer' ],
 		'<', \undef, '>', \$clients, '2>', \my $cerr);
-	my ($client_at) = map { my @c = split /\|/; "$c[4]:$c[5]" } grep { /\|shop-web\|?/ } split /\n/, $clients;
+	my ($header, @rows) = split /\n/, $clients;
+	my @names = split /\|/, $header // '';
+	my ($client_at) = map {
+		my %c;
+		@c{@names} = split /\|/, $_, -1;
+		($c{user} // '') eq 'web app' ? ("$c{addr}:$c{port}") : ()
+	} grep { /\|/ } @rows;
 	note("SHOW CLIENTS: $clients");
 	ok(defined $client_at, "SHOW CLIENTS lists the client ($client_at)");
 	my ($bpid, $bclient_port) = split /\|/, $node->safe_psql('shop', q{SELECT pid, client_port FROM pg_stat_activity
