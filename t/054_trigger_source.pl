@@ -90,6 +90,17 @@ $node->safe_psql('shop', q{
 	SELECT twice(g) FROM generate_series(101, 200) AS g});
 is(event_counts('SELECT count(twice%'), '200 1', 'an aggregate over 100 calls: 200 in one execution of one row');
 is(event_counts('SELECT twice(g)%'), '200 100', 'per row: 2 per row');
+# A block that takes no XID (it only reads) fills no cache: not counted.
+$node->safe_psql('shop', q{
+	CREATE FUNCTION reads_then_writes(i integer) RETURNS integer LANGUAGE plpgsql AS $$
+	BEGIN
+		BEGIN PERFORM count(*) FROM audit WHERE k = i; EXCEPTION WHEN others THEN NULL; END;
+		BEGIN INSERT INTO audit VALUES (300000 + i, now()); EXCEPTION WHEN unique_violation THEN NULL; END;
+		RETURN i;
+	END $$;
+	SELECT reads_then_writes(g) FROM generate_series(1, 100) AS g});
+is(event_counts('SELECT reads_then_writes%'), '100 100', 'only the blocks that took an XID: 100 over 100 rows');
+
 my $f = $node->safe_psql('shop', q{SELECT subject FROM pg_contention_findings
 	WHERE problem = 'subxact_overflow' AND subject LIKE 'statement SELECT twice%'});
 like($f, qr/, 200 subtransactions with an XID in one execution of 100 rows \(2 per row\)$/, 'the finding says 2 per row');
