@@ -234,7 +234,13 @@ pgc_overflow_statement_done(int64 rows)
 	int64		subxacts = subxids_are_this_statements() ? statement_subxids : 0;
 
 	pgc_overflow_pending &= ~PGC_OVERFLOW_EVENT_OPEN;
-	if (pgc_shared == NULL)
+	/*
+	 * Only in the transaction that overflowed: an event whose statement
+	 * never ended (a cursor's, or a procedure's that committed inside) is
+	 * left without counts rather than given another statement's.
+	 */
+	if (pgc_shared == NULL ||
+		!TransactionIdEquals(open_event_xid, GetTopTransactionIdIfAny()))
 		return;
 	LWLockAcquire(events->lock, LW_EXCLUSIVE);
 	if (events->resets == open_event_resets &&
