@@ -101,6 +101,29 @@ $node->safe_psql('shop', q{
 	SELECT reads_then_writes(g) FROM generate_series(1, 100) AS g});
 is(event_counts('SELECT reads_then_writes%'), '100 100', 'only the blocks that took an XID: 100 over 100 rows');
 
+# A procedure: its count per call, its rows unknown; one that commits
+# inside ends in another transaction than the one that overflowed, and
+# its event is left without counts rather than given wrong ones.
+$node->safe_psql('shop', q{
+	CREATE PROCEDURE batch(first integer, n integer, commit_after boolean) LANGUAGE plpgsql AS $$
+	BEGIN
+		FOR i IN first .. first + n - 1 LOOP
+			BEGIN INSERT INTO audit VALUES (i, now()); EXCEPTION WHEN unique_violation THEN NULL; END;
+		END LOOP;
+		IF commit_after THEN
+			COMMIT;
+			INSERT INTO audit VALUES (first + n, now());
+		END IF;
+	END $$;
+	CALL batch(400000, 80, false)});
+is($node->safe_psql('shop', q{SELECT statement_subxacts || ' ' || coalesce(statement_rows::text, 'unknown')
+	FROM pg_contention_overflow_events WHERE query LIKE 'CALL batch(%' ORDER BY event_time DESC LIMIT 1}),
+	'80 unknown', 'a procedure: 80 in its call, rows unknown');
+$node->safe_psql('shop', 'CALL batch(500000, 80, true)');
+is($node->safe_psql('shop', q{SELECT coalesce(statement_subxacts::text, 'none') || ' ' || coalesce(statement_rows::text, 'unknown')
+	FROM pg_contention_overflow_events WHERE query LIKE 'CALL batch(500000%' ORDER BY event_time DESC LIMIT 1}),
+	'none unknown', 'a procedure that committed inside: no counts');
+
 my $f = $node->safe_psql('shop', q{SELECT subject FROM pg_contention_findings
 	WHERE problem = 'subxact_overflow' AND subject LIKE 'statement SELECT twice%'});
 like($f, qr/, 200 subtransactions with an XID in one execution of 100 rows \(2 per row\)$/, 'the finding says 2 per row');
