@@ -13,7 +13,7 @@
 #                          kept run without it),
 #                          and the Debian package built, installed, tested,
 #                          removed; two parts at a time, about 27
-#                          minutes on 2 cores (34 from nothing)
+#                          minutes on 2 cores (about 33 from nothing)
 #
 #   PGC_PG_VERSIONS="13 17" tools/test.sh --all   only those versions
 #   PGC_CORE=0, PGC_CASSERT=0, PGC_PACKAGE=0      --all without that part
