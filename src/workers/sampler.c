@@ -290,9 +290,35 @@ sample_proc(uint32 i, int slots, int incidents_pid, int *n, int *idle,
 }
 
 /*
+ * How many PGPROCs, from the start of the array, are client backends':
+ * those of the server's freeProcs list, the only list InitProcess takes a
+ * client backend's PGPROC from (autovacuum, special, background workers
+ * and WAL senders have lists of their own).  Read from each PGPROC's
+ * procgloballist rather than assumed to be max_connections: the server
+ * sets it when it creates shared memory and never changes it, so the
+ * reads need no lock, and once is enough.
+ */
+static uint32
+client_proc_count(void)
+{
+	static uint32 count = PG_UINT32_MAX;
+
+	if (count == PG_UINT32_MAX)
+	{
+		uint32		n = 0;
+
+		while (n < ProcGlobal->allProcCount &&
+			   ProcGlobal->allProcs[n].procgloballist == &ProcGlobal->freeProcs)
+			n++;
+		count = n;
+	}
+	return count;
+}
+
+/*
  * One pass over the processes.  The PGPROCs of client backends, the first
- * max_connections of the array in every version (the server's freeProcs
- * list), are looked at only where a process holds its published slot
+ * ones of the array (client_proc_count), are looked at only where a
+ * process holds its published slot
  * (current_statement.c): a client backend takes it when its client is
  * authenticated and leaves it at exit, so a server with max_connections
  * = 1000 and ten sessions costs a tick ten looks there, not a thousand
@@ -308,7 +334,7 @@ gather_tick(int *idle, int *overflowed)
 {
 	uint32		nprocs = ProcGlobal->allProcCount;
 	int			slots = pgc_query_id_slots();
-	uint32		clients = (uint32) Min(Min(MaxConnections, slots), (int) nprocs);
+	uint32		clients = Min(Min(client_proc_count(), (uint32) Max(slots, 0)), nprocs);
 	int			incidents_pid = pgc_own_pid(PGC_WORKER_INCIDENTS);
 	int			n = 0;
 
