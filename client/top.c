@@ -45,6 +45,8 @@
  * refresh.
  */
 #define INCIDENTS_EVERY	10.0
+/* How often top looks at the extension's version (an update). */
+#define EXTENSION_CHECK_EVERY 5.0
 
 static volatile sig_atomic_t got_stop = 0;
 static volatile sig_atomic_t got_resize = 0;
@@ -378,6 +380,20 @@ show(TopState *t)
 	buf_free(&out);
 }
 
+/* The extension is gone from the session's database: say so, and wait. */
+static void
+wait_for_extension(TopState *t)
+{
+	char		text[512];
+
+	snprintf(text, sizeof(text),
+			 "extension pg_contention was dropped from database \"%s\" (seen at %s): "
+			 "top resumes when it is created again (CREATE EXTENSION pg_contention)",
+			 PQdb(t->c->conn), fmt_clock(wall_clock()));
+	free(t->waiting);
+	t->waiting = xstrdup(text);
+}
+
 /* Read the figures; on a dropped connection, note it and reconnect later. */
 static void
 refresh(TopState *t)
@@ -427,6 +443,32 @@ refresh(TopState *t)
 		return;
 	}
 
+	/*
+	 * An ALTER EXTENSION UPDATE need not make any read fail (a view read
+	 * again by name answers as before): every EXTENSION_CHECK_EVERY
+	 * seconds, look at the extension's version, and read an updated one
+	 * on a new connection.
+	 */
+	if (!same_connection)
+		t->extension_checked_at = monotonic();
+	else if (monotonic() - t->extension_checked_at >= EXTENSION_CHECK_EVERY)
+	{
+		ExtensionState state = conn_extension_state(t->c);
+
+		t->extension_checked_at = monotonic();
+		if (state == EXT_GONE)
+		{
+			wait_for_extension(t);
+			return;
+		}
+		if (state == EXT_CHANGED)
+		{
+			conn_close(t->c);
+			refresh(t);
+			return;
+		}
+	}
+
 	scope.history_seconds = HISTORY_SPAN + 1;
 	/* The seconds read before, on this connection, are not read again. */
 	scope.held = t->have_last && same_connection ? &t->last : NULL;
@@ -461,13 +503,7 @@ refresh(TopState *t)
 
 			if (state == EXT_GONE)
 			{
-				char		text[512];
-
-				snprintf(text, sizeof(text),
-						 "extension pg_contention was dropped from database \"%s\" (seen at %s): "
-						 "top resumes when it is created again (CREATE EXTENSION pg_contention)",
-						 PQdb(t->c->conn), fmt_clock(wall_clock()));
-				t->waiting = xstrdup(text);
+				wait_for_extension(t);
 				free(message);
 			}
 			else if (state == EXT_CHANGED)

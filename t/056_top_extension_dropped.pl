@@ -2,7 +2,7 @@
 # it says once that the extension is gone and waits (a catalog read that
 # raises no error: no ERROR in the server's log at each refresh), resumes
 # when it is created again, and reads an updated extension's new version
-# on a new connection instead of failing at every refresh.
+# on a new connection, whether or not a read failed.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -58,17 +58,14 @@ $out = '';
 $node->safe_psql('shop', "CREATE EXTENSION pg_contention VERSION '1.3'");
 ok(frames_until(qr/^Findings over the last(?!.*^Waiting: )/ms), 'created again (1.3): top resumes, no longer waiting');
 
-# Updated under it: read again on a new connection, without an error at each refresh.
-$offset = -s $node->logfile;
-$node->safe_psql('shop', 'ALTER EXTENSION pg_contention UPDATE');
-select(undef, undef, undef, 2);
+# Updated under it: a read need not fail (a view read again by name
+# answers as before), so top looks at the version every few seconds and
+# reads the new one on a new connection; no error at each refresh.
 $out = '';
-ok(frames_until(qr/^Findings over the last/m), 'updated: top goes on');
-select(undef, undef, undef, 1);
-$top->pump_nb;
+$node->safe_psql('shop', 'ALTER EXTENSION pg_contention UPDATE');
+ok(frames_until(qr/^Who pays/m), 'updated: top reads the 1.4 sections (who pays)');
 my @errors = $out =~ /^Error: (.*)$/mg;
 is(scalar(@errors), 0, 'no error line after the update') or diag(join("\n", @errors));
-like($out, qr/^Who pays/m, 'the 1.4 sections are read (who pays)');
 
 $top->kill_kill;
 done_testing();
