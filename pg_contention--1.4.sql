@@ -1286,18 +1286,21 @@ SELECT h.*,
   -- a pooler that names itself; or many sessions from one address.  The
   -- application name is the client's to set: it is quoted as what it says.
   CROSS JOIN LATERAL (
+		SELECT h.application_name ~ ' - (\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]+$' AS names_client,
+			   h.application_name ~* '^(pgbouncer|pgpool|odyssey|pgcat|pgagroal|supavisor|pgdog)\M' AS names_pooler
+	) AS an
+  CROSS JOIN LATERAL (
 		SELECT CASE WHEN h.kind <> 'backend' THEN NULL
-					WHEN h.application_name ~ ' - (\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]+$'
+					WHEN an.names_client
 					THEN 'Its application name ends with its client''s address and port, '
 						 || pg_catalog.substring(h.application_name, ' - ([^ ]+)$')
 						 || ' (PgBouncer''s application_name_add_host), a pooler''s connection'
-					WHEN h.application_name ~* '^(pgbouncer|pgpool|odyssey|pgcat|pgagroal|supavisor|pgdog)\M'
+					WHEN an.names_pooler
 					THEN 'Its application name, ' || h.application_name || ', is a pooler''s'
 					WHEN ac.address_connections >= 3
 					THEN ac.address_connections || ' sessions connect from ' || pg_catalog.host(h.client_addr)
 						 || ', a pooler''s perhaps' END AS pooler,
-			   h.application_name ~ ' - (\[[0-9A-Fa-f:.]+\]|[0-9.]+):[0-9]+$'
-			   OR h.application_name ~* '^(pgbouncer|pgpool|odyssey|pgcat|pgagroal|supavisor|pgdog)\M' AS certain
+			   an.names_client OR an.names_pooler AS certain
 	) AS pl
   -- A relation of another database is named by its OID there: regclass
   -- would read this database's catalog.

@@ -394,6 +394,30 @@ wait_for_extension(TopState *t)
 	t->waiting = xstrdup(text);
 }
 
+/*
+ * The extension as conn_extension_state found it: gone, top says so and
+ * waits; of another version or schema, it is read again on a new
+ * connection (a refresh now).  True if either was done.
+ */
+static void refresh(TopState *t);
+
+static bool
+follow_extension(TopState *t, ExtensionState state)
+{
+	if (state == EXT_GONE)
+	{
+		wait_for_extension(t);
+		return true;
+	}
+	if (state == EXT_CHANGED)
+	{
+		conn_close(t->c);
+		refresh(t);
+		return true;
+	}
+	return false;
+}
+
 /* Read the figures; on a dropped connection, note it and reconnect later. */
 static void
 refresh(TopState *t)
@@ -456,17 +480,8 @@ refresh(TopState *t)
 		ExtensionState state = conn_extension_state(t->c);
 
 		t->extension_checked_at = monotonic();
-		if (state == EXT_GONE)
-		{
-			wait_for_extension(t);
+		if (follow_extension(t, state))
 			return;
-		}
-		if (state == EXT_CHANGED)
-		{
-			conn_close(t->c);
-			refresh(t);
-			return;
-		}
 	}
 
 	scope.history_seconds = HISTORY_SPAN + 1;
@@ -499,19 +514,8 @@ refresh(TopState *t)
 			 * once, and wait for it (dropped) or read it again (updated),
 			 * instead of the same error at every refresh.
 			 */
-			ExtensionState state = conn_extension_state(t->c);
-
-			if (state == EXT_GONE)
-			{
-				wait_for_extension(t);
+			if (follow_extension(t, conn_extension_state(t->c)))
 				free(message);
-			}
-			else if (state == EXT_CHANGED)
-			{
-				free(message);
-				conn_close(t->c);
-				refresh(t);
-			}
 			else
 				t->error = message;
 		}

@@ -242,31 +242,8 @@ pgc_overflow_statement_done(int64 rows)
 	if (pgc_shared == NULL ||
 		!TransactionIdEquals(open_event_xid, GetTopTransactionIdIfAny()))
 		return;
-	LWLockAcquire(events->lock, LW_EXCLUSIVE);
-	if (events->resets == open_event_resets &&
-		open_event_seq < events->written &&
-		events->written - open_event_seq <= pgc_max_events)
-	{
-		OverflowEvent *ev = EVENT_SLOT(event_ring, open_event_seq % pgc_max_events);
-
-		if (ev->pid == MyProcPid && ev->top_xid == open_event_xid)
-		{
-			ev->statement_subxacts = subxacts;
-			ev->statement_rows = rows;
-		}
-	}
-	for (int i = 0; i < PGC_EVENT_ROLES; i++)
-	{
-		if (events->role_seq[i] == open_event_seq &&
-			events->resets == open_event_resets)
-		{
-			OverflowEvent *latest = EVENT_SLOT(event_roles, i);
-
-			latest->statement_subxacts = subxacts;
-			latest->statement_rows = rows;
-		}
-	}
-	LWLockRelease(events->lock);
+	pgc_events_set_statement_counts(open_event_seq, open_event_resets,
+									open_event_xid, subxacts, rows);
 }
 
 /* A statement that failed has no counts to give its event. */

@@ -80,6 +80,43 @@ pgc_events_note_latest(const OverflowEvent *ev, int64 seq)
 	events->role_seq[slot] = seq;
 }
 
+/*
+ * Give the event written at seq (before the reset count resets) by this
+ * backend for its transaction top_xid the counts of its statement, if the
+ * ring still holds it, and its (database, role)'s latest copy if it is
+ * that one.  Once per overflowing transaction, under the lock exclusively.
+ */
+void
+pgc_events_set_statement_counts(int64 seq, uint64 resets, TransactionId top_xid,
+								int64 subxacts, int64 rows)
+{
+	LWLockAcquire(events->lock, LW_EXCLUSIVE);
+	if (events->resets == resets)
+	{
+		if (seq < events->written && events->written - seq <= pgc_max_events)
+		{
+			OverflowEvent *ev = EVENT_SLOT(event_ring, seq % pgc_max_events);
+
+			if (ev->pid == MyProcPid && ev->top_xid == top_xid)
+			{
+				ev->statement_subxacts = subxacts;
+				ev->statement_rows = rows;
+			}
+		}
+		for (int i = 0; i < PGC_EVENT_ROLES; i++)
+		{
+			if (events->role_seq[i] == seq)
+			{
+				OverflowEvent *latest = EVENT_SLOT(event_roles, i);
+
+				latest->statement_subxacts = subxacts;
+				latest->statement_rows = rows;
+			}
+		}
+	}
+	LWLockRelease(events->lock);
+}
+
 /* Called under AddinShmemInitLock. */
 void
 pgc_events_shmem_init(LWLock *lock)

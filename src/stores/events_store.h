@@ -70,4 +70,8 @@ event_stride(void)
 
 extern void pgc_events_note_latest(const OverflowEvent *ev, int64 seq);
 
+extern void pgc_events_set_statement_counts(int64 seq, uint64 resets,
+											TransactionId top_xid,
+											int64 subxacts, int64 rows);
+
 #endif							/* PGC_EVENTS_STORE_H */
