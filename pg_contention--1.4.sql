@@ -900,6 +900,26 @@ BEGIN
 END
 $$;
 
+-- ---- src/sql/problems.sql ----
+
+--
+-- The problems pg_contention finds (1.4), from the library's one list
+-- (src/problems.h): their order in the findings within a severity
+-- (rank), whether incidents follow them, and whether they are about a
+-- held xmin horizon.  The findings' order, the metrics' series and the
+-- incidents' rules read it; nothing else names the problems.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_problems(
+	OUT problem text,
+	OUT rank integer,
+	OUT incidents boolean,
+	OUT horizon boolean
+)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pg_contention_problems'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE
+ROWS 8;
+
 -- ---- src/sql/findings/params.sql ----
 
 --
@@ -2212,8 +2232,13 @@ $$;
 -- judges); readers' lookups past the bar without an overflow are info.  The
 -- advice points at subxact_overflow only when that rule has a finding.
 --
+-- overflow_findings: the subxact_overflow findings of the same evaluation,
+-- a JSON array of {subject, details}, which pg_contention_findings gives
+-- it (this rule does not evaluate that one again).  NULL: none.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subtrans_slru_contention(
-	window_length interval DEFAULT NULL,
+	window_length interval,
+	overflow_findings jsonb,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -2255,14 +2280,15 @@ victims AS (
 		   s.victim_query_ids AS query_ids, s.victims_text AS text
 	  FROM subtrans AS s
 ),
-overflow_findings AS MATERIALIZED (
-	SELECT o.subject, o.details
-	  FROM @extschema@.pg_contention_rule_subxact_overflow(window_length) AS o
+overflow_found AS MATERIALIZED (
+	SELECT o.value ->> 'subject' AS subject, o.value -> 'details' AS details
+	  FROM pg_catalog.jsonb_array_elements(
+			   CASE WHEN pg_catalog.jsonb_typeof(overflow_findings) = 'array' THEN overflow_findings ELSE '[]' END) AS o
 ),
 overflow_culprits AS MATERIALIZED (
 	SELECT o.subject, (o.details ->> 'overflow_events')::bigint AS events,
 		   o.details -> 'query_id' AS query_id, o.details -> 'pids' AS pids
-	  FROM overflow_findings AS o
+	  FROM overflow_found AS o
 	 WHERE o.details ? 'pids'
 ),
 slru_findings AS (
@@ -2293,7 +2319,7 @@ slru_findings AS (
 		   || v.text || '.' AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, keep transactions under 64 subtransactions (see subxact_overflow)'
-				WHEN (SELECT count(*) FROM overflow_findings) > 0
+				WHEN (SELECT count(*) FROM overflow_found) > 0
 				THEN 'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
 				WHEN c.overflow_seen
 				THEN 'Remove the overflow: a transaction took more than 64 subtransactions in the window (its event is older than the window or was overwritten); keep transactions under 64 subtransactions, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
@@ -2906,8 +2932,14 @@ $$;
 -- lookups reading dead entries, or an XID age past
 -- pg_contention.horizon_critical_xid_age; age alone is info.
 --
+-- index_findings: the dead_tuple_index_scan findings of the same
+-- evaluation, a JSON array of {severity, holder, indexrelid}, which
+-- pg_contention_findings gives it (this rule does not evaluate that one
+-- again).  NULL: none.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_xmin_horizon_held(
-	window_length interval DEFAULT NULL,
+	window_length interval,
+	index_findings jsonb,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -2982,8 +3014,10 @@ paid_by AS MATERIALIZED (
 				  FROM root_holders AS h
 				 WHERE h.blocks_cleanup)) AS t
 ),
-index_findings AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+index_found AS MATERIALIZED (
+	SELECT f.value ->> 'severity' AS severity, f.value ->> 'holder' AS holder, f.value -> 'indexrelid' AS indexrelid
+	  FROM pg_catalog.jsonb_array_elements(
+			   CASE WHEN pg_catalog.jsonb_typeof(index_findings) = 'array' THEN index_findings ELSE '[]' END) AS f
 ),
 -- Each holder with what its hold costs, as measured.
 costed AS MATERIALIZED (
@@ -3000,8 +3034,8 @@ costed AS MATERIALIZED (
 	  LEFT JOIN held_dead AS d ON d.culprit_key = h.culprit_key
 	  CROSS JOIN LATERAL (SELECT count(*) AS index_count,
 								 coalesce(bool_or(f.severity = 'critical'), false) AS index_critical
-							FROM index_findings AS f
-						   WHERE f.details -> 'holder' ->> 'holder' = h.holder) AS i
+							FROM index_found AS f
+						   WHERE f.holder = h.holder) AS i
 	  -- The WAL a slot keeps, from its restart_lsn.
 	  LEFT JOIN LATERAL (SELECT pg_catalog.pg_wal_lsn_diff(
 									CASE WHEN params.standby THEN pg_catalog.pg_last_wal_replay_lsn()
@@ -3167,9 +3201,9 @@ horizon_findings AS (
 							  'dead_tuples_databases', CASE WHEN NOT params.standby THEN h.read_list END,
 							  'costs', h.costs,
 							  'retained_wal_bytes', h.retained_wal,
-							  'index_findings', (SELECT coalesce(jsonb_agg(f.details -> 'indexrelid'), '[]')
-												   FROM index_findings AS f
-												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,
+							  'index_findings', (SELECT coalesce(jsonb_agg(f.indexrelid), '[]')
+												   FROM index_found AS f
+												  WHERE f.holder = h.holder)) AS details,
 		   params.now - h.held_for AS since
 	  FROM costed AS h, params
 )
@@ -3317,7 +3351,11 @@ $$;
 --
 -- Findings: what is wrong now, who causes it, who pays, what to do.  The
 -- union of the rules (pg_contention_rule_*, one file each), most severe
--- first.  A rule can be called alone to read or test it.
+-- first, in the order pg_contention_problems() gives.  Each rule is
+-- evaluated once, here: a rule that builds on another's findings
+-- (subtrans_slru_contention names the overflows, xmin_horizon_held counts
+-- the dead index entries it keeps) is given them as an argument, never
+-- calls it.  A rule can be called alone to read or test it.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
 	window_length interval DEFAULT NULL,
@@ -3341,27 +3379,33 @@ AS $$
 #variable_conflict use_column
 BEGIN
 RETURN QUERY
-WITH found AS (
+WITH overflow_found AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_subxact_overflow(window_length)
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subtrans_slru_contention(window_length)
+),
+index_found AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+),
+found AS (
+	SELECT * FROM overflow_found
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subtrans_slru_contention(
+		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object('subject', o.subject, 'details', o.details)), '[]')
+						  FROM overflow_found AS o))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+	UNION ALL SELECT * FROM index_found
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(
+		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object(
+											'severity', i.severity, 'holder', i.details -> 'holder' ->> 'holder',
+											'indexrelid', i.details -> 'indexrelid')), '[]')
+						  FROM index_found AS i))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_sampler_stale(window_length)
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM found AS f
+  LEFT JOIN @extschema@.pg_contention_problems() AS p ON p.problem = f.problem
  ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
-		  -- A stale sampler first: it says how far to trust the rest.
-		  CASE f.problem
-			   WHEN 'sampler_stale' THEN -1
-			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
-			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
-			   WHEN 'hot_chain_scan' THEN 4
-			   WHEN 'old_snapshot_threshold_spinlock' THEN 5 ELSE 6 END,
-		  f.since NULLS LAST, f.subject;
+		  p.rank NULLS LAST, f.since NULLS LAST, f.subject;
 END
 $$;
 
@@ -3824,6 +3868,11 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_evidence(text, jsonb, 
 -- passed): never a guess.  seen_at is when the details were seen (the
 -- incident's opening for its peak's, its last seen for the memory's): a
 -- session or transaction started after it is another, with a reused pid.
+-- index_states: the state of each index of this evaluation's
+-- dead_tuple_index_scan findings (a JSON array of {database_oid,
+-- indexrelid, state}, from the worker's read of the findings): whether its
+-- lookups still visit dead entries, were vacuumed or the index dropped,
+-- without evaluating the rule again.
 -- Called by the incidents worker, and by nobody else: not executable by
 -- PUBLIC.  STRICT: without a problem, its details or their time there is
 -- nothing to tell.
@@ -3831,7 +3880,8 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_evidence(text, jsonb, 
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
 	problem text,
 	details jsonb,
-	seen_at timestamp with time zone
+	seen_at timestamp with time zone,
+	index_states jsonb
 )
 RETURNS text
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
@@ -3846,6 +3896,9 @@ DECLARE
 	alive integer[];
 	overflowed integer[];
 	state text;
+	-- ($1: problem; a column of that name is in the query)
+	about_horizon boolean := EXISTS (SELECT 1 FROM @extschema@.pg_contention_problems() AS p
+									  WHERE p.problem = $1 AND p.horizon);
 BEGIN
 	IF pg_catalog.jsonb_typeof(details) = 'array' THEN
 		-- The details of every finding of its key it was last seen with
@@ -3888,8 +3941,7 @@ BEGIN
 		holder := details ->> 'holder';
 	END IF;
 
-	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan')
-	   AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object' THEN
+	IF about_horizon AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object' THEN
 		-- The index rules name the holder behind them.
 		kind := details -> 'holder' ->> 'kind';
 		holder := details -> 'holder' ->> 'holder';
@@ -3897,10 +3949,12 @@ BEGIN
 
 	IF problem = 'dead_tuple_index_scan' THEN
 		-- The rule itself says when the index is clean or vacuumed.
-		SELECT f.details ->> 'state' INTO state
-		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL::pg_catalog.interval) AS f
-		 WHERE f.details ->> 'indexrelid' = pg_contention_incident_resolution.details ->> 'indexrelid'
-		   AND f.details ->> 'database_oid' = pg_contention_incident_resolution.details ->> 'database_oid';
+		SELECT i.value ->> 'state' INTO state
+		  FROM pg_catalog.jsonb_array_elements(
+				   CASE WHEN pg_catalog.jsonb_typeof(index_states) = 'array' THEN index_states ELSE '[]' END) AS i
+		 WHERE i.value ->> 'indexrelid' = pg_contention_incident_resolution.details ->> 'indexrelid'
+		   AND i.value ->> 'database_oid' = pg_contention_incident_resolution.details ->> 'database_oid'
+		 LIMIT 1;
 		IF state = 'vacuumed' THEN
 			RETURN 'vacuum removed the dead entries: the index''s lookups no longer visit them';
 		ELSIF state = 'clean' THEN
@@ -3910,7 +3964,7 @@ BEGIN
 		END IF;
 	END IF;
 
-	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan') THEN
+	IF about_horizon THEN
 		IF kind = 'backend' AND holder ~ '^[0-9]+$' THEN
 			holder_pid := holder::integer;
 			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
@@ -4032,7 +4086,7 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_resolution(text, jsonb, timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_resolution(text, jsonb, timestamp with time zone, jsonb) FROM PUBLIC;
 
 -- ---- src/sql/incidents.sql ----
 
@@ -4544,10 +4598,8 @@ BEGIN
 		-- answer (pg_contention_findings_latest): a scrape then costs a
 		-- copy, not an evaluation of every rule.
 		RETURN QUERY
-		WITH problems(problem) AS (
-			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock'),
-				   ('sampler_stale')
+		WITH problems AS (
+			SELECT p.problem FROM @extschema@.pg_contention_problems() AS p
 		), severities(severity) AS (
 			VALUES ('info'), ('warning'), ('critical')
 		), f AS MATERIALIZED (
@@ -4564,9 +4616,8 @@ BEGIN
 		-- read from the store, no evaluation, so a family of their own that
 		-- an exporter's cheap query can read beside the others.
 		RETURN QUERY
-		WITH problems(problem) AS (
-			VALUES ('subxact_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+		WITH problems AS (
+			SELECT p.problem FROM @extschema@.pg_contention_problems() AS p WHERE p.incidents
 		), severities(severity) AS (
 			VALUES ('warning'), ('critical')
 		), i AS MATERIALIZED (

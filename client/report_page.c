@@ -13,6 +13,7 @@
  */
 #include "client.h"
 #include "report.h"
+#include "../src/problems.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -154,10 +155,8 @@ html_seconds_charts(Buf *b, const Second *sec, int nseconds, const char *problem
 	size_t		stride = sizeof(Second);
 	const double *epochs = nseconds ? &sec[0].epoch : NULL;
 	/* What the problem is about first: the horizon's age for a held one. */
-	bool		horizon_first = problem != NULL &&
-		(strcmp(problem, "xmin_horizon_held") == 0 ||
-		 strcmp(problem, "dead_tuple_index_scan") == 0 ||
-		 strcmp(problem, "hot_chain_scan") == 0);
+	const PgcProblem *about = pgc_problem(problem);
+	bool		horizon_first = about != NULL && about->horizon;
 
 	if (horizon_first)
 		horizon_chart(b, sec, nseconds);

@@ -39,7 +39,11 @@ $$;
 -- ---- The findings' window (every rule, the findings, who pays, the
 -- report): 1 second to 7 days, NULL for pg_contention.findings_window.
 SELECT f AS function, w AS window_length,
-	   pg_temp.try(pg_catalog.format('SELECT * FROM %s(%L::interval)', f, w)) AS result
+	   -- The two rules given another's findings get none here.
+	   pg_temp.try(pg_catalog.format('SELECT * FROM %s(%L::interval%s)', f, w,
+									 CASE WHEN f IN ('pg_contention_rule_subtrans_slru_contention',
+													 'pg_contention_rule_xmin_horizon_held')
+										  THEN ', ''[]''::jsonb' ELSE '' END)) AS result
   FROM (VALUES ('pg_contention_findings'), ('pg_contention_findings_params'),
 			   ('pg_contention_rule_subxact_overflow'), ('pg_contention_rule_subtrans_slru_contention'),
 			   ('pg_contention_rule_subxact_near_overflow'), ('pg_contention_rule_dead_tuple_index_scan'),
@@ -50,6 +54,13 @@ SELECT f AS function, w AS window_length,
 			   ('pg_contention_report')) AS fs(f),
 	   (VALUES (NULL), ('1 second'), ('7 days')) AS ws(w)
  ORDER BY 1, 2 NULLS FIRST;
+
+-- The findings a rule is given: NULL, not an array, or elements of any
+-- shape are none or ignored, never an error.
+SELECT a AS findings_given,
+	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_rule_xmin_horizon_held(NULL, %s)', a)) AS xmin_rule,
+	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_rule_subtrans_slru_contention(NULL, %s)', a)) AS slru_rule
+  FROM (VALUES ('NULL'), ($$'{}'::jsonb$$), ($$'[1, "x", null, {"holder": 7, "details": []}]'::jsonb$$)) AS fs(a);
 
 SELECT w AS window_length, pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_findings(%L::interval)', w)) AS result
   FROM (VALUES ('0.4 seconds'), ('0'), ('-1 minute'), ('7 days 1 second'), ('1 month'),
@@ -106,7 +117,8 @@ SELECT pg_temp.try($$SELECT pg_contention_before_restart(a, b) FROM (VALUES ('-i
 SELECT f AS function, pg_temp.try('SELECT * FROM ' || f || '()') AS result
   FROM (VALUES ('pg_contention_subxact'), ('pg_contention_overflow_events'), ('pg_contention_info'),
 			   ('pg_contention_index_scans'), ('pg_contention_horizon_holders'), ('pg_contention_waits'),
-			   ('pg_contention_history'), ('pg_contention_sampler_status'), ('pg_contention_statements')) AS t(f);
+			   ('pg_contention_history'), ('pg_contention_sampler_status'), ('pg_contention_statements'),
+			   ('pg_contention_problems')) AS t(f);
 
 -- ---- Settings a session may change: the edges work (the findings, the
 -- metrics and the report read them), one past is refused with the range.

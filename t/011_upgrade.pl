@@ -118,14 +118,27 @@ ok($node->poll_query_until('from13',
 my @rules = split /\n/, $node->safe_psql('fresh',
 	"SELECT proname FROM pg_proc WHERE proname LIKE 'pg\\_contention\\_rule\\_%' ORDER BY 1");
 is(scalar(@rules), 8, 'eight rule functions (sampler_stale is the eighth)');
+# The two that build on another's findings are given them (a JSON array).
+my %given = (pg_contention_rule_subtrans_slru_contention => 'pg_contention_rule_subxact_overflow',
+	pg_contention_rule_xmin_horizon_held => 'pg_contention_rule_dead_tuple_index_scan');
+my $findings_def = $node->safe_psql('fresh',
+	"SELECT pg_get_functiondef('pg_contention_findings(interval)'::regprocedure)");
 for my $rule (@rules)
 {
+	my $args = $given{$rule} ? "NULL, '[]'" : '';
 	my ($ret, $out, $err) = $node->psql('fresh',
-		"SELECT problem, severity, subject, evidence, advice, details, since FROM $rule()");
+		"SELECT problem, severity, subject, evidence, advice, details, since FROM $rule($args)");
 	is($ret, 0, "$rule answers alone");
 	(my $problem = $rule) =~ s/^pg_contention_rule_//;
-	like($node->safe_psql('fresh', 'SELECT pg_get_functiondef(' . "'pg_contention_findings(interval)'::regprocedure)"),
-		qr/\Q$rule(window_length)\E/, "pg_contention_findings reads $problem through its rule");
+	my @calls = $findings_def =~ /\Q$rule(\E\s*window_length\b/g;
+	is(scalar(@calls), 1, "pg_contention_findings evaluates $problem once, through its rule");
+}
+# No rule calls another: each is evaluated once per execution of the findings.
+for my $rule (@rules)
+{
+	my $def = $node->safe_psql('fresh', "SELECT string_agg(pg_get_functiondef(oid), '') FROM pg_proc WHERE proname = '$rule'");
+	my @others = grep { $_ ne $rule && index($def, "$_(") >= 0 } @rules;
+	is("@others", '', "$rule calls no other rule");
 }
 
 # The updated extension works: every view answers.

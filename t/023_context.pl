@@ -133,7 +133,7 @@ my ($pids, $earlier) = split / /, $node->safe_psql('postgres',
 	   FROM (" . sprintf($details, 'u') . ") AS f(d)");
 is("$pids $earlier", "[$new_pid] 2", 'a culprit of both runs: this run\'s pid to act on, the two earlier ones apart');
 like($node->safe_psql('postgres', "SELECT pg_contention_incident_resolution('subxact_overflow',
-	  (" . sprintf($details, 't') . "), now() - interval '1 hour')"),
+	  (" . sprintf($details, 't') . "), now() - interval '1 hour', '[]')"),
 	qr/^the overflowing sessions, of the previous server run, ended with its restart$/,
 	'an incident whose culprits were all of the previous run: resolved by the restart');
 

@@ -220,10 +220,10 @@ ok($node->poll_query_until('postgres',
 my $remembered = qq{'[{"pids": [$first_pids[0], $first_pids[1], $later_pids[0], $later_pids[1]],
 	"alive_pids": [$later_pids[0], $later_pids[1]]}]'};
 is($node->safe_psql('postgres',
-	"SELECT pg_contention_incident_resolution('subxact_overflow', $remembered, clock_timestamp()) IS NULL"),
+	"SELECT pg_contention_incident_resolution('subxact_overflow', $remembered, clock_timestamp(), '[]') IS NULL"),
 	't', 'while the later sessions are overflowed, nothing has ended it');
 like($node->safe_psql('postgres',
-	"SELECT pg_contention_incident_resolution('subxact_overflow', $remembered, '$before_later')"),
+	"SELECT pg_contention_incident_resolution('subxact_overflow', $remembered, '$before_later', '[]')"),
 	qr/^the overflowing sessions \(pids \d+, \d+\) ended$/,
 	'sessions started after the details were seen are not the ones they name');
 $_->quit for @later;
@@ -523,18 +523,18 @@ $node->reload;
 # after keeps it, under the same id.
 $node->safe_psql('postgres', q{
 	ALTER FUNCTION pg_contention_incident_evidence(text, jsonb, integer) RENAME TO broken_evidence;
-	ALTER FUNCTION pg_contention_incident_resolution(text, jsonb, timestamptz) RENAME TO broken_resolution;
+	ALTER FUNCTION pg_contention_incident_resolution(text, jsonb, timestamptz, jsonb) RENAME TO broken_resolution;
 	CREATE FUNCTION pg_contention_incident_evidence(problem text, details jsonb, max_bytes integer)
 	RETURNS jsonb LANGUAGE plpgsql AS $$
 	BEGIN
 		IF details ->> 'holder' = 'p1' THEN RAISE EXCEPTION 'evidence broken on purpose'; END IF;
 		RETURN public.broken_evidence(problem, details, max_bytes);
 	END $$;
-	CREATE FUNCTION pg_contention_incident_resolution(problem text, details jsonb, opened timestamptz)
+	CREATE FUNCTION pg_contention_incident_resolution(problem text, details jsonb, opened timestamptz, index_states jsonb)
 	RETURNS text LANGUAGE plpgsql AS $$
 	BEGIN
 		IF details ->> 'holder' = 'p1' THEN RAISE EXCEPTION 'resolution broken on purpose'; END IF;
-		RETURN public.broken_resolution(problem, details, opened);
+		RETURN public.broken_resolution(problem, details, opened, index_states);
 	END $$;
 	ALTER SYSTEM SET pg_contention.save_interval = '1h';
 });
@@ -592,9 +592,9 @@ ok($node->log_contains(qr/pg_contention incidents: the resolution of incident \d
 ok(!$node->log_contains(qr/pg_contention incidents: the evaluation failed/, $offset), 'no evaluation failed');
 $node->safe_psql('postgres', q{
 	DROP FUNCTION pg_contention_incident_evidence(text, jsonb, integer);
-	DROP FUNCTION pg_contention_incident_resolution(text, jsonb, timestamptz);
+	DROP FUNCTION pg_contention_incident_resolution(text, jsonb, timestamptz, jsonb);
 	ALTER FUNCTION broken_evidence(text, jsonb, integer) RENAME TO pg_contention_incident_evidence;
-	ALTER FUNCTION broken_resolution(text, jsonb, timestamptz) RENAME TO pg_contention_incident_resolution;
+	ALTER FUNCTION broken_resolution(text, jsonb, timestamptz, jsonb) RENAME TO pg_contention_incident_resolution;
 	ALTER SYSTEM RESET pg_contention.save_interval;
 });
 $node->reload;

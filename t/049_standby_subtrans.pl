@@ -107,7 +107,7 @@ ok($standby->poll_query_until('shop',
 	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'subxact_overflow' AND closed IS NOT NULL
 	    AND resolution = 'the primary''s transaction $long_xid, the oldest running there when the cost was last seen and the xmin of every snapshot on this standby, ended'"),
 	'fixed: the incident closed, naming what ended')
-  or diag($standby->safe_psql('shop', q{SELECT closed, resolution, pg_contention_incident_resolution('subxact_overflow', jsonb_build_array(details -> 'finding'), closed) FROM pg_contention_incidents WHERE problem = 'subxact_overflow'}));
+  or diag($standby->safe_psql('shop', q{SELECT closed, resolution, pg_contention_incident_resolution('subxact_overflow', jsonb_build_array(details -> 'finding'), closed, '[]') FROM pg_contention_incidents WHERE problem = 'subxact_overflow'}));
 
 $readers->kill_kill;
 done_testing();

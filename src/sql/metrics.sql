@@ -172,10 +172,8 @@ BEGIN
 		-- answer (pg_contention_findings_latest): a scrape then costs a
 		-- copy, not an evaluation of every rule.
 		RETURN QUERY
-		WITH problems(problem) AS (
-			VALUES ('subxact_overflow'), ('subxact_near_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock'),
-				   ('sampler_stale')
+		WITH problems AS (
+			SELECT p.problem FROM @extschema@.pg_contention_problems() AS p
 		), severities(severity) AS (
 			VALUES ('info'), ('warning'), ('critical')
 		), f AS MATERIALIZED (
@@ -192,9 +190,8 @@ BEGIN
 		-- read from the store, no evaluation, so a family of their own that
 		-- an exporter's cheap query can read beside the others.
 		RETURN QUERY
-		WITH problems(problem) AS (
-			VALUES ('subxact_overflow'), ('subtrans_slru_contention'),
-				   ('dead_tuple_index_scan'), ('hot_chain_scan'), ('xmin_horizon_held'), ('old_snapshot_threshold_spinlock')
+		WITH problems AS (
+			SELECT p.problem FROM @extschema@.pg_contention_problems() AS p WHERE p.incidents
 		), severities(severity) AS (
 			VALUES ('warning'), ('critical')
 		), i AS MATERIALIZED (

@@ -78,9 +78,10 @@ pgc_incidents_reset(void)
 int
 counted_index(const char *problem)
 {
-	for (int i = 0; i < (int) NUM_COUNTED - 1; i++)
-		if (strcmp(problem, counted_problems[i]) == 0)
-			return i;
+	const PgcProblem *p = pgc_problem(problem);
+
+	if (p != NULL && p - pgc_problems < PGC_NUM_COUNTED_PROBLEMS)
+		return p - pgc_problems;
 	return NUM_COUNTED - 1;
 }
 
@@ -116,7 +117,9 @@ pgc_incidents_info(int *used, int64 *evictions, int64 *not_opened,
 		if (opened[i][0] == 0 && opened[i][1] == 0)
 			continue;
 		appendStringInfo(&buf, "%s\"%s\": {\"warning\": " INT64_FORMAT ", \"critical\": " INT64_FORMAT "}",
-						 first ? "" : ", ", counted_problems[i], opened[i][0], opened[i][1]);
+						 first ? "" : ", ",
+						 i < PGC_NUM_COUNTED_PROBLEMS ? pgc_problems[i].name : "other",
+						 opened[i][0], opened[i][1]);
 		first = false;
 	}
 	appendStringInfoChar(&buf, '}');

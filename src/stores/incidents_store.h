@@ -15,6 +15,7 @@
 #define PGC_INCIDENTS_STORE_H
 
 #include "stores.h"
+#include "../problems.h"
 
 /* Severities as stored: 0 none (NULL), then info, warning, critical. */
 #define SEV_NONE		0
@@ -50,14 +51,11 @@ typedef struct FrozenText
 	char		data[FROZEN_STORED_LEN];
 } FrozenText;
 
-/* The problems counted by incidents_opened_total; the last is "other". */
-static const char *const counted_problems[] = {
-	"subxact_overflow", "subtrans_slru_contention", "subxact_near_overflow",
-	"dead_tuple_index_scan", "hot_chain_scan", "xmin_horizon_held",
-	"old_snapshot_threshold_spinlock", "other"
-};
-
-#define NUM_COUNTED lengthof(counted_problems)
+/*
+ * The problems counted by incidents_opened_total: those an incident
+ * follows, in problems.h's order, then "other".
+ */
+#define NUM_COUNTED PGC_NUM_COUNTED
 
 /* The restarts an incident keeps the times of (the latest; all counted). */
 #define INCIDENT_RESTARTS 8

@@ -134,16 +134,19 @@ incident_freeze(const Found *f)
 static char *
 resolve_on(const OpenCopy *o, const char *details, TimestampTz seen_at)
 {
-	Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Oid			types[4] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID};
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 	char	   *sql;
 
-	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::pg_catalog.jsonb, $3)", ext_schema);
+	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::pg_catalog.jsonb, $3,"
+				   " $4::pg_catalog.jsonb)", ext_schema);
 	args[0] = CStringGetTextDatum(o->problem);
 	args[1] = CStringGetTextDatum(details);
 	args[2] = TimestampTzGetDatum(seen_at);
-	return query_text("resolution", o->id, sql, 3, types, args, nulls);
+	/* The indexes' states as this evaluation read them (read_findings). */
+	args[3] = CStringGetTextDatum(pgc_eval_index_states ? pgc_eval_index_states : "[]");
+	return query_text("resolution", o->id, sql, 4, types, args, nulls);
 }
 
 /*

@@ -133,6 +133,8 @@ covered_by_closed(const Found *f, const ClosedCopy *closed, int nclosed)
 static volatile sig_atomic_t evaluating = false;
 MemoryContext eval_context = NULL;
 char	   *ext_schema = NULL;	/* quoted, in TopMemoryContext */
+/* This evaluation's index findings' states (JSON), in eval_context. */
+char	   *pgc_eval_index_states = NULL;
 static SPIPlanPtr findings_plan = NULL; /* read_findings' query, kept */
 static bool told_missing = false;
 static char last_failure[256];	/* the last evaluation's error, LOGged once */
@@ -222,6 +224,7 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 	int			rc;
 	int			n;
 	int			nfound = 0;
+	StringInfoData states;
 
 	/*
 	 * Planned once and kept: parsing and planning it at every evaluation
@@ -237,7 +240,13 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		SPIPlanPtr	plan;
 
 		sql = psprintf("SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, k.finding::text,"
-					   " k.key, k.culprit, f.since, k.cause_gone, f.details::text, k.touched"
+					   " k.key, k.culprit, f.since, k.cause_gone, f.details::text, k.touched,"
+					   " CASE WHEN (f.details OPERATOR(pg_catalog.->>) 'state') IS NOT NULL"
+					   " AND (f.details OPERATOR(pg_catalog.->>) 'indexrelid') IS NOT NULL"
+					   " THEN pg_catalog.jsonb_build_object('problem', f.problem,"
+					   " 'database_oid', f.details OPERATOR(pg_catalog.->) 'database_oid',"
+					   " 'indexrelid', f.details OPERATOR(pg_catalog.->) 'indexrelid',"
+					   " 'state', f.details OPERATOR(pg_catalog.->) 'state')::pg_catalog.text END"
 					   " FROM %s.pg_contention_findings(NULL::pg_catalog.interval) AS f"
 					   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k",
 					   ext_schema, ext_schema);
@@ -252,6 +261,14 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_plan failed: %d", rc);
 	n = (int) SPI_processed;
+	{
+		/* in eval_context: its appends stay there (repalloc) */
+		MemoryContext old = MemoryContextSwitchTo(eval_context);
+
+		initStringInfo(&states);
+		MemoryContextSwitchTo(old);
+	}
+	appendStringInfoChar(&states, '[');
 	*found = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(Found));
 	*rows = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(PgcFindingRow));
 	*nrows = n;
@@ -275,6 +292,13 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		r->details = SPI_getvalue(tup, desc, 11);
 		value = SPI_getbinval(tup, desc, 9, &isnull);
 		r->since = isnull ? 0 : DatumGetTimestampTz(value);
+		value = SPI_getbinval(tup, desc, 13, &isnull);
+		if (!isnull)
+		{
+			if (states.len > 1)
+				appendStringInfoString(&states, ", ");
+			appendStringInfoString(&states, TextDatumGetCString(value));
+		}
 
 		key = SPI_getvalue(tup, desc, 7);
 		if (key == NULL || r->problem == NULL ||
@@ -301,6 +325,8 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		f->seen_details = f->details;
 		MemoryContextSwitchTo(old);
 	}
+	appendStringInfoChar(&states, ']');
+	pgc_eval_index_states = states.data;
 	return nfound;
 }
 
@@ -895,6 +921,7 @@ pgc_incidents_main(Datum main_arg)
 			QueryCancelPending = false;
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(eval_context);
+			pgc_eval_index_states = NULL;
 		}
 
 		if (pgc_incident_interval > 0)

@@ -76,6 +76,7 @@ typedef struct OpenCopy
 /* incidents_worker.c: the evaluation's context, and the extension's schema (quoted) */
 extern MemoryContext eval_context;
 extern char *ext_schema;
+extern char *pgc_eval_index_states;
 
 /* incident_queries.c */
 extern FrozenText *incident_freeze(const Found *f);

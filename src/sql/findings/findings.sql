@@ -1,7 +1,11 @@
 --
 -- Findings: what is wrong now, who causes it, who pays, what to do.  The
 -- union of the rules (pg_contention_rule_*, one file each), most severe
--- first.  A rule can be called alone to read or test it.
+-- first, in the order pg_contention_problems() gives.  Each rule is
+-- evaluated once, here: a rule that builds on another's findings
+-- (subtrans_slru_contention names the overflows, xmin_horizon_held counts
+-- the dead index entries it keeps) is given them as an argument, never
+-- calls it.  A rule can be called alone to read or test it.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
 	window_length interval DEFAULT NULL,
@@ -25,27 +29,33 @@ AS $$
 #variable_conflict use_column
 BEGIN
 RETURN QUERY
-WITH found AS (
+WITH overflow_found AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_subxact_overflow(window_length)
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subtrans_slru_contention(window_length)
+),
+index_found AS MATERIALIZED (
+	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+),
+found AS (
+	SELECT * FROM overflow_found
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subtrans_slru_contention(
+		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object('subject', o.subject, 'details', o.details)), '[]')
+						  FROM overflow_found AS o))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+	UNION ALL SELECT * FROM index_found
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(
+		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object(
+											'severity', i.severity, 'holder', i.details -> 'holder' ->> 'holder',
+											'indexrelid', i.details -> 'indexrelid')), '[]')
+						  FROM index_found AS i))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_sampler_stale(window_length)
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
   FROM found AS f
+  LEFT JOIN @extschema@.pg_contention_problems() AS p ON p.problem = f.problem
  ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
-		  -- A stale sampler first: it says how far to trust the rest.
-		  CASE f.problem
-			   WHEN 'sampler_stale' THEN -1
-			   WHEN 'xmin_horizon_held' THEN 0 WHEN 'subxact_overflow' THEN 1
-			   WHEN 'subtrans_slru_contention' THEN 2 WHEN 'dead_tuple_index_scan' THEN 3
-			   WHEN 'hot_chain_scan' THEN 4
-			   WHEN 'old_snapshot_threshold_spinlock' THEN 5 ELSE 6 END,
-		  f.since NULLS LAST, f.subject;
+		  p.rank NULLS LAST, f.since NULLS LAST, f.subject;
 END
 $$;
 

@@ -6,8 +6,13 @@
 -- judges); readers' lookups past the bar without an overflow are info.  The
 -- advice points at subxact_overflow only when that rule has a finding.
 --
+-- overflow_findings: the subxact_overflow findings of the same evaluation,
+-- a JSON array of {subject, details}, which pg_contention_findings gives
+-- it (this rule does not evaluate that one again).  NULL: none.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_subtrans_slru_contention(
-	window_length interval DEFAULT NULL,
+	window_length interval,
+	overflow_findings jsonb,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -49,14 +54,15 @@ victims AS (
 		   s.victim_query_ids AS query_ids, s.victims_text AS text
 	  FROM subtrans AS s
 ),
-overflow_findings AS MATERIALIZED (
-	SELECT o.subject, o.details
-	  FROM @extschema@.pg_contention_rule_subxact_overflow(window_length) AS o
+overflow_found AS MATERIALIZED (
+	SELECT o.value ->> 'subject' AS subject, o.value -> 'details' AS details
+	  FROM pg_catalog.jsonb_array_elements(
+			   CASE WHEN pg_catalog.jsonb_typeof(overflow_findings) = 'array' THEN overflow_findings ELSE '[]' END) AS o
 ),
 overflow_culprits AS MATERIALIZED (
 	SELECT o.subject, (o.details ->> 'overflow_events')::bigint AS events,
 		   o.details -> 'query_id' AS query_id, o.details -> 'pids' AS pids
-	  FROM overflow_findings AS o
+	  FROM overflow_found AS o
 	 WHERE o.details ? 'pids'
 ),
 slru_findings AS (
@@ -87,7 +93,7 @@ slru_findings AS (
 		   || v.text || '.' AS evidence,
 		   CASE WHEN c.ended_at IS NOT NULL
 				THEN 'Nothing to do now; to keep it from recurring, keep transactions under 64 subtransactions (see subxact_overflow)'
-				WHEN (SELECT count(*) FROM overflow_findings) > 0
+				WHEN (SELECT count(*) FROM overflow_found) > 0
 				THEN 'Remove the overflow (see subxact_overflow): fewer than 64 subtransactions per transaction, no per-row EXCEPTION blocks, no driver autosave, smaller batches'
 				WHEN c.overflow_seen
 				THEN 'Remove the overflow: a transaction took more than 64 subtransactions in the window (its event is older than the window or was overwritten); keep transactions under 64 subtransactions, no per-row EXCEPTION blocks, no driver autosave, smaller batches'

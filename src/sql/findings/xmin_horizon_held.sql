@@ -7,8 +7,14 @@
 -- lookups reading dead entries, or an XID age past
 -- pg_contention.horizon_critical_xid_age; age alone is info.
 --
+-- index_findings: the dead_tuple_index_scan findings of the same
+-- evaluation, a JSON array of {severity, holder, indexrelid}, which
+-- pg_contention_findings gives it (this rule does not evaluate that one
+-- again).  NULL: none.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_xmin_horizon_held(
-	window_length interval DEFAULT NULL,
+	window_length interval,
+	index_findings jsonb,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -83,8 +89,10 @@ paid_by AS MATERIALIZED (
 				  FROM root_holders AS h
 				 WHERE h.blocks_cleanup)) AS t
 ),
-index_findings AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+index_found AS MATERIALIZED (
+	SELECT f.value ->> 'severity' AS severity, f.value ->> 'holder' AS holder, f.value -> 'indexrelid' AS indexrelid
+	  FROM pg_catalog.jsonb_array_elements(
+			   CASE WHEN pg_catalog.jsonb_typeof(index_findings) = 'array' THEN index_findings ELSE '[]' END) AS f
 ),
 -- Each holder with what its hold costs, as measured.
 costed AS MATERIALIZED (
@@ -101,8 +109,8 @@ costed AS MATERIALIZED (
 	  LEFT JOIN held_dead AS d ON d.culprit_key = h.culprit_key
 	  CROSS JOIN LATERAL (SELECT count(*) AS index_count,
 								 coalesce(bool_or(f.severity = 'critical'), false) AS index_critical
-							FROM index_findings AS f
-						   WHERE f.details -> 'holder' ->> 'holder' = h.holder) AS i
+							FROM index_found AS f
+						   WHERE f.holder = h.holder) AS i
 	  -- The WAL a slot keeps, from its restart_lsn.
 	  LEFT JOIN LATERAL (SELECT pg_catalog.pg_wal_lsn_diff(
 									CASE WHEN params.standby THEN pg_catalog.pg_last_wal_replay_lsn()
@@ -268,9 +276,9 @@ horizon_findings AS (
 							  'dead_tuples_databases', CASE WHEN NOT params.standby THEN h.read_list END,
 							  'costs', h.costs,
 							  'retained_wal_bytes', h.retained_wal,
-							  'index_findings', (SELECT coalesce(jsonb_agg(f.details -> 'indexrelid'), '[]')
-												   FROM index_findings AS f
-												  WHERE f.details -> 'holder' ->> 'holder' = h.holder)) AS details,
+							  'index_findings', (SELECT coalesce(jsonb_agg(f.indexrelid), '[]')
+												   FROM index_found AS f
+												  WHERE f.holder = h.holder)) AS details,
 		   params.now - h.held_for AS since
 	  FROM costed AS h, params
 )

@@ -10,6 +10,11 @@
 -- passed): never a guess.  seen_at is when the details were seen (the
 -- incident's opening for its peak's, its last seen for the memory's): a
 -- session or transaction started after it is another, with a reused pid.
+-- index_states: the state of each index of this evaluation's
+-- dead_tuple_index_scan findings (a JSON array of {database_oid,
+-- indexrelid, state}, from the worker's read of the findings): whether its
+-- lookups still visit dead entries, were vacuumed or the index dropped,
+-- without evaluating the rule again.
 -- Called by the incidents worker, and by nobody else: not executable by
 -- PUBLIC.  STRICT: without a problem, its details or their time there is
 -- nothing to tell.
@@ -17,7 +22,8 @@
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_resolution(
 	problem text,
 	details jsonb,
-	seen_at timestamp with time zone
+	seen_at timestamp with time zone,
+	index_states jsonb
 )
 RETURNS text
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL RESTRICTED
@@ -32,6 +38,9 @@ DECLARE
 	alive integer[];
 	overflowed integer[];
 	state text;
+	-- ($1: problem; a column of that name is in the query)
+	about_horizon boolean := EXISTS (SELECT 1 FROM @extschema@.pg_contention_problems() AS p
+									  WHERE p.problem = $1 AND p.horizon);
 BEGIN
 	IF pg_catalog.jsonb_typeof(details) = 'array' THEN
 		-- The details of every finding of its key it was last seen with
@@ -74,8 +83,7 @@ BEGIN
 		holder := details ->> 'holder';
 	END IF;
 
-	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan')
-	   AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object' THEN
+	IF about_horizon AND pg_catalog.jsonb_typeof(details -> 'holder') = 'object' THEN
 		-- The index rules name the holder behind them.
 		kind := details -> 'holder' ->> 'kind';
 		holder := details -> 'holder' ->> 'holder';
@@ -83,10 +91,12 @@ BEGIN
 
 	IF problem = 'dead_tuple_index_scan' THEN
 		-- The rule itself says when the index is clean or vacuumed.
-		SELECT f.details ->> 'state' INTO state
-		  FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(NULL::pg_catalog.interval) AS f
-		 WHERE f.details ->> 'indexrelid' = pg_contention_incident_resolution.details ->> 'indexrelid'
-		   AND f.details ->> 'database_oid' = pg_contention_incident_resolution.details ->> 'database_oid';
+		SELECT i.value ->> 'state' INTO state
+		  FROM pg_catalog.jsonb_array_elements(
+				   CASE WHEN pg_catalog.jsonb_typeof(index_states) = 'array' THEN index_states ELSE '[]' END) AS i
+		 WHERE i.value ->> 'indexrelid' = pg_contention_incident_resolution.details ->> 'indexrelid'
+		   AND i.value ->> 'database_oid' = pg_contention_incident_resolution.details ->> 'database_oid'
+		 LIMIT 1;
 		IF state = 'vacuumed' THEN
 			RETURN 'vacuum removed the dead entries: the index''s lookups no longer visit them';
 		ELSIF state = 'clean' THEN
@@ -96,7 +106,7 @@ BEGIN
 		END IF;
 	END IF;
 
-	IF problem IN ('xmin_horizon_held', 'hot_chain_scan', 'dead_tuple_index_scan') THEN
+	IF about_horizon THEN
 		IF kind = 'backend' AND holder ~ '^[0-9]+$' THEN
 			holder_pid := holder::integer;
 			IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a
@@ -218,4 +228,4 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_resolution(text, jsonb, timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_resolution(text, jsonb, timestamp with time zone, jsonb) FROM PUBLIC;
