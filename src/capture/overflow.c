@@ -149,8 +149,8 @@ record_event(int64 current_query_id, bool in_abort)
 		len = 0;
 	}
 
-	LWLockAcquire(events->lock, LW_EXCLUSIVE);
-	ev = EVENT_SLOT(event_ring, events->written % pgc_max_events);
+	LWLockAcquire(pgc_events->lock, LW_EXCLUSIVE);
+	ev = EVENT_SLOT(pgc_event_ring, pgc_events->written % pgc_max_events);
 	ev->event_time = GetCurrentTimestamp();
 	ev->pid = MyProcPid;
 	ev->dbid = MyDatabaseId;
@@ -165,13 +165,13 @@ record_event(int64 current_query_id, bool in_abort)
 			NAMEDATALEN);
 	pgc_copy_statement_text(ev->query, pgc_max_query_length, text,
 							location, len);
-	pgc_events_note_latest(ev, events->written);
-	open_event_seq = events->written;
-	open_event_resets = events->resets;
+	pgc_events_note_latest(ev, pgc_events->written);
+	open_event_seq = pgc_events->written;
+	open_event_resets = pgc_events->resets;
 	open_event_xid = top_xid;
 	pgc_overflow_pending |= PGC_OVERFLOW_EVENT_OPEN;
-	events->written++;
-	LWLockRelease(events->lock);
+	pgc_events->written++;
+	LWLockRelease(pgc_events->lock);
 
 	/*
 	 * Inside a function (a trigger's, say): the function and its trigger,

@@ -137,17 +137,17 @@ enter_statement(const PgcStatementKey *key, const char *text, TimestampTz now)
 	SharedStatement *entry;
 	bool		found;
 
-	entry = hash_search(statements, key, HASH_FIND, NULL);
+	entry = hash_search(pgc_statements, key, HASH_FIND, NULL);
 	if (entry != NULL)
 		return entry;
-	if (hash_get_num_entries(statements) >= pgc_max_statements)
+	if (hash_get_num_entries(pgc_statements) >= pgc_max_statements)
 		evict_least_used(NULL);
-	entry = hash_search(statements, key, HASH_ENTER_NULL, &found);
+	entry = hash_search(pgc_statements, key, HASH_ENTER_NULL, &found);
 	if (entry == NULL)
 		return NULL;
 	if (!found && !pgc_statement_take_slot(entry))
 	{
-		hash_search(statements, key, HASH_REMOVE, NULL);
+		hash_search(pgc_statements, key, HASH_REMOVE, NULL);
 		return NULL;
 	}
 	if (!found)
@@ -277,7 +277,7 @@ find_index_slots(SharedStatement *entry, const PgcExecution *exec,
 			entry->index_oid[slot] = indexoid;
 			entry->index_record[slot] = take_index_record();
 			if (entry->index_record[slot] != NO_RECORD)
-				index_records[entry->index_record[slot]].counters.indexoid = indexoid;
+				pgc_index_records[entry->index_record[slot]].counters.indexoid = indexoid;
 		}
 		slots[d] = slot;
 	}
@@ -483,8 +483,8 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 	key.query_id = query_id;
 	key.app_hash = app_hash;
 
-	LWLockAcquire(stmts->lock, exclusive ? LW_EXCLUSIVE : LW_SHARED);
-	entry = hash_search(statements, &key, HASH_FIND, NULL);
+	LWLockAcquire(pgc_stmts->lock, exclusive ? LW_EXCLUSIVE : LW_SHARED);
+	entry = hash_search(pgc_statements, &key, HASH_FIND, NULL);
 	if (entry == NULL)
 	{
 		/*
@@ -494,17 +494,17 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 		 */
 		char	   *text;
 
-		LWLockRelease(stmts->lock);
+		LWLockRelease(pgc_stmts->lock);
 		text = palloc(pgc_max_query_length);
 		pgc_normalize_query(source_text, stmt_location, stmt_len, text,
 							pgc_max_query_length);
-		LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
+		LWLockAcquire(pgc_stmts->lock, LW_EXCLUSIVE);
 		exclusive = true;
 		entry = enter_statement(&key, text, now);
 		pfree(text);
 		if (entry == NULL)
 		{
-			LWLockRelease(stmts->lock);
+			LWLockRelease(pgc_stmts->lock);
 			return;
 		}
 	}
@@ -514,19 +514,19 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 	 * the pool has too few, the least used statements make room (evicted
 	 * and counted like the hash's).
 	 */
-	if (exclusive && stmts->nfree_records < records_needed(entry, exec))
+	if (exclusive && pgc_stmts->nfree_records < records_needed(entry, exec))
 		evict_least_used(entry);
 
 	/* No removal can happen while we hold the LWLock: the generation holds. */
 	slot->key = key;
 	slot->entry = entry;
-	slot->generation = pg_atomic_read_u64(&stmts->generation);
+	slot->generation = pg_atomic_read_u64(&pgc_stmts->generation);
 
 	SpinLockAcquire(&entry->mutex);
 	counted = update_entry(entry, now, exec, exclusive);
 	SpinLockRelease(&entry->mutex);
 
-	LWLockRelease(stmts->lock);
+	LWLockRelease(pgc_stmts->lock);
 
 	/* A new index: it takes a record under the exclusive lock. */
 	if (!counted)
@@ -554,7 +554,7 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 	bool		live = false;
 
 	/* The hooks exist only where the shared state was attached at start. */
-	Assert(stmts != NULL);
+	Assert(pgc_stmts != NULL);
 	if (!OidIsValid(userid))
 		userid = GetUserId();
 
@@ -577,11 +577,11 @@ pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
 		slot->key.app_hash == app_hash)
 	{
 		SpinLockAcquire(&entry->mutex);
-		live = pg_atomic_read_u64(&stmts->generation) == slot->generation;
+		live = pg_atomic_read_u64(&pgc_stmts->generation) == slot->generation;
 		/* A live cached entry is the statement's, in its slot. */
 		Assert(!live || memcmp(&entry->key, &slot->key, sizeof(PgcStatementKey)) == 0);
 		Assert(!live || (entry->slot >= 0 && entry->slot < pgc_max_statements &&
-						 slot_entry[entry->slot] == entry));
+						 pgc_slot_entry[entry->slot] == entry));
 		if (live && update_entry(entry, now, exec, false))
 		{
 			SpinLockRelease(&entry->mutex);

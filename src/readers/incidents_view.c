@@ -212,12 +212,12 @@ pg_contention_incidents(PG_FUNCTION_ARGS)
 	 */
 	copy = palloc_extended(mul_size(pgc_max_incidents, sizeof(Incident)),
 						   MCXT_ALLOC_HUGE);
-	LWLockAcquire(incidents->lock, LW_SHARED);
+	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
 	for (int i = 0; i < pgc_max_incidents; i++)
-		if (slots[i].id != 0 && (only_id == 0 || slots[i].id == only_id))
-			memcpy(&copy[n++], &slots[i],
+		if (pgc_incident_slots[i].id != 0 && (only_id == 0 || pgc_incident_slots[i].id == only_id))
+			memcpy(&copy[n++], &pgc_incident_slots[i],
 				   with_details ? sizeof(Incident) : offsetof(Incident, frozen));
-	LWLockRelease(incidents->lock);
+	LWLockRelease(pgc_incidents->lock);
 
 	/* Newest first. */
 	qsort(copy, n, sizeof(Incident), compare_incident_ids);
@@ -295,11 +295,11 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	LWLockAcquire(incidents->lock, LW_SHARED);
-	last_evaluated = incidents->last_evaluated;
-	waiting_since = incidents->waiting_since;
-	strlcpy(waiting_database, incidents->waiting_database, NAMEDATALEN);
-	LWLockRelease(incidents->lock);
+	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+	last_evaluated = pgc_incidents->last_evaluated;
+	waiting_since = pgc_incidents->waiting_since;
+	strlcpy(waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
+	LWLockRelease(pgc_incidents->lock);
 
 	/*
 	 * Waiting, as of its last look: the extension may have been created
@@ -311,9 +311,9 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 		uint64		request;
 		PGPROC	   *proc;
 
-		LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
-		request = ++incidents->look_requests;
-		LWLockRelease(incidents->lock);
+		LWLockAcquire(pgc_incidents->lock, LW_EXCLUSIVE);
+		request = ++pgc_incidents->look_requests;
+		LWLockRelease(pgc_incidents->lock);
 		/* Why this is safe: BackendPidGetProc takes ProcArrayLock. */
 		proc = BackendPidGetProc(pid);
 		if (proc != NULL)
@@ -322,12 +322,12 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 		{
 			bool		done;
 
-			LWLockAcquire(incidents->lock, LW_SHARED);
-			done = incidents->looks_done >= request;
-			last_evaluated = incidents->last_evaluated;
-			waiting_since = incidents->waiting_since;
-			strlcpy(waiting_database, incidents->waiting_database, NAMEDATALEN);
-			LWLockRelease(incidents->lock);
+			LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+			done = pgc_incidents->looks_done >= request;
+			last_evaluated = pgc_incidents->last_evaluated;
+			waiting_since = pgc_incidents->waiting_since;
+			strlcpy(waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
+			LWLockRelease(pgc_incidents->lock);
 			if (done)
 				break;
 			CHECK_FOR_INTERRUPTS();

@@ -353,16 +353,16 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 	OtherEntry *others = NULL;
 	bool	   *kept_slot = palloc0(pgc_max_statements * sizeof(bool));
 
-	LWLockAcquire(stmts->lock, LW_SHARED);
+	LWLockAcquire(pgc_stmts->lock, LW_SHARED);
 	copies_init(&kept, 64);
 
 	/* Only a flagged slot's entry can be notable (see the flags). */
 	for (int i = 0; i < pgc_max_statements; i++)
 	{
-		uint32		flags = pg_atomic_read_u32(&slot_flags[i]);
+		uint32		flags = pg_atomic_read_u32(&pgc_slot_flags[i]);
 		int			notable;
 
-		if (!(flags & SLOT_NOTABLE) || (entry = slot_entry[i]) == NULL)
+		if (!(flags & SLOT_NOTABLE) || (entry = pgc_slot_entry[i]) == NULL)
 			continue;
 		SpinLockAcquire(&entry->mutex);
 		notable = shared_counters_notable(entry, cutoff);
@@ -387,14 +387,14 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 			ids.ids[i] = ((PgcStatementEntry *) (kept.data + i * kept.size))->key.query_id;
 		ids.n = nnotable;
 		query_id_set_finish(&ids);
-		others = palloc_extended(Max(hash_get_num_entries(statements), 1) * sizeof(OtherEntry),
+		others = palloc_extended(Max(hash_get_num_entries(pgc_statements), 1) * sizeof(OtherEntry),
 								 MCXT_ALLOC_HUGE);
 		for (int i = 0; i < pgc_max_statements; i++)
 		{
 			if (kept_slot[i] || !slot_in_set(i, &ids))
 				continue;
-			others[nothers].key = slot_entry[i]->key;
-			others[nothers++].entry = slot_entry[i];
+			others[nothers].key = pgc_slot_entry[i]->key;
+			others[nothers++].entry = pgc_slot_entry[i];
 		}
 		pfree(ids.ids);
 		for (long i = 0; i < nnotable; i++)
@@ -409,7 +409,7 @@ copy_notable_entries(long *n, TimestampTz cutoff)
 		pfree(notables);
 		pfree(others);
 	}
-	LWLockRelease(stmts->lock);
+	LWLockRelease(pgc_stmts->lock);
 	pfree(kept_slot);
 	*n = kept.n;
 	return kept.data;

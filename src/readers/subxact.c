@@ -77,10 +77,10 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	tupstore = pgc_materialize(fcinfo, &event_shape, &tupdesc);
 
 	/* The rows of an earlier call of this statement, if no event came since. */
-	LWLockAcquire(events->lock, LW_SHARED);
-	version[0] = (uint64) events->written;
-	version[1] = events->resets;
-	LWLockRelease(events->lock);
+	LWLockAcquire(pgc_events->lock, LW_SHARED);
+	version[0] = (uint64) pgc_events->written;
+	version[1] = pgc_events->resets;
+	LWLockRelease(pgc_events->lock);
 	if (pgc_row_cache_replay(&event_rows, version, tupdesc, tupstore))
 		return (Datum) 0;
 	initStringInfo(&texts);
@@ -92,10 +92,10 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 	 * (the findings read it three times per call).  Palloc under a shared
 	 * lock: an error releases it at abort.
 	 */
-	LWLockAcquire(events->lock, LW_SHARED);
-	written = events->written;
+	LWLockAcquire(pgc_events->lock, LW_SHARED);
+	written = pgc_events->written;
 	version[0] = (uint64) written;
-	version[1] = events->resets;
+	version[1] = pgc_events->resets;
 	n = (int) Min(written, (int64) pgc_max_events);
 	oldest = (int) ((written - n) % pgc_max_events);
 
@@ -111,7 +111,7 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 
 		for (int j = 0; j < PGC_EVENT_ROLES; j++)
 		{
-			int64		seq = events->role_seq[j];
+			int64		seq = pgc_events->role_seq[j];
 			int			at = extra++;
 
 			if (seq < 0 || seq >= written - n)
@@ -119,7 +119,7 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 				extra--;
 				continue;
 			}
-			while (at > 0 && events->role_seq[order[at - 1]] > seq)
+			while (at > 0 && pgc_events->role_seq[order[at - 1]] > seq)
 			{
 				order[at] = order[at - 1];
 				at--;
@@ -133,8 +133,8 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 		}
 		for (int i = 0; i < n + extra; i++)
 		{
-			OverflowEvent *ev = i < extra ? EVENT_SLOT(event_roles, order[i]) :
-				EVENT_SLOT(event_ring, (oldest + i - extra) % pgc_max_events);
+			OverflowEvent *ev = i < extra ? EVENT_SLOT(pgc_event_roles, order[i]) :
+				EVENT_SLOT(pgc_event_ring, (oldest + i - extra) % pgc_max_events);
 
 			memcpy(copy + i * head, ev, offsetof(OverflowEvent, query));
 			text_at[i] = texts.len;
@@ -144,7 +144,7 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 		}
 		n += extra;
 	}
-	LWLockRelease(events->lock);
+	LWLockRelease(pgc_events->lock);
 
 	pgc_row_cache_begin(&event_rows, version, tupdesc);
 	for (int i = 0; i < n; i++)

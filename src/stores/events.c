@@ -22,9 +22,9 @@
 
 #include "storage/shmem.h"
 
-EventsShared *events = NULL;
-char	   *event_ring = NULL;
-char	   *event_roles = NULL;
+EventsShared *pgc_events = NULL;
+char	   *pgc_event_ring = NULL;
+char	   *pgc_event_roles = NULL;
 
 Size
 pgc_events_shmem_size(void)
@@ -37,8 +37,8 @@ static void
 forget_latest(void)
 {
 	for (int i = 0; i < PGC_EVENT_ROLES; i++)
-		events->role_seq[i] = -1;
-	events->role_evictions = 0;
+		pgc_events->role_seq[i] = -1;
+	pgc_events->role_evictions = 0;
 }
 
 /*
@@ -53,9 +53,9 @@ pgc_events_note_latest(const OverflowEvent *ev, int64 seq)
 
 	for (int i = 0; i < PGC_EVENT_ROLES; i++)
 	{
-		OverflowEvent *e = EVENT_SLOT(event_roles, i);
+		OverflowEvent *e = EVENT_SLOT(pgc_event_roles, i);
 
-		if (events->role_seq[i] < 0)
+		if (pgc_events->role_seq[i] < 0)
 		{
 			if (slot < 0)
 				slot = i;
@@ -66,18 +66,18 @@ pgc_events_note_latest(const OverflowEvent *ev, int64 seq)
 			slot = i;
 			break;
 		}
-		if (events->role_seq[i] < events->role_seq[oldest] || events->role_seq[oldest] < 0)
+		if (pgc_events->role_seq[i] < pgc_events->role_seq[oldest] || pgc_events->role_seq[oldest] < 0)
 			oldest = i;
 	}
 	if (slot < 0)
 	{
 		slot = oldest;
-		events->role_evictions++;
+		pgc_events->role_evictions++;
 	}
 	/* Its fields and its text: most of a slot is unused room for text. */
-	memcpy(EVENT_SLOT(event_roles, slot), ev,
+	memcpy(EVENT_SLOT(pgc_event_roles, slot), ev,
 		   offsetof(OverflowEvent, query) + strnlen(ev->query, pgc_max_query_length - 1) + 1);
-	events->role_seq[slot] = seq;
+	pgc_events->role_seq[slot] = seq;
 }
 
 /*
@@ -90,12 +90,12 @@ void
 pgc_events_set_statement_counts(int64 seq, uint64 resets, TransactionId top_xid,
 								int64 subxacts, int64 rows)
 {
-	LWLockAcquire(events->lock, LW_EXCLUSIVE);
-	if (events->resets == resets)
+	LWLockAcquire(pgc_events->lock, LW_EXCLUSIVE);
+	if (pgc_events->resets == resets)
 	{
-		if (seq < events->written && events->written - seq <= pgc_max_events)
+		if (seq < pgc_events->written && pgc_events->written - seq <= pgc_max_events)
 		{
-			OverflowEvent *ev = EVENT_SLOT(event_ring, seq % pgc_max_events);
+			OverflowEvent *ev = EVENT_SLOT(pgc_event_ring, seq % pgc_max_events);
 
 			if (ev->pid == MyProcPid && ev->top_xid == top_xid)
 			{
@@ -105,16 +105,16 @@ pgc_events_set_statement_counts(int64 seq, uint64 resets, TransactionId top_xid,
 		}
 		for (int i = 0; i < PGC_EVENT_ROLES; i++)
 		{
-			if (events->role_seq[i] == seq)
+			if (pgc_events->role_seq[i] == seq)
 			{
-				OverflowEvent *latest = EVENT_SLOT(event_roles, i);
+				OverflowEvent *latest = EVENT_SLOT(pgc_event_roles, i);
 
 				latest->statement_subxacts = subxacts;
 				latest->statement_rows = rows;
 			}
 		}
 	}
-	LWLockRelease(events->lock);
+	LWLockRelease(pgc_events->lock);
 }
 
 /* Called under AddinShmemInitLock. */
@@ -126,13 +126,13 @@ pgc_events_shmem_init(LWLock *lock)
 
 	base = ShmemInitStruct("pg_contention overflow events",
 						   pgc_events_shmem_size(), &found);
-	events = (EventsShared *) base;
-	event_ring = base + MAXALIGN(sizeof(EventsShared));
-	event_roles = event_ring + mul_size(pgc_max_events, event_stride());
+	pgc_events = (EventsShared *) base;
+	pgc_event_ring = base + MAXALIGN(sizeof(EventsShared));
+	pgc_event_roles = pgc_event_ring + mul_size(pgc_max_events, event_stride());
 	if (!found)
 	{
 		memset(base, 0, pgc_events_shmem_size());
-		events->lock = lock;
+		pgc_events->lock = lock;
 		forget_latest();
 	}
 }
@@ -141,11 +141,11 @@ pgc_events_shmem_init(LWLock *lock)
 void
 pgc_events_reset(void)
 {
-	LWLockAcquire(events->lock, LW_EXCLUSIVE);
-	events->written = 0;
-	events->resets++;
+	LWLockAcquire(pgc_events->lock, LW_EXCLUSIVE);
+	pgc_events->written = 0;
+	pgc_events->resets++;
 	forget_latest();
-	LWLockRelease(events->lock);
+	LWLockRelease(pgc_events->lock);
 }
 
 /* Latest events of a (database, role) given to another's. */
@@ -154,16 +154,16 @@ pgc_events_role_evictions(void)
 {
 	int64		n;
 
-	LWLockAcquire(events->lock, LW_SHARED);
-	n = events->role_evictions;
-	LWLockRelease(events->lock);
+	LWLockAcquire(pgc_events->lock, LW_SHARED);
+	n = pgc_events->role_evictions;
+	LWLockRelease(pgc_events->lock);
 	return n;
 }
 
 void
 pgc_events_info(int64 *written)
 {
-	LWLockAcquire(events->lock, LW_SHARED);
-	*written = events->written;
-	LWLockRelease(events->lock);
+	LWLockAcquire(pgc_events->lock, LW_SHARED);
+	*written = pgc_events->written;
+	LWLockRelease(pgc_events->lock);
 }

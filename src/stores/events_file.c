@@ -47,11 +47,11 @@ pgc_events_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		return;
 	}
 	if (take_locks)
-		LWLockAcquire(events->lock, LW_SHARED);
-	written = events->written;
-	resets = events->resets;
+		LWLockAcquire(pgc_events->lock, LW_SHARED);
+	written = pgc_events->written;
+	resets = pgc_events->resets;
 	if (take_locks)
-		LWLockRelease(events->lock);
+		LWLockRelease(pgc_events->lock);
 	pgc_write_bytes(writer, &written, sizeof(written));
 
 	next = written - Min(written, (int64) pgc_max_events);
@@ -60,19 +60,19 @@ pgc_events_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		int			n = 0;
 
 		if (take_locks)
-			LWLockAcquire(events->lock, LW_SHARED);
-		if (events->resets != resets)
+			LWLockAcquire(pgc_events->lock, LW_SHARED);
+		if (pgc_events->resets != resets)
 		{
 			if (take_locks)
-				LWLockRelease(events->lock);
+				LWLockRelease(pgc_events->lock);
 			break;
 		}
-		next = Max(next, events->written - (int64) pgc_max_events);
+		next = Max(next, pgc_events->written - (int64) pgc_max_events);
 		for (; next < written && n < batch_max; next++, n++)
 			memcpy(batch + n * stride,
-				   EVENT_SLOT(event_ring, next % pgc_max_events), stride);
+				   EVENT_SLOT(pgc_event_ring, next % pgc_max_events), stride);
 		if (take_locks)
-			LWLockRelease(events->lock);
+			LWLockRelease(pgc_events->lock);
 
 		for (int i = 0; i < n; i++)
 		{
@@ -125,7 +125,7 @@ pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept)
 
 		/* Events that no longer fit are read into scratch and dropped. */
 		ev = (i < skip) ? (OverflowEvent *) scratch :
-			EVENT_SLOT(event_ring, (base + (int64) *kept) % pgc_max_events);
+			EVENT_SLOT(pgc_event_ring, (base + (int64) *kept) % pgc_max_events);
 		if (!pgc_read_bytes(reader, ev, offsetof(OverflowEvent, query)) ||
 			!pgc_read_text(reader, ev->query, pgc_max_query_length))
 			break;
@@ -153,7 +153,7 @@ pgc_events_load(PgcReader *reader, uint64 count, uint64 *kept)
 		(*kept)++;
 	}
 	/* A short section or skipped events: the events kept stand as the newest. */
-	events->written = base + (int64) *kept;
+	pgc_events->written = base + (int64) *kept;
 	pfree(scratch);
 }
 

@@ -56,9 +56,9 @@ typedef struct EventsShared
  * The header, then pgc_max_events slots of event_stride() bytes, then
  * PGC_EVENT_ROLES slots of the latest events (events.c).
  */
-extern EventsShared *events;
-extern char *event_ring;
-extern char *event_roles;
+extern EventsShared *pgc_events;
+extern char *pgc_event_ring;
+extern char *pgc_event_roles;
 
 static inline Size
 event_stride(void)

@@ -32,8 +32,8 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-IncidentsShared *incidents = NULL;
-Incident   *slots = NULL;
+IncidentsShared *pgc_incidents = NULL;
+Incident   *pgc_incident_slots = NULL;
 
 /* ---- shared memory ---- */
 
@@ -49,29 +49,29 @@ pgc_incidents_shmem_init(LWLock *lock)
 {
 	bool		found;
 
-	incidents = ShmemInitStruct("pg_contention incidents",
+	pgc_incidents = ShmemInitStruct("pg_contention incidents",
 								pgc_incidents_shmem_size(), &found);
-	slots = (Incident *) ((char *) incidents + MAXALIGN(sizeof(IncidentsShared)));
+	pgc_incident_slots = (Incident *) ((char *) pgc_incidents + MAXALIGN(sizeof(IncidentsShared)));
 	if (!found)
 	{
-		memset(incidents, 0, pgc_incidents_shmem_size());
-		incidents->next_id = 1;
+		memset(pgc_incidents, 0, pgc_incidents_shmem_size());
+		pgc_incidents->next_id = 1;
 	}
-	incidents->lock = lock;
+	pgc_incidents->lock = lock;
 }
 
 void
 pgc_incidents_reset(void)
 {
-	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
-	memset(slots, 0, mul_size(pgc_max_incidents, sizeof(Incident)));
-	incidents->next_id = 1;
-	incidents->evictions = 0;
-	incidents->not_opened = 0;
-	incidents->open_evictions = 0;
-	memset(incidents->opened, 0, sizeof(incidents->opened));
-	incidents->reset_generation++;
-	LWLockRelease(incidents->lock);
+	LWLockAcquire(pgc_incidents->lock, LW_EXCLUSIVE);
+	memset(pgc_incident_slots, 0, mul_size(pgc_max_incidents, sizeof(Incident)));
+	pgc_incidents->next_id = 1;
+	pgc_incidents->evictions = 0;
+	pgc_incidents->not_opened = 0;
+	pgc_incidents->open_evictions = 0;
+	memset(pgc_incidents->opened, 0, sizeof(pgc_incidents->opened));
+	pgc_incidents->reset_generation++;
+	LWLockRelease(pgc_incidents->lock);
 }
 
 
@@ -100,15 +100,15 @@ pgc_incidents_info(int *used, int64 *evictions, int64 *not_opened,
 	bool		first = true;
 
 	*used = 0;
-	LWLockAcquire(incidents->lock, LW_SHARED);
+	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
 	for (int i = 0; i < pgc_max_incidents; i++)
-		if (slots[i].id != 0)
+		if (pgc_incident_slots[i].id != 0)
 			(*used)++;
-	*evictions = incidents->evictions;
-	*not_opened = incidents->not_opened;
-	*open_evictions = incidents->open_evictions;
-	memcpy(opened, incidents->opened, sizeof(opened));
-	LWLockRelease(incidents->lock);
+	*evictions = pgc_incidents->evictions;
+	*not_opened = pgc_incidents->not_opened;
+	*open_evictions = pgc_incidents->open_evictions;
+	memcpy(opened, pgc_incidents->opened, sizeof(opened));
+	LWLockRelease(pgc_incidents->lock);
 
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');

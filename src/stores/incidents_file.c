@@ -77,15 +77,15 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		return;
 	}
 	if (take_locks)
-		LWLockAcquire(incidents->lock, LW_SHARED);
-	head[0] = incidents->next_id;
-	head[1] = incidents->evictions;
-	head[2] = incidents->not_opened;
-	head[3] = incidents->open_evictions;
-	memcpy(opened, incidents->opened, sizeof(opened));
-	resets = incidents->reset_generation;
+		LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+	head[0] = pgc_incidents->next_id;
+	head[1] = pgc_incidents->evictions;
+	head[2] = pgc_incidents->not_opened;
+	head[3] = pgc_incidents->open_evictions;
+	memcpy(opened, pgc_incidents->opened, sizeof(opened));
+	resets = pgc_incidents->reset_generation;
 	if (take_locks)
-		LWLockRelease(incidents->lock);
+		LWLockRelease(pgc_incidents->lock);
 	pgc_write_bytes(writer, head, sizeof(head));
 	pgc_write_bytes(writer, opened, sizeof(opened));
 
@@ -94,20 +94,20 @@ pgc_incidents_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		bool		have = false;
 
 		if (take_locks)
-			LWLockAcquire(incidents->lock, LW_SHARED);
-		if (incidents->reset_generation != resets)
+			LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+		if (pgc_incidents->reset_generation != resets)
 		{
 			if (take_locks)
-				LWLockRelease(incidents->lock);
+				LWLockRelease(pgc_incidents->lock);
 			break;
 		}
-		if (slots[i].id != 0)
+		if (pgc_incident_slots[i].id != 0)
 		{
-			memcpy(one, &slots[i], sizeof(Incident));
+			memcpy(one, &pgc_incident_slots[i], sizeof(Incident));
 			have = true;
 		}
 		if (take_locks)
-			LWLockRelease(incidents->lock);
+			LWLockRelease(pgc_incidents->lock);
 		if (!have)
 			continue;
 		pgc_write_bytes(writer, one, offsetof(Incident, problem));
@@ -252,13 +252,13 @@ pgc_incidents_load(PgcReader *reader, uint64 count, uint64 *kept)
 		}
 	}
 	for (int i = 0; i < n; i++)
-		memcpy(&slots[i], &all[i], sizeof(Incident));
+		memcpy(&pgc_incident_slots[i], &all[i], sizeof(Incident));
 	*kept = n;
-	incidents->next_id = Max(head[0], max_id + 1);
-	incidents->evictions = head[1];
-	incidents->not_opened = head[2];
-	incidents->open_evictions = head[3];
-	memcpy(incidents->opened, opened, sizeof(opened));
+	pgc_incidents->next_id = Max(head[0], max_id + 1);
+	pgc_incidents->evictions = head[1];
+	pgc_incidents->not_opened = head[2];
+	pgc_incidents->open_evictions = head[3];
+	memcpy(pgc_incidents->opened, opened, sizeof(opened));
 	pfree(all);
 	pfree(frozen);
 }

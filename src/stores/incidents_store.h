@@ -115,8 +115,8 @@ typedef struct IncidentsShared
 } IncidentsShared;
 
 /* The store's header and slots (incidents.c). */
-extern IncidentsShared *incidents;
-extern Incident *slots;
+extern IncidentsShared *pgc_incidents;
+extern Incident *pgc_incident_slots;
 
 /* incidents.c: what the store's files share */
 extern const char *severity_name(int severity);

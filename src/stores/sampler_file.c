@@ -49,13 +49,13 @@ pgc_profile_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		return;
 	}
 	if (take_locks)
-		LWLockAcquire(sampler->lock, LW_SHARED);
-	evictions = sampler->status.profile_evictions;
-	samples = sampler->status.profile_samples;
-	used = sampler->status.profile_used;
-	generation = sampler->reset_generation;
+		LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+	evictions = pgc_sampler->status.profile_evictions;
+	samples = pgc_sampler->status.profile_samples;
+	used = pgc_sampler->status.profile_used;
+	generation = pgc_sampler->reset_generation;
 	if (take_locks)
-		LWLockRelease(sampler->lock);
+		LWLockRelease(pgc_sampler->lock);
 	pgc_write_bytes(writer, &evictions, sizeof(evictions));
 	pgc_write_bytes(writer, &samples, sizeof(samples));
 
@@ -64,15 +64,15 @@ pgc_profile_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		int			n = 0;
 
 		if (take_locks)
-			LWLockAcquire(sampler->lock, LW_SHARED);
-		if (sampler->reset_generation == generation)
+			LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+		if (pgc_sampler->reset_generation == generation)
 		{
 			n = Min(batch_max, used - next);
-			memcpy(batch, profile + next, n * sizeof(PgcProfileEntry));
+			memcpy(batch, pgc_profile + next, n * sizeof(PgcProfileEntry));
 			next += n;
 		}
 		if (take_locks)
-			LWLockRelease(sampler->lock);
+			LWLockRelease(pgc_sampler->lock);
 		if (n == 0)
 			break;
 		pgc_write_bytes(writer, batch, n * sizeof(PgcProfileEntry));
@@ -136,33 +136,33 @@ pgc_profile_load(PgcReader *reader, uint64 count, uint64 *kept)
 			reader->fixed++;
 			continue;
 		}
-		n = pgc_keep_largest(profile, n, most, sizeof(PgcProfileEntry), &e,
+		n = pgc_keep_largest(pgc_profile, n, most, sizeof(PgcProfileEntry), &e,
 							 fewer_samples);
 	}
 
 	/* One entry per key: sorted by key, repeated ones merged. */
-	qsort(profile, n, sizeof(PgcProfileEntry), compare_profile_keys);
+	qsort(pgc_profile, n, sizeof(PgcProfileEntry), compare_profile_keys);
 	for (uint64 i = 0; i < n; i++)
 	{
 		if (kept_n > 0 &&
-			memcmp(&profile[kept_n - 1].key, &profile[i].key, sizeof(PgcProfileKey)) == 0)
+			memcmp(&pgc_profile[kept_n - 1].key, &pgc_profile[i].key, sizeof(PgcProfileKey)) == 0)
 		{
-			profile[kept_n - 1].samples = Min(profile[kept_n - 1].samples + profile[i].samples,
+			pgc_profile[kept_n - 1].samples = Min(pgc_profile[kept_n - 1].samples + pgc_profile[i].samples,
 											  PGC_COUNTER_MAX);
 			merged++;
 			continue;
 		}
-		profile[kept_n++] = profile[i];
+		pgc_profile[kept_n++] = pgc_profile[i];
 	}
 	reader->fixed += merged;
 	n = kept_n;
 	for (uint64 i = 0; i < n; i++)
-		sum = Min(sum + profile[i].samples, PGC_COUNTER_MAX);
+		sum = Min(sum + pgc_profile[i].samples, PGC_COUNTER_MAX);
 	*kept = n;
-	sampler->status.profile_used = (int) n;
-	sampler->status.profile_evictions = Min(evictions + (int64) (read - n - merged),
+	pgc_sampler->status.profile_used = (int) n;
+	pgc_sampler->status.profile_evictions = Min(evictions + (int64) (read - n - merged),
 											PGC_COUNTER_MAX);
-	sampler->status.profile_samples = Max(samples, sum);
+	pgc_sampler->status.profile_samples = Max(samples, sum);
 }
 
 uint32
@@ -189,11 +189,11 @@ pgc_history_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		return;
 	}
 	if (take_locks)
-		LWLockAcquire(sampler->lock, LW_SHARED);
-	written = sampler->status.buckets_written;
-	generation = sampler->reset_generation;
+		LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+	written = pgc_sampler->status.buckets_written;
+	generation = pgc_sampler->reset_generation;
 	if (take_locks)
-		LWLockRelease(sampler->lock);
+		LWLockRelease(pgc_sampler->lock);
 	pgc_write_bytes(writer, &written, sizeof(written));
 
 	next = written - Min(written, (int64) pgc_history_seconds);
@@ -203,12 +203,12 @@ pgc_history_save(PgcWriter *writer, bool take_locks, uint64 *count)
 
 		/* Only a reset changes the ring meanwhile: see above. */
 		if (take_locks)
-			LWLockAcquire(sampler->lock, LW_SHARED);
-		if (sampler->reset_generation == generation)
+			LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+		if (pgc_sampler->reset_generation == generation)
 			for (; next < written && n < batch_max; next++, n++)
-				batch[n] = history[next % pgc_history_seconds];
+				batch[n] = pgc_history[next % pgc_history_seconds];
 		if (take_locks)
-			LWLockRelease(sampler->lock);
+			LWLockRelease(pgc_sampler->lock);
 		if (n == 0)
 			break;
 		pgc_write_bytes(writer, batch, n * sizeof(PgcHistoryBucket));
@@ -280,7 +280,7 @@ pgc_history_load(PgcReader *reader, uint64 count, uint64 *kept)
 	pgc_reader_seek(reader, reader->pos + skip * sizeof(PgcHistoryBucket));
 	for (uint64 i = 0; i < n - skip; i++)
 	{
-		PgcHistoryBucket *b = &history[*kept];
+		PgcHistoryBucket *b = &pgc_history[*kept];
 
 		if (!pgc_read_bytes(reader, b, sizeof(PgcHistoryBucket)))
 			break;
@@ -295,7 +295,7 @@ pgc_history_load(PgcReader *reader, uint64 count, uint64 *kept)
 		(*kept)++;
 	}
 	/* The ring restarts at slot 0 with the kept seconds, oldest first. */
-	sampler->status.buckets_written = (int64) *kept;
+	pgc_sampler->status.buckets_written = (int64) *kept;
 	if (n < count)
 		reader->failed = true;	/* the section ends early */
 	(void) written;

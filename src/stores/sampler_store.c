@@ -22,9 +22,9 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 
-SamplerShared *sampler = NULL;
-PgcProfileEntry *profile = NULL;
-PgcHistoryBucket *history = NULL;
+SamplerShared *pgc_sampler = NULL;
+PgcProfileEntry *pgc_profile = NULL;
+PgcHistoryBucket *pgc_history = NULL;
 
 /* Backends read this before shared memory is attached, and never dozing. */
 static pg_atomic_uint32 never_dozing;
@@ -50,32 +50,32 @@ pgc_sampler_shmem_init(LWLock *lock)
 	char	   *base;
 
 	base = ShmemInitStruct("pg_contention sampler", pgc_sampler_shmem_size(), &found);
-	sampler = (SamplerShared *) base;
-	profile = (PgcProfileEntry *) (base + MAXALIGN(sizeof(SamplerShared)));
-	history = (PgcHistoryBucket *) (profile + pgc_max_profile_entries);
+	pgc_sampler = (SamplerShared *) base;
+	pgc_profile = (PgcProfileEntry *) (base + MAXALIGN(sizeof(SamplerShared)));
+	pgc_history = (PgcHistoryBucket *) (pgc_profile + pgc_max_profile_entries);
 	if (!found)
 	{
 		memset(base, 0, pgc_sampler_shmem_size());
-		sampler->lock = lock;
-		pg_atomic_init_u32(&sampler->save_requested, 0);
-		pg_atomic_init_u32(&sampler->doze, 0);
-		pg_atomic_init_u32(&sampler->woken_by, 0);
+		pgc_sampler->lock = lock;
+		pg_atomic_init_u32(&pgc_sampler->save_requested, 0);
+		pg_atomic_init_u32(&pgc_sampler->doze, 0);
+		pg_atomic_init_u32(&pgc_sampler->woken_by, 0);
 	}
-	pgc_sampler_doze_flag = &sampler->doze;
+	pgc_sampler_doze_flag = &pgc_sampler->doze;
 }
 
 /* pg_contention_reset(): empty the profile and the history. */
 void
 pgc_sampler_reset(void)
 {
-	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
-	sampler->reset_generation++;
-	sampler->status.profile_used = 0;
-	sampler->status.profile_evictions = 0;
-	sampler->status.profile_samples = 0;
-	sampler->status.buckets_written = 0;
-	memset(&sampler->current, 0, sizeof(PgcHistoryBucket));
-	LWLockRelease(sampler->lock);
+	LWLockAcquire(pgc_sampler->lock, LW_EXCLUSIVE);
+	pgc_sampler->reset_generation++;
+	pgc_sampler->status.profile_used = 0;
+	pgc_sampler->status.profile_evictions = 0;
+	pgc_sampler->status.profile_samples = 0;
+	pgc_sampler->status.buckets_written = 0;
+	memset(&pgc_sampler->current, 0, sizeof(PgcHistoryBucket));
+	LWLockRelease(pgc_sampler->lock);
 }
 
 /* ---- readers' copies (sampler_views.c, oldsnapshot.c) ---- */
@@ -83,11 +83,11 @@ pgc_sampler_reset(void)
 void
 pgc_sampler_copy_status(PgcSamplerStatus *status, bool *named_found)
 {
-	LWLockAcquire(sampler->lock, LW_SHARED);
-	*status = sampler->status;
+	LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+	*status = pgc_sampler->status;
 	if (named_found)
-		memcpy(named_found, sampler->named_found, sizeof(sampler->named_found));
-	LWLockRelease(sampler->lock);
+		memcpy(named_found, pgc_sampler->named_found, sizeof(pgc_sampler->named_found));
+	LWLockRelease(pgc_sampler->lock);
 }
 
 /* The profile entries (palloc'd), their count and the samples they share. */
@@ -98,11 +98,11 @@ pgc_sampler_copy_profile(int *n, int64 *total)
 
 	copy = palloc_extended(mul_size(Max(pgc_max_profile_entries, 1), sizeof(PgcProfileEntry)),
 						   MCXT_ALLOC_HUGE);
-	LWLockAcquire(sampler->lock, LW_SHARED);
-	*n = sampler->status.profile_used;
-	*total = sampler->status.profile_samples;
-	memcpy(copy, profile, *n * sizeof(PgcProfileEntry));
-	LWLockRelease(sampler->lock);
+	LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+	*n = pgc_sampler->status.profile_used;
+	*total = pgc_sampler->status.profile_samples;
+	memcpy(copy, pgc_profile, *n * sizeof(PgcProfileEntry));
+	LWLockRelease(pgc_sampler->lock);
 	return copy;
 }
 
@@ -130,21 +130,21 @@ pgc_sampler_subtrans_keys(int *n)
 
 	keys = palloc_extended(mul_size(Max(pgc_max_profile_entries, 1), sizeof(PgcProfileKey)),
 						   MCXT_ALLOC_HUGE);
-	LWLockAcquire(sampler->lock, LW_SHARED);
-	slru = sampler->named_found[PGC_NAMED_SUBTRANS_SLRU] ?
-		sampler->named_info[PGC_NAMED_SUBTRANS_SLRU] : UINT32_MAX;
-	buffer = sampler->named_found[PGC_NAMED_SUBTRANS_BUFFER] ?
-		sampler->named_info[PGC_NAMED_SUBTRANS_BUFFER] : UINT32_MAX;
-	for (int i = 0; i < sampler->status.profile_used; i++)
+	LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+	slru = pgc_sampler->named_found[PGC_NAMED_SUBTRANS_SLRU] ?
+		pgc_sampler->named_info[PGC_NAMED_SUBTRANS_SLRU] : UINT32_MAX;
+	buffer = pgc_sampler->named_found[PGC_NAMED_SUBTRANS_BUFFER] ?
+		pgc_sampler->named_info[PGC_NAMED_SUBTRANS_BUFFER] : UINT32_MAX;
+	for (int i = 0; i < pgc_sampler->status.profile_used; i++)
 	{
-		uint32		info = profile[i].key.wait_event_info;
+		uint32		info = pgc_profile[i].key.wait_event_info;
 
 		if (info == UINT32_MAX || (info != slru && info != buffer))
 			continue;
-		keys[k] = profile[i].key;
+		keys[k] = pgc_profile[i].key;
 		keys[k++].wait_event_info = 0;
 	}
-	LWLockRelease(sampler->lock);
+	LWLockRelease(pgc_sampler->lock);
 	if (k > 1)
 	{
 		int			unique = 1;
@@ -173,11 +173,11 @@ pgc_sampler_copy_history(TimestampTz since, int *n, bool *named_found)
 	int			count,
 				wanted = 0;
 
-	LWLockAcquire(sampler->lock, LW_SHARED);
-	written = sampler->status.buckets_written;
+	LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+	written = pgc_sampler->status.buckets_written;
 	count = (int) Min(written, (int64) pgc_history_seconds);
 	for (int i = 0; i < count; i++)
-		if (history[(written - count + i) % pgc_history_seconds].bucket_start >= since)
+		if (pgc_history[(written - count + i) % pgc_history_seconds].bucket_start >= since)
 			wanted++;
 	/* palloc raises no interrupt; an error would release the lock. */
 	copy = palloc_extended(mul_size(Max(wanted, 1), sizeof(PgcHistoryBucket)),
@@ -185,14 +185,14 @@ pgc_sampler_copy_history(TimestampTz since, int *n, bool *named_found)
 	wanted = 0;
 	for (int i = 0; i < count; i++)
 	{
-		PgcHistoryBucket *b = &history[(written - count + i) % pgc_history_seconds];
+		PgcHistoryBucket *b = &pgc_history[(written - count + i) % pgc_history_seconds];
 
 		if (b->bucket_start >= since)
 			copy[wanted++] = *b;
 	}
 	if (named_found)
-		memcpy(named_found, sampler->named_found, sizeof(sampler->named_found));
-	LWLockRelease(sampler->lock);
+		memcpy(named_found, pgc_sampler->named_found, sizeof(pgc_sampler->named_found));
+	LWLockRelease(pgc_sampler->lock);
 	*n = wanted;
 	return copy;
 }
@@ -210,10 +210,10 @@ pgc_sampler_request_save(void)
 {
 	Latch	   *latch;
 
-	pg_atomic_write_u32(&sampler->save_requested, 1);
-	LWLockAcquire(sampler->lock, LW_SHARED);
-	latch = sampler->worker_latch;
-	LWLockRelease(sampler->lock);
+	pg_atomic_write_u32(&pgc_sampler->save_requested, 1);
+	LWLockAcquire(pgc_sampler->lock, LW_SHARED);
+	latch = pgc_sampler->worker_latch;
+	LWLockRelease(pgc_sampler->lock);
 	if (latch)
 		SetLatch(latch);
 }
@@ -231,10 +231,10 @@ pgc_sampler_wake(void)
 {
 	Latch	   *latch;
 
-	if (pg_atomic_exchange_u32(&sampler->doze, 0) == 0)
+	if (pg_atomic_exchange_u32(&pgc_sampler->doze, 0) == 0)
 		return;
-	pg_atomic_write_u32(&sampler->woken_by, (uint32) MyProcPid);
-	latch = *(Latch *volatile *) &sampler->worker_latch;
+	pg_atomic_write_u32(&pgc_sampler->woken_by, (uint32) MyProcPid);
+	latch = *(Latch *volatile *) &pgc_sampler->worker_latch;
 	if (latch)
 		SetLatch(latch);
 }

@@ -35,8 +35,8 @@ typedef struct SamplerShared
 	pg_atomic_uint32 woken_by;	/* the pid that woke it, for DEBUG1 */
 } SamplerShared;
 
-extern SamplerShared *sampler;
-extern PgcProfileEntry *profile;
-extern PgcHistoryBucket *history;
+extern SamplerShared *pgc_sampler;
+extern PgcProfileEntry *pgc_profile;
+extern PgcHistoryBucket *pgc_history;
 
 #endif							/* PGC_SAMPLER_STORE_H */

@@ -63,17 +63,17 @@
 #include "storage/shmem.h"
 #include "utils/memutils.h"
 
-int *free_slots;
-SharedStatement **slot_entry;
-int64 *slot_query_id;	/* its entry's, to find a statement's */
-pg_atomic_uint32 *slot_flags;
+int *pgc_free_slots;
+SharedStatement **pgc_slot_entry;
+int64 *pgc_slot_query_id;	/* its entry's, to find a statement's */
+pg_atomic_uint32 *pgc_slot_flags;
 
 /* The index records' pool, and the stack of the free ones (under the lock). */
-IndexRecord *index_records;
-int32 *free_records;
+IndexRecord *pgc_index_records;
+int32 *pgc_free_records;
 
-StatementsShared *stmts = NULL;
-HTAB *statements = NULL;
+StatementsShared *pgc_stmts = NULL;
+HTAB *pgc_statements = NULL;
 
 /* The size of an entry's copy (what readers and the file see). */
 Size
@@ -107,22 +107,22 @@ slot_arrays_at(char *base)
 	Size		offset = MAXALIGN(sizeof(StatementsShared));
 
 	if (base)
-		free_slots = (int *) (base + offset);
+		pgc_free_slots = (int *) (base + offset);
 	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(int))));
 	if (base)
-		slot_entry = (SharedStatement **) (base + offset);
+		pgc_slot_entry = (SharedStatement **) (base + offset);
 	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(SharedStatement *))));
 	if (base)
-		slot_query_id = (int64 *) (base + offset);
+		pgc_slot_query_id = (int64 *) (base + offset);
 	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(int64))));
 	if (base)
-		slot_flags = (pg_atomic_uint32 *) (base + offset);
+		pgc_slot_flags = (pg_atomic_uint32 *) (base + offset);
 	offset = add_size(offset, MAXALIGN(mul_size(pgc_max_statements, sizeof(pg_atomic_uint32))));
 	if (base)
-		free_records = (int32 *) (base + offset);
+		pgc_free_records = (int32 *) (base + offset);
 	offset = add_size(offset, MAXALIGN(mul_size(index_records_count(), sizeof(int32))));
 	if (base)
-		index_records = (IndexRecord *) (base + offset);
+		pgc_index_records = (IndexRecord *) (base + offset);
 	return add_size(offset, mul_size(index_records_count(), sizeof(IndexRecord)));
 }
 
@@ -141,15 +141,15 @@ bool
 pgc_statement_take_slot(SharedStatement *entry)
 {
 	AssertStoreChangeAllowed();
-	Assert(stmts->nfree >= 0 && stmts->nfree <= pgc_max_statements);
-	if (stmts->nfree == 0)
+	Assert(pgc_stmts->nfree >= 0 && pgc_stmts->nfree <= pgc_max_statements);
+	if (pgc_stmts->nfree == 0)
 		return false;
-	entry->slot = free_slots[--stmts->nfree];
+	entry->slot = pgc_free_slots[--pgc_stmts->nfree];
 	Assert(entry->slot >= 0 && entry->slot < pgc_max_statements);
-	Assert(slot_entry[entry->slot] == NULL);
-	slot_entry[entry->slot] = entry;
-	slot_query_id[entry->slot] = entry->key.query_id;
-	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
+	Assert(pgc_slot_entry[entry->slot] == NULL);
+	pgc_slot_entry[entry->slot] = entry;
+	pgc_slot_query_id[entry->slot] = entry->key.query_id;
+	pg_atomic_write_u32(&pgc_slot_flags[entry->slot], 0);
 	return true;
 }
 
@@ -164,15 +164,15 @@ release_slot(SharedStatement *entry)
 {
 	AssertStoreChangeAllowed();
 	Assert(entry->slot >= 0 && entry->slot < pgc_max_statements);
-	Assert(slot_entry[entry->slot] == entry);
+	Assert(pgc_slot_entry[entry->slot] == entry);
 	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
 		if (slot_record(entry, k) != NULL)
-			free_records[stmts->nfree_records++] = entry->index_record[k];
-	pg_atomic_write_u32(&slot_flags[entry->slot], 0);
-	slot_entry[entry->slot] = NULL;
-	free_slots[stmts->nfree++] = entry->slot;
-	Assert(stmts->nfree <= pgc_max_statements);
-	Assert(stmts->nfree_records <= index_records_count());
+			pgc_free_records[pgc_stmts->nfree_records++] = entry->index_record[k];
+	pg_atomic_write_u32(&pgc_slot_flags[entry->slot], 0);
+	pgc_slot_entry[entry->slot] = NULL;
+	pgc_free_slots[pgc_stmts->nfree++] = entry->slot;
+	Assert(pgc_stmts->nfree <= pgc_max_statements);
+	Assert(pgc_stmts->nfree_records <= index_records_count());
 }
 
 /*
@@ -186,11 +186,11 @@ take_index_record(void)
 	int32		r;
 
 	AssertStoreChangeAllowed();
-	if (stmts->nfree_records == 0)
+	if (pgc_stmts->nfree_records == 0)
 		return NO_RECORD;
-	r = free_records[--stmts->nfree_records];
+	r = pgc_free_records[--pgc_stmts->nfree_records];
 	Assert(r >= 0 && r < index_records_count());
-	memset(&index_records[r], 0, sizeof(IndexRecord));
+	memset(&pgc_index_records[r], 0, sizeof(IndexRecord));
 	return r;
 }
 
@@ -222,8 +222,8 @@ pg_noinline void
 flag_slot(SharedStatement *entry, uint32 flag)
 {
 	Assert(entry->slot >= 0 && entry->slot < pgc_max_statements);
-	Assert(slot_entry[entry->slot] == entry);
-	pg_atomic_fetch_or_u32(&slot_flags[entry->slot], flag);
+	Assert(pgc_slot_entry[entry->slot] == entry);
+	pg_atomic_fetch_or_u32(&pgc_slot_flags[entry->slot], flag);
 }
 
 /* Called under AddinShmemInitLock. */
@@ -234,32 +234,32 @@ pgc_statements_shmem_init(LWLock *lock)
 	bool		found;
 	bool		first;
 
-	stmts = ShmemInitStruct("pg_contention statements header",
+	pgc_stmts = ShmemInitStruct("pg_contention statements header",
 							slot_arrays_at(NULL), &found);
 	first = !found;
-	(void) slot_arrays_at((char *) stmts);
+	(void) slot_arrays_at((char *) pgc_stmts);
 	if (first)
 	{
-		stmts->lock = lock;
-		stmts->evictions = 0;
-		pg_atomic_init_u64(&stmts->generation, 0);
+		pgc_stmts->lock = lock;
+		pgc_stmts->evictions = 0;
+		pg_atomic_init_u64(&pgc_stmts->generation, 0);
 		/* Taken from the end: slot 0 first. */
-		stmts->nfree = pgc_max_statements;
+		pgc_stmts->nfree = pgc_max_statements;
 		for (int i = 0; i < pgc_max_statements; i++)
 		{
-			free_slots[i] = pgc_max_statements - 1 - i;
-			slot_entry[i] = NULL;
-			pg_atomic_init_u32(&slot_flags[i], 0);
+			pgc_free_slots[i] = pgc_max_statements - 1 - i;
+			pgc_slot_entry[i] = NULL;
+			pg_atomic_init_u32(&pgc_slot_flags[i], 0);
 		}
-		stmts->nfree_records = index_records_count();
+		pgc_stmts->nfree_records = index_records_count();
 		for (int i = 0; i < index_records_count(); i++)
-			free_records[i] = index_records_count() - 1 - i;
+			pgc_free_records[i] = index_records_count() - 1 - i;
 	}
 
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(PgcStatementKey);
 	info.entrysize = shared_entry_size();
-	statements = ShmemInitHash("pg_contention statements",
+	pgc_statements = ShmemInitHash("pg_contention statements",
 							   pgc_max_statements, pgc_max_statements,
 							   &info, HASH_ELEM | HASH_BLOBS);
 
@@ -278,7 +278,7 @@ pgc_statements_shmem_init(LWLock *lock)
 			SharedStatement *entry;
 
 			key.query_id = i;
-			entry = hash_search(statements, &key, HASH_ENTER_NULL, NULL);
+			entry = hash_search(pgc_statements, &key, HASH_ENTER_NULL, NULL);
 			if (entry == NULL)
 				break;
 			SpinLockInit(&entry->mutex);
@@ -286,7 +286,7 @@ pgc_statements_shmem_init(LWLock *lock)
 		for (int i = 0; i < pgc_max_statements; i++)
 		{
 			key.query_id = i;
-			hash_search(statements, &key, HASH_REMOVE, NULL);
+			hash_search(pgc_statements, &key, HASH_REMOVE, NULL);
 		}
 	}
 }
@@ -330,13 +330,13 @@ evict_least_used(SharedStatement *keep)
 	HASH_SEQ_STATUS status;
 	UsageOf    *all;
 	SharedStatement *entry;
-	long		n = hash_get_num_entries(statements);
+	long		n = hash_get_num_entries(pgc_statements);
 	long		i = 0;
 	long		victims;
 
 	AssertStoreChangeAllowed();
 	all = palloc(Max(n, 1) * sizeof(UsageOf));
-	hash_seq_init(&status, statements);
+	hash_seq_init(&status, pgc_statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		SpinLockAcquire(&entry->mutex);
@@ -350,16 +350,16 @@ evict_least_used(SharedStatement *keep)
 	}
 	qsort(all, i, sizeof(UsageOf), compare_usage);
 	victims = Min(i, Max(EVICT_MIN, i * EVICT_PERCENT / 100));
-	pg_atomic_fetch_add_u64(&stmts->generation, 1);
+	pg_atomic_fetch_add_u64(&pgc_stmts->generation, 1);
 	for (long v = 0; v < victims; v++)
 	{
 		/* Wait out any backend updating it without the LWLock. */
 		SpinLockAcquire(&all[v].entry->mutex);
 		SpinLockRelease(&all[v].entry->mutex);
 		release_slot(all[v].entry);
-		hash_search(statements, &all[v].entry->key, HASH_REMOVE, NULL);
+		hash_search(pgc_statements, &all[v].entry->key, HASH_REMOVE, NULL);
 	}
-	stmts->evictions += victims;
+	pgc_stmts->evictions += victims;
 	pfree(all);
 }
 
@@ -367,10 +367,10 @@ evict_least_used(SharedStatement *keep)
 void
 pgc_statements_info(int64 *count, int64 *evictions)
 {
-	LWLockAcquire(stmts->lock, LW_SHARED);
-	*count = hash_get_num_entries(statements);
-	*evictions = stmts->evictions;
-	LWLockRelease(stmts->lock);
+	LWLockAcquire(pgc_stmts->lock, LW_SHARED);
+	*count = hash_get_num_entries(pgc_statements);
+	*evictions = pgc_stmts->evictions;
+	LWLockRelease(pgc_stmts->lock);
 }
 
 /* pg_contention_reset(): forget every statement and the eviction count. */
@@ -380,19 +380,19 @@ pgc_statements_reset(void)
 	HASH_SEQ_STATUS status;
 	SharedStatement *entry;
 
-	LWLockAcquire(stmts->lock, LW_EXCLUSIVE);
-	pg_atomic_fetch_add_u64(&stmts->generation, 1);
-	hash_seq_init(&status, statements);
+	LWLockAcquire(pgc_stmts->lock, LW_EXCLUSIVE);
+	pg_atomic_fetch_add_u64(&pgc_stmts->generation, 1);
+	hash_seq_init(&status, pgc_statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
 		/* Wait out any backend updating it without the LWLock. */
 		SpinLockAcquire(&entry->mutex);
 		SpinLockRelease(&entry->mutex);
 		release_slot(entry);
-		hash_search(statements, &entry->key, HASH_REMOVE, NULL);
+		hash_search(pgc_statements, &entry->key, HASH_REMOVE, NULL);
 	}
-	stmts->evictions = 0;
-	LWLockRelease(stmts->lock);
+	pgc_stmts->evictions = 0;
+	LWLockRelease(pgc_stmts->lock);
 }
 
 /* Is this the text of a SAVEPOINT statement (a driver's or ORM's pattern)? */

@@ -112,13 +112,13 @@ copy_entries(long *n)
 	char	   *copy;
 	long		i = 0;
 
-	LWLockAcquire(stmts->lock, LW_SHARED);
-	copy = palloc_extended(mul_size(Max(hash_get_num_entries(statements), 1), size),
+	LWLockAcquire(pgc_stmts->lock, LW_SHARED);
+	copy = palloc_extended(mul_size(Max(hash_get_num_entries(pgc_statements), 1), size),
 						   MCXT_ALLOC_HUGE);
-	hash_seq_init(&status, statements);
+	hash_seq_init(&status, pgc_statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 		copy_entry((PgcStatementEntry *) (copy + i++ * size), entry, true);
-	LWLockRelease(stmts->lock);
+	LWLockRelease(pgc_stmts->lock);
 	*n = i;
 	return copy;
 }
@@ -149,7 +149,7 @@ copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 	query_id_set_finish(&waiting);
 
 	copies_init(&kept, 64);
-	LWLockAcquire(stmts->lock, LW_SHARED);
+	LWLockAcquire(pgc_stmts->lock, LW_SHARED);
 
 	/*
 	 * The slots flagged suboverflowed, and those of the waiters' statements
@@ -162,9 +162,9 @@ copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 	{
 		bool		wanted = false;
 
-		if ((entry = slot_entry[i]) == NULL)
+		if ((entry = pgc_slot_entry[i]) == NULL)
 			continue;
-		if (pg_atomic_read_u32(&slot_flags[i]) & SLOT_SUBOVERFLOWED)
+		if (pg_atomic_read_u32(&pgc_slot_flags[i]) & SLOT_SUBOVERFLOWED)
 		{
 			SpinLockAcquire(&entry->mutex);
 			wanted = entry->suboverflowed_calls > 0;
@@ -183,7 +183,7 @@ copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters)
 		if (wanted)
 			copies_add(&kept, entry);
 	}
-	LWLockRelease(stmts->lock);
+	LWLockRelease(pgc_stmts->lock);
 	pfree(waiting.ids);
 	*n = kept.n;
 	return kept.data;
@@ -237,16 +237,16 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 	IndexGroupKey *keys;
 	EntryCopies kept;
 
-	LWLockAcquire(stmts->lock, LW_SHARED);
+	LWLockAcquire(pgc_stmts->lock, LW_SHARED);
 	/* Entries are added only under the exclusive lock: the count holds. */
-	keys = palloc_extended(mul_size(Max(hash_get_num_entries(statements), 1),
+	keys = palloc_extended(mul_size(Max(hash_get_num_entries(pgc_statements), 1),
 									PGC_INDEX_SLOTS * sizeof(IndexGroupKey)),
 						   MCXT_ALLOC_HUGE);
 	/* Only the slots flagged with dead visits can have any (see above). */
 	for (int i = 0; i < pgc_max_statements; i++)
 	{
-		if (!(pg_atomic_read_u32(&slot_flags[i]) & SLOT_DEAD_VISITS) ||
-			(entry = slot_entry[i]) == NULL)
+		if (!(pg_atomic_read_u32(&pgc_slot_flags[i]) & SLOT_DEAD_VISITS) ||
+			(entry = pgc_slot_entry[i]) == NULL)
 			continue;
 		SpinLockAcquire(&entry->mutex);
 		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
@@ -288,7 +288,7 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 
 			if (!slot_in_set(i, &ids))
 				continue;
-			entry = slot_entry[i];
+			entry = pgc_slot_entry[i];
 			/* A slot's index is set once, under the exclusive lock. */
 			for (int k = 0; k < PGC_INDEX_SLOTS && !wanted; k++)
 				wanted = slot_record(entry, k) != NULL &&
@@ -299,7 +299,7 @@ copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups)
 		}
 		pfree(ids.ids);
 	}
-	LWLockRelease(stmts->lock);
+	LWLockRelease(pgc_stmts->lock);
 	*n = kept.n;
 	*groups = keys;
 	*ngroups = ng;

@@ -65,14 +65,14 @@ pgc_statements_save(PgcWriter *writer, bool take_locks, uint64 *count)
 	}
 
 	if (take_locks)
-		LWLockAcquire(stmts->lock, LW_SHARED);
-	evictions = stmts->evictions;
-	hash_seq_init(&status, statements);
+		LWLockAcquire(pgc_stmts->lock, LW_SHARED);
+	evictions = pgc_stmts->evictions;
+	hash_seq_init(&status, pgc_statements);
 	while ((entry = hash_seq_search(&status)) != NULL)
 		if (nkeys < pgc_max_statements)
 			keys[nkeys++] = entry->key;
 	if (take_locks)
-		LWLockRelease(stmts->lock);
+		LWLockRelease(pgc_stmts->lock);
 	pgc_write_bytes(writer, &evictions, sizeof(evictions));
 
 	while (next < nkeys && !pgc_writer_failed(writer))
@@ -80,19 +80,19 @@ pgc_statements_save(PgcWriter *writer, bool take_locks, uint64 *count)
 		int			n = 0;
 
 		if (take_locks)
-			LWLockAcquire(stmts->lock, LW_SHARED);
+			LWLockAcquire(pgc_stmts->lock, LW_SHARED);
 		for (; next < nkeys && n < batch_max; next++)
 		{
 			PgcStatementEntry *dest = (PgcStatementEntry *) (batch + n * size);
 
-			entry = hash_search(statements, &keys[next], HASH_FIND, NULL);
+			entry = hash_search(pgc_statements, &keys[next], HASH_FIND, NULL);
 			if (entry == NULL)
 				continue;
 			copy_entry(dest, entry, take_locks);
 			n++;
 		}
 		if (take_locks)
-			LWLockRelease(stmts->lock);
+			LWLockRelease(pgc_stmts->lock);
 
 		for (int i = 0; i < n; i++)
 		{
@@ -281,9 +281,9 @@ load_entry(SharedStatement *entry, const PgcStatementEntry *e)
 		entry->index_record[k] = r;
 		if (r == NO_RECORD)
 			continue;
-		index_records[r].counters = e->indexes[k];
-		load_index_period(&index_records[r].current, &e->current, k);
-		load_index_period(&index_records[r].previous, &e->previous, k);
+		pgc_index_records[r].counters = e->indexes[k];
+		load_index_period(&pgc_index_records[r].current, &e->current, k);
+		load_index_period(&pgc_index_records[r].previous, &e->previous, k);
 	}
 	memcpy(entry->application_name, e->application_name, NAMEDATALEN);
 	strlcpy(entry->query, e->query, pgc_max_query_length);
@@ -350,7 +350,7 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 		if (!pgc_reader_seek(reader, heap[i].pos) ||
 			!pgc_read_bytes(reader, &key, sizeof(key)))
 			break;
-		entry = hash_search(statements, &key, HASH_ENTER_NULL, &found);
+		entry = hash_search(pgc_statements, &key, HASH_ENTER_NULL, &found);
 		if (entry == NULL || found)
 		{
 			if (entry != NULL)
@@ -362,14 +362,14 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 			!pgc_read_text(reader, loaded->query, pgc_max_query_length) ||
 			!fix_entry(reader, loaded))
 		{
-			hash_search(statements, &key, HASH_REMOVE, NULL);
+			hash_search(pgc_statements, &key, HASH_REMOVE, NULL);
 			if (reader->failed)
 				break;
 			continue;
 		}
 		if (!pgc_statement_take_slot(entry))
 		{
-			hash_search(statements, &key, HASH_REMOVE, NULL);
+			hash_search(pgc_statements, &key, HASH_REMOVE, NULL);
 			break;
 		}
 		load_entry(entry, loaded);
@@ -388,7 +388,7 @@ pgc_statements_load(PgcReader *reader, uint64 count, uint64 *kept)
 	}
 	/* The first pass ended early: say so (the second reset the flag). */
 	reader->failed = (read < count);
-	stmts->evictions = evictions + (int64) (read - *kept);
+	pgc_stmts->evictions = evictions + (int64) (read - *kept);
 	pfree(loaded);
 	pfree(heap);
 }

@@ -240,14 +240,14 @@ StaticAssertDecl(offsetof(SharedPeriod, literals_dead) == PERIOD_HEAD_SIZE,
 
 
 /* The slots' arrays and the index records' pool (statements.c). */
-extern int *free_slots;
-extern SharedStatement **slot_entry;
-extern int64 *slot_query_id;	/* its entry's, to find a statement's */
-extern pg_atomic_uint32 *slot_flags;
+extern int *pgc_free_slots;
+extern SharedStatement **pgc_slot_entry;
+extern int64 *pgc_slot_query_id;	/* its entry's, to find a statement's */
+extern pg_atomic_uint32 *pgc_slot_flags;
 
 /* The index records' pool, and the stack of the free ones (under the lock). */
-extern IndexRecord *index_records;
-extern int32 *free_records;
+extern IndexRecord *pgc_index_records;
+extern int32 *pgc_free_records;
 
 
 /*
@@ -272,11 +272,11 @@ typedef struct QueryIdSet
  * LWLock with).
  */
 #define AssertStoreChangeAllowed() \
-	Assert(!IsUnderPostmaster || LWLockHeldByMeInMode(stmts->lock, LW_EXCLUSIVE))
+	Assert(!IsUnderPostmaster || LWLockHeldByMeInMode(pgc_stmts->lock, LW_EXCLUSIVE))
 
 /* The store's header and hash (statements.c). */
-extern StatementsShared *stmts;
-extern HTAB *statements;
+extern StatementsShared *pgc_stmts;
+extern HTAB *pgc_statements;
 
 /* statements.c: the store */
 extern Size entry_size(void);
@@ -300,15 +300,15 @@ slot_record(const SharedStatement *entry, int k)
 {
 	if (entry->index_oid[k] == InvalidOid || entry->index_record[k] == NO_RECORD)
 		return NULL;
-	return &index_records[entry->index_record[k]];
+	return &pgc_index_records[entry->index_record[k]];
 }
 
 /* Is slot i live and its statement's query id in the set?  (Under the lock.) */
 static inline bool
 slot_in_set(int i, const QueryIdSet *set)
 {
-	return slot_entry[i] != NULL && set->n > 0 &&
-		bsearch(&slot_query_id[i], set->ids, set->n, sizeof(int64), compare_int64) != NULL;
+	return pgc_slot_entry[i] != NULL && set->n > 0 &&
+		bsearch(&pgc_slot_query_id[i], set->ids, set->n, sizeof(int64), compare_int64) != NULL;
 }
 
 /*

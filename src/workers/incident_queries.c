@@ -50,7 +50,7 @@ query_text(const char *what, int64 id, const char *sql,
 		{
 			s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 			if (s)
-				result = MemoryContextStrdup(eval_context, s);
+				result = MemoryContextStrdup(pgc_eval_context, s);
 		}
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(caller_context);
@@ -60,7 +60,7 @@ query_text(const char *what, int64 id, const char *sql,
 	{
 		ErrorData  *edata;
 
-		MemoryContextSwitchTo(eval_context);
+		MemoryContextSwitchTo(pgc_eval_context);
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
@@ -99,9 +99,9 @@ incident_freeze(const Found *f)
 	Oid			types[3] = {TEXTOID, TEXTOID, INT4OID};
 	Datum		args[3];
 	char	   *sql;
-	FrozenText *frozen = MemoryContextAlloc(eval_context, sizeof(FrozenText));
+	FrozenText *frozen = MemoryContextAlloc(pgc_eval_context, sizeof(FrozenText));
 
-	sql = psprintf("SELECT %s.pg_contention_incident_evidence($1, $2::pg_catalog.jsonb, $3)::pg_catalog.text", ext_schema);
+	sql = psprintf("SELECT %s.pg_contention_incident_evidence($1, $2::pg_catalog.jsonb, $3)::pg_catalog.text", pgc_ext_schema);
 	args[0] = CStringGetTextDatum(f->problem);
 	args[1] = CStringGetTextDatum(f->details);
 	for (int i = 0; i < lengthof(bounds); i++)
@@ -140,7 +140,7 @@ resolve_on(const OpenCopy *o, const char *details, TimestampTz seen_at)
 	char	   *sql;
 
 	sql = psprintf("SELECT %s.pg_contention_incident_resolution($1, $2::pg_catalog.jsonb, $3,"
-				   " $4::pg_catalog.jsonb)", ext_schema);
+				   " $4::pg_catalog.jsonb)", pgc_ext_schema);
 	args[0] = CStringGetTextDatum(o->problem);
 	args[1] = CStringGetTextDatum(details);
 	args[2] = TimestampTzGetDatum(seen_at);

@@ -131,8 +131,8 @@ covered_by_closed(const Found *f, const ClosedCopy *closed, int nclosed)
 
 
 static volatile sig_atomic_t evaluating = false;
-MemoryContext eval_context = NULL;
-char	   *ext_schema = NULL;	/* quoted, in TopMemoryContext */
+MemoryContext pgc_eval_context = NULL;
+char	   *pgc_ext_schema = NULL;	/* quoted, in TopMemoryContext */
 /* This evaluation's index findings' states (JSON), in eval_context. */
 char	   *pgc_eval_index_states = NULL;
 static SPIPlanPtr findings_plan = NULL; /* read_findings' query, kept */
@@ -206,9 +206,9 @@ forget_schema(void)
 	if (findings_plan)
 		SPI_freeplan(findings_plan);
 	findings_plan = NULL;
-	if (ext_schema)
-		pfree(ext_schema);
-	ext_schema = NULL;
+	if (pgc_ext_schema)
+		pfree(pgc_ext_schema);
+	pgc_ext_schema = NULL;
 }
 
 /*
@@ -249,7 +249,7 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 					   " 'state', f.details OPERATOR(pg_catalog.->) 'state')::pg_catalog.text END"
 					   " FROM %s.pg_contention_findings(NULL::pg_catalog.interval) AS f"
 					   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k",
-					   ext_schema, ext_schema);
+					   pgc_ext_schema, pgc_ext_schema);
 		plan = SPI_prepare(sql, 0, NULL);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -263,14 +263,14 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 	n = (int) SPI_processed;
 	{
 		/* in eval_context: its appends stay there (repalloc) */
-		MemoryContext old = MemoryContextSwitchTo(eval_context);
+		MemoryContext old = MemoryContextSwitchTo(pgc_eval_context);
 
 		initStringInfo(&states);
 		MemoryContextSwitchTo(old);
 	}
 	appendStringInfoChar(&states, '[');
-	*found = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(Found));
-	*rows = MemoryContextAllocZero(eval_context, Max(n, 1) * sizeof(PgcFindingRow));
+	*found = MemoryContextAllocZero(pgc_eval_context, Max(n, 1) * sizeof(Found));
+	*rows = MemoryContextAllocZero(pgc_eval_context, Max(n, 1) * sizeof(PgcFindingRow));
 	*nrows = n;
 	for (int i = 0; i < n; i++)
 	{
@@ -278,7 +278,7 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		PgcFindingRow *r = &(*rows)[i];
 		Found	   *f;
-		MemoryContext old = MemoryContextSwitchTo(eval_context);
+		MemoryContext old = MemoryContextSwitchTo(pgc_eval_context);
 		bool		isnull;
 		Datum		culprit;
 		Datum		value;
@@ -340,11 +340,11 @@ look_requested(void)
 {
 	bool		requested;
 
-	if (ext_schema != NULL)
+	if (pgc_ext_schema != NULL)
 		return false;
-	LWLockAcquire(incidents->lock, LW_SHARED);
-	requested = incidents->look_requests > incidents->looks_done;
-	LWLockRelease(incidents->lock);
+	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+	requested = pgc_incidents->look_requests > pgc_incidents->looks_done;
+	LWLockRelease(pgc_incidents->lock);
 	return requested;
 }
 
@@ -358,23 +358,23 @@ note_waiting(bool waiting, uint64 requests_seen)
 {
 	const char *dbname = waiting ? get_database_name(MyDatabaseId) : NULL;
 
-	LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
+	LWLockAcquire(pgc_incidents->lock, LW_EXCLUSIVE);
 	/* Found (PG_UINT64_MAX): every request so far is answered. */
 	if (requests_seen == PG_UINT64_MAX)
-		requests_seen = incidents->look_requests;
-	incidents->looks_done = Max(incidents->looks_done, requests_seen);
+		requests_seen = pgc_incidents->look_requests;
+	pgc_incidents->looks_done = Max(pgc_incidents->looks_done, requests_seen);
 	if (waiting)
 	{
-		if (incidents->waiting_since == 0)
-			incidents->waiting_since = GetCurrentTimestamp();
-		strlcpy(incidents->waiting_database, dbname ? dbname : "", NAMEDATALEN);
+		if (pgc_incidents->waiting_since == 0)
+			pgc_incidents->waiting_since = GetCurrentTimestamp();
+		strlcpy(pgc_incidents->waiting_database, dbname ? dbname : "", NAMEDATALEN);
 	}
 	else
 	{
-		incidents->waiting_since = 0;
-		incidents->last_evaluated = GetCurrentTimestamp();
+		pgc_incidents->waiting_since = 0;
+		pgc_incidents->last_evaluated = GetCurrentTimestamp();
 	}
-	LWLockRelease(incidents->lock);
+	LWLockRelease(pgc_incidents->lock);
 }
 
 /*
@@ -390,7 +390,7 @@ take_incident_slot(void)
 
 	for (int i = 0; i < pgc_max_incidents; i++)
 	{
-		Incident   *s = &slots[i];
+		Incident   *s = &pgc_incident_slots[i];
 
 		if (s->id == 0)
 			return s;
@@ -398,7 +398,7 @@ take_incident_slot(void)
 			oldest_closed = s;
 	}
 	if (oldest_closed)
-		incidents->evictions++;
+		pgc_incidents->evictions++;
 	return oldest_closed;
 }
 
@@ -406,8 +406,8 @@ static Incident *
 find_slot(int64 id)
 {
 	for (int i = 0; i < pgc_max_incidents; i++)
-		if (slots[i].id == id)
-			return &slots[i];
+		if (pgc_incident_slots[i].id == id)
+			return &pgc_incident_slots[i];
 	return NULL;
 }
 
@@ -490,16 +490,16 @@ evaluate(void)
 	SPI_execute("SET LOCAL lock_timeout = '1s'", false, 0);
 	enable_timeout_after(STATEMENT_TIMEOUT, 30000);
 
-	if (ext_schema == NULL)
+	if (pgc_ext_schema == NULL)
 	{
 		uint64		requests_seen;
 
 		/* The requests made before this look are answered by it. */
-		LWLockAcquire(incidents->lock, LW_SHARED);
-		requests_seen = incidents->look_requests;
-		LWLockRelease(incidents->lock);
-		ext_schema = find_schema();
-		if (ext_schema == NULL)
+		LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+		requests_seen = pgc_incidents->look_requests;
+		LWLockRelease(pgc_incidents->lock);
+		pgc_ext_schema = find_schema();
+		if (pgc_ext_schema == NULL)
 		{
 			note_waiting(true, requests_seen);
 			if (!told_missing)
@@ -509,15 +509,15 @@ evaluate(void)
 						 errhint("Run CREATE EXTENSION pg_contention (or ALTER EXTENSION pg_contention UPDATE) in that database, or set pg_contention.incident_database.")));
 			told_missing = true;
 		}
-		if (ext_schema != NULL && told_missing)
+		if (pgc_ext_schema != NULL && told_missing)
 		{
 			ereport(LOG,
-					(errmsg("pg_contention incidents: found the extension in schema %s", ext_schema)));
+					(errmsg("pg_contention incidents: found the extension in schema %s", pgc_ext_schema)));
 			told_missing = false;
 		}
 	}
 
-	if (ext_schema != NULL)
+	if (pgc_ext_schema != NULL)
 	{
 		/* Evaluating: what pg_contention_incidents_status() reads. */
 		note_waiting(false, PG_UINT64_MAX);
@@ -528,13 +528,13 @@ evaluate(void)
 		nfound = group_findings(found, nfound);
 
 		/* The open incidents, copied. */
-		open = MemoryContextAllocZero(eval_context, Max(pgc_max_incidents, 1) * sizeof(OpenCopy));
-		closed = MemoryContextAllocZero(eval_context, Max(pgc_max_incidents, 1) * sizeof(ClosedCopy));
-		LWLockAcquire(incidents->lock, LW_SHARED);
-		generation = incidents->reset_generation;
+		open = MemoryContextAllocZero(pgc_eval_context, Max(pgc_max_incidents, 1) * sizeof(OpenCopy));
+		closed = MemoryContextAllocZero(pgc_eval_context, Max(pgc_max_incidents, 1) * sizeof(ClosedCopy));
+		LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+		generation = pgc_incidents->reset_generation;
 		for (int i = 0; i < pgc_max_incidents; i++)
 		{
-			Incident   *s = &slots[i];
+			Incident   *s = &pgc_incident_slots[i];
 			OpenCopy   *o;
 
 			if (s->id == 0)
@@ -554,9 +554,9 @@ evaluate(void)
 			o->culprit = s->culprit;
 			o->opened = s->opened;
 			o->last_seen = s->last_seen;
-			o->finding = MemoryContextStrdup(eval_context, s->finding);
+			o->finding = MemoryContextStrdup(pgc_eval_context, s->finding);
 		}
-		LWLockRelease(incidents->lock);
+		LWLockRelease(pgc_incidents->lock);
 
 		/* Match. */
 		for (int i = 0; i < nfound; i++)
@@ -622,10 +622,10 @@ evaluate(void)
 		 * and one per open incident) are allocated before, where they
 		 * outlive SPI's memory.
 		 */
-		lines = MemoryContextAllocZero(eval_context, (2 * nfound + nopen + 1) * sizeof(LogLine));
-		MemoryContextSwitchTo(eval_context);
-		LWLockAcquire(incidents->lock, LW_EXCLUSIVE);
-		if (incidents->reset_generation == generation)
+		lines = MemoryContextAllocZero(pgc_eval_context, (2 * nfound + nopen + 1) * sizeof(LogLine));
+		MemoryContextSwitchTo(pgc_eval_context);
+		LWLockAcquire(pgc_incidents->lock, LW_EXCLUSIVE);
+		if (pgc_incidents->reset_generation == generation)
 		{
 			for (int i = 0; i < nfound; i++)
 			{
@@ -636,7 +636,7 @@ evaluate(void)
 				if (f->open && f->evict_id != 0 && (s = find_slot(f->evict_id)) != NULL)
 				{
 					/* An open incident gives its slot to another role's. */
-					incidents->open_evictions++;
+					pgc_incidents->open_evictions++;
 					line = &lines[nlines++];
 					line->kind = 4;
 					line->id = s->id;
@@ -647,8 +647,8 @@ evaluate(void)
 					line->for_cluster = ONE_AT_A_TIME(f->key);
 					line->role_holds = 0;
 					for (int k = 0; k < pgc_max_incidents; k++)
-						line->role_holds += (slots[k].id != 0 && slots[k].closed == 0 &&
-											 slots[k].culprit == s->culprit);
+						line->role_holds += (pgc_incident_slots[k].id != 0 && pgc_incident_slots[k].closed == 0 &&
+											 pgc_incident_slots[k].culprit == s->culprit);
 					line = NULL;
 				}
 				else if (f->open)
@@ -662,7 +662,7 @@ evaluate(void)
 					f->refused = true;
 					if (!refused_before(f))
 					{
-						incidents->not_opened++;
+						pgc_incidents->not_opened++;
 						if (refused_line != NULL)
 						{
 							refused_line->count++;
@@ -677,15 +677,15 @@ evaluate(void)
 						line->role = f->culprit;
 						line->role_holds = 0;
 						for (int k = 0; k < pgc_max_incidents; k++)
-							line->role_holds += (slots[k].id != 0 && slots[k].closed == 0 &&
-												 slots[k].culprit == f->culprit);
+							line->role_holds += (pgc_incident_slots[k].id != 0 && pgc_incident_slots[k].closed == 0 &&
+												 pgc_incident_slots[k].culprit == f->culprit);
 					}
 					continue;
 				}
 				if (f->open)
 				{
 					memset(s, 0, sizeof(Incident));
-					s->id = incidents->next_id++;
+					s->id = pgc_incidents->next_id++;
 					s->dbid = MyDatabaseId;
 					s->culprit = f->culprit;
 					s->opened = now;
@@ -694,7 +694,7 @@ evaluate(void)
 					put_text(s->key, KEY_LEN, f->key);
 					put_text(s->open_subject, SUBJECT_LEN, f->subject);
 					put_text(s->open_evidence, EVIDENCE_LEN, f->evidence);
-					incidents->opened[counted_index(f->problem)][f->severity == SEV_CRITICAL]++;
+					pgc_incidents->opened[counted_index(f->problem)][f->severity == SEV_CRITICAL]++;
 				}
 				else if (f->match_id != 0)
 					s = find_slot(f->match_id);
@@ -753,8 +753,8 @@ evaluate(void)
 				line->at = now;
 			}
 		}
-		applied = (incidents->reset_generation == generation);
-		LWLockRelease(incidents->lock);
+		applied = (pgc_incidents->reset_generation == generation);
+		LWLockRelease(pgc_incidents->lock);
 		/* The roles' names, while there is a transaction to read them in. */
 		for (int i = 0; i < nlines; i++)
 			if (lines[i].kind >= 3)
@@ -777,7 +777,7 @@ evaluate(void)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
-	MemoryContextSwitchTo(eval_context);
+	MemoryContextSwitchTo(pgc_eval_context);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	for (int i = 0; i < nlines; i++)
@@ -824,7 +824,7 @@ pgc_incidents_main(Datum main_arg)
 {
 	TimestampTz next;
 
-	pgc_worker_start(PGC_WORKER_INCIDENTS, "pg_contention incidents", incidents != NULL,
+	pgc_worker_start(PGC_WORKER_INCIDENTS, "pg_contention incidents", pgc_incidents != NULL,
 					 pgc_incident_database, incidents_sigterm, incidents_sigint);
 	/* Its own statements are not the workload's: counted nowhere. */
 	SetConfigOption("pg_contention.track_statements", "off", PGC_SUSET, PGC_S_OVERRIDE);
@@ -847,7 +847,7 @@ pgc_incidents_main(Datum main_arg)
 	 */
 	SetConfigOption("jit", "off", PGC_USERSET, PGC_S_OVERRIDE);
 
-	eval_context = AllocSetContextCreate(TopMemoryContext,
+	pgc_eval_context = AllocSetContextCreate(TopMemoryContext,
 										 "pg_contention incidents",
 										 ALLOCSET_DEFAULT_SIZES);
 
@@ -877,7 +877,7 @@ pgc_incidents_main(Datum main_arg)
 			evaluating = true;
 			PG_TRY();
 			{
-				MemoryContextSwitchTo(eval_context);
+				MemoryContextSwitchTo(pgc_eval_context);
 				evaluate();
 				last_failure[0] = '\0';
 			}
@@ -920,7 +920,7 @@ pgc_incidents_main(Datum main_arg)
 			/* A cancel that came as it ended has nothing left to cancel. */
 			QueryCancelPending = false;
 			MemoryContextSwitchTo(old);
-			MemoryContextReset(eval_context);
+			MemoryContextReset(pgc_eval_context);
 			pgc_eval_index_states = NULL;
 		}
 

@@ -74,8 +74,8 @@ typedef struct OpenCopy
 } OpenCopy;
 
 /* incidents_worker.c: the evaluation's context, and the extension's schema (quoted) */
-extern MemoryContext eval_context;
-extern char *ext_schema;
+extern MemoryContext pgc_eval_context;
+extern char *pgc_ext_schema;
 extern char *pgc_eval_index_states;
 
 /* incident_queries.c */

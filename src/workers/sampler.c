@@ -153,8 +153,8 @@ find_named_waits(void)
 
 		if (!found)
 			named_wait_info[i] = UINT32_MAX;	/* matches no sample */
-		sampler->named_found[i] = found;
-		sampler->named_info[i] = named_wait_info[i];
+		pgc_sampler->named_found[i] = found;
+		pgc_sampler->named_info[i] = named_wait_info[i];
 	}
 	if (!find_wait_event(PG_WAIT_CLIENT, 256, "ClientRead", &client_read_info))
 		client_read_info = UINT32_MAX;
@@ -372,14 +372,14 @@ rebuild_profile_index(void)
 	profile_index = hash_create("pg_contention profile index",
 								pgc_max_profile_entries, &ctl,
 								HASH_ELEM | HASH_BLOBS);
-	for (int i = 0; i < sampler->status.profile_used; i++)
+	for (int i = 0; i < pgc_sampler->status.profile_used; i++)
 	{
-		ProfileIndexEntry *e = hash_search(profile_index, &profile[i].key,
+		ProfileIndexEntry *e = hash_search(profile_index, &pgc_profile[i].key,
 										   HASH_ENTER, NULL);
 
 		e->position = i;
 	}
-	profile_index_generation = sampler->reset_generation;
+	profile_index_generation = pgc_sampler->reset_generation;
 }
 
 static int
@@ -395,12 +395,12 @@ compare_samples_desc(const void *a, const void *b)
 static void
 evict_profile(void)
 {
-	int			victims = Max(1, sampler->status.profile_used * 5 / 100);
+	int			victims = Max(1, pgc_sampler->status.profile_used * 5 / 100);
 
-	qsort(profile, sampler->status.profile_used, sizeof(PgcProfileEntry),
+	qsort(pgc_profile, pgc_sampler->status.profile_used, sizeof(PgcProfileEntry),
 		  compare_samples_desc);
-	sampler->status.profile_used -= victims;
-	sampler->status.profile_evictions += victims;
+	pgc_sampler->status.profile_used -= victims;
+	pgc_sampler->status.profile_evictions += victims;
 	rebuild_profile_index();
 }
 
@@ -413,14 +413,14 @@ add_to_profile(const PgcProfileKey *key, int64 samples)
 	e = hash_search(profile_index, key, HASH_FIND, NULL);
 	if (e == NULL)
 	{
-		if (sampler->status.profile_used >= pgc_max_profile_entries)
+		if (pgc_sampler->status.profile_used >= pgc_max_profile_entries)
 			evict_profile();
 		e = hash_search(profile_index, key, HASH_ENTER, &found);
-		e->position = sampler->status.profile_used++;
-		profile[e->position].key = *key;
-		profile[e->position].samples = 0;
+		e->position = pgc_sampler->status.profile_used++;
+		pgc_profile[e->position].key = *key;
+		pgc_profile[e->position].samples = 0;
 	}
-	profile[e->position].samples += samples;
+	pgc_profile[e->position].samples += samples;
 }
 
 /* Credit a process's held samples to query_id (0: it never got one). */
@@ -484,7 +484,7 @@ profile_sample(const TickSample *s)
 	const PgcPublishedStatement *stmt = &s->stmt;
 	PgcProfileKey key;
 
-	p->seen_tick = sampler->status.ticks;
+	p->seen_tick = pgc_sampler->status.ticks;
 	if (p->n > 0 && p->pid != s->pid)
 		release_exited(p, s->procno);
 	else if (p->n > 0 && p->statement_no != stmt->statement_no)
@@ -542,7 +542,7 @@ settle_exited(void)
 	{
 		PendingSamples *p = &pending[i];
 
-		if (p->n > 0 && p->seen_tick != sampler->status.ticks)
+		if (p->n > 0 && p->seen_tick != pgc_sampler->status.ticks)
 			release_exited(p, i);
 	}
 }
@@ -600,16 +600,16 @@ plan_next_tick(TimestampTz now, TimestampTz awake_due, bool calm, int lock_holde
 
 	calm_ticks = calm ? calm_ticks + 1 : 0;
 	if (doze_after > 0 && calm_ticks >= doze_after && lock_holder < 0 &&
-		pg_atomic_read_u32(&sampler->doze) != 0)
+		pg_atomic_read_u32(&pgc_sampler->doze) != 0)
 	{
 		if (!dozing)
 		{
 			dozing = true;
-			sampler->status.dozes++;
+			pgc_sampler->status.dozes++;
 			elog(DEBUG1, "pg_contention sampler: dozing, nothing to sample for %d ticks",
 				 calm_ticks);
 		}
-		sampler->status.dozing = true;
+		pgc_sampler->status.dozing = true;
 		return now - (now % USECS_PER_SEC) + USECS_PER_SEC + USECS_PER_SEC / 2;
 	}
 	if (doze_after > 0 && calm_ticks == doze_after && lock_holder >= 0)
@@ -622,10 +622,10 @@ plan_next_tick(TimestampTz now, TimestampTz awake_due, bool calm, int lock_holde
 		else
 			elog(DEBUG1, "pg_contention sampler: not dozing, a prepared transaction holds a lock others could wait for");
 	}
-	if (pg_atomic_read_u32(&sampler->doze) != 0)
-		pg_atomic_write_u32(&sampler->doze, 0);
+	if (pg_atomic_read_u32(&pgc_sampler->doze) != 0)
+		pg_atomic_write_u32(&pgc_sampler->doze, 0);
 	dozing = false;
-	sampler->status.dozing = false;
+	pgc_sampler->status.dozing = false;
 	return awake_due;
 }
 
@@ -641,7 +641,7 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 	instr_time	start,
 				duration;
 	TimestampTz second = now - (now % USECS_PER_SEC);
-	PgcHistoryBucket *cur = &sampler->current;
+	PgcHistoryBucket *cur = &pgc_sampler->current;
 	bool		new_second = (cur->bucket_start != second);
 	bool		slru_ok = false;
 	bool		oldsnap_on = pgc_oldsnap_enabled();
@@ -677,7 +677,7 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 	may_doze = doze_after > 0 && calm_ticks + 1 >= doze_after;
 	if (may_doze)
 	{
-		pg_atomic_write_u32(&sampler->doze, 1);
+		pg_atomic_write_u32(&pgc_sampler->doze, 1);
 		pg_memory_barrier();
 	}
 
@@ -702,12 +702,12 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 		for (int i = 0; i < n; i++)
 			if (tick_samples[i].key.wait_event_info != UINT32_MAX)
 				pgc_oldsnap_note_database(tick_samples[i].key.dbid);
-		pgc_oldsnap_sample(sampler->status.ticks, &probe);
+		pgc_oldsnap_sample(pgc_sampler->status.ticks, &probe);
 		pgc_oldsnap_add_to_total(&probe);
 	}
 
-	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
-	if (profile_index == NULL || profile_index_generation != sampler->reset_generation)
+	LWLockAcquire(pgc_sampler->lock, LW_EXCLUSIVE);
+	if (profile_index == NULL || profile_index_generation != pgc_sampler->reset_generation)
 	{
 		rebuild_profile_index();
 		for (int i = 0; i < (int) ProcGlobal->allProcCount; i++)
@@ -749,46 +749,46 @@ sampler_tick(TimestampTz now, TimestampTz awake_due)
 	next_due = plan_next_tick(now, awake_due, idle == n, lock_holder);
 	if (woken)
 	{
-		sampler->status.doze_wakeups++;
+		pgc_sampler->status.doze_wakeups++;
 		woken = false;
 	}
 	cur->ticks++;
 	cur->active_samples += active;
 	cur->idle_samples += idle;
 	cur->max_overflowed_backends = Max(cur->max_overflowed_backends, overflowed);
-	sampler->status.profile_samples += active;
+	pgc_sampler->status.profile_samples += active;
 
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	us = INSTR_TIME_GET_MICROSEC(duration);
-	sampler->status.ticks++;
-	sampler->status.last_tick_us = us;
-	sampler->status.total_tick_us += us;
-	sampler->status.max_tick_us = Max(sampler->status.max_tick_us, us);
-	sampler->status.last_tick_at = now;
-	sampler->status.next_tick_due = next_due;
+	pgc_sampler->status.ticks++;
+	pgc_sampler->status.last_tick_us = us;
+	pgc_sampler->status.total_tick_us += us;
+	pgc_sampler->status.max_tick_us = Max(pgc_sampler->status.max_tick_us, us);
+	pgc_sampler->status.last_tick_at = now;
+	pgc_sampler->status.next_tick_due = next_due;
 	if (new_second)
-		sampler->status.memory_bytes = (int64) MemoryContextMemAllocated(TopMemoryContext, true);
-	LWLockRelease(sampler->lock);
+		pgc_sampler->status.memory_bytes = (int64) MemoryContextMemAllocated(TopMemoryContext, true);
+	LWLockRelease(pgc_sampler->lock);
 	return next_due;
 }
 
 static void
 sampler_exit(int code, Datum arg)
 {
-	if (sampler == NULL || pgc_shared == NULL)
+	if (pgc_sampler == NULL || pgc_shared == NULL)
 		return;
 	/* An error inside a tick may have left the lock held. */
 	LWLockReleaseAll();
-	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
-	if (sampler->status.worker_pid == MyProcPid)
+	LWLockAcquire(pgc_sampler->lock, LW_EXCLUSIVE);
+	if (pgc_sampler->status.worker_pid == MyProcPid)
 	{
-		sampler->status.worker_pid = 0;
-		sampler->worker_latch = NULL;
-		sampler->status.dozing = false;
-		pg_atomic_write_u32(&sampler->doze, 0);
+		pgc_sampler->status.worker_pid = 0;
+		pgc_sampler->worker_latch = NULL;
+		pgc_sampler->status.dozing = false;
+		pg_atomic_write_u32(&pgc_sampler->doze, 0);
 	}
-	LWLockRelease(sampler->lock);
+	LWLockRelease(pgc_sampler->lock);
 }
 
 /*
@@ -799,17 +799,17 @@ sampler_exit(int code, Datum arg)
 static void
 publish_settings(void)
 {
-	pg_atomic_write_u32(&sampler->doze, 0);
+	pg_atomic_write_u32(&pgc_sampler->doze, 0);
 	calm_ticks = 0;
 	dozing = false;
-	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
-	sampler->status.dozing = false;
-	sampler->status.period_ms = pgc_sample_period;
-	sampler->status.enabled = pgc_sampler_enabled;
+	LWLockAcquire(pgc_sampler->lock, LW_EXCLUSIVE);
+	pgc_sampler->status.dozing = false;
+	pgc_sampler->status.period_ms = pgc_sample_period;
+	pgc_sampler->status.enabled = pgc_sampler_enabled;
 	if (pgc_sampler_enabled)
-		sampler->status.next_tick_due = GetCurrentTimestamp() +
+		pgc_sampler->status.next_tick_due = GetCurrentTimestamp() +
 			(TimestampTz) pgc_sample_period * 1000;
-	LWLockRelease(sampler->lock);
+	LWLockRelease(pgc_sampler->lock);
 }
 
 void
@@ -826,7 +826,7 @@ pgc_sampler_main(Datum main_arg)
 	 * unless the server is stopping; die() would log a FATAL at every
 	 * shutdown.  pg_cancel_backend() has no statement to cancel here.
 	 */
-	pgc_worker_start(PGC_WORKER_SAMPLER, "pg_contention sampler", sampler != NULL,
+	pgc_worker_start(PGC_WORKER_SAMPLER, "pg_contention sampler", pgc_sampler != NULL,
 					 NULL, SignalHandlerForShutdownRequest, SIG_IGN);
 
 	tick_samples = MemoryContextAlloc(TopMemoryContext,
@@ -838,20 +838,20 @@ pgc_sampler_main(Datum main_arg)
 										 ALLOCSET_DEFAULT_SIZES);
 
 	before_shmem_exit(sampler_exit, (Datum) 0);
-	LWLockAcquire(sampler->lock, LW_EXCLUSIVE);
-	sampler->status.worker_pid = MyProcPid;
-	sampler->worker_latch = MyLatch;
-	sampler->status.worker_started = GetCurrentTimestamp();
-	sampler->status.ticks = 0;
-	sampler->status.last_tick_us = 0;
-	sampler->status.max_tick_us = 0;
-	sampler->status.total_tick_us = 0;
-	sampler->status.dozes = 0;
-	sampler->status.doze_wakeups = 0;
+	LWLockAcquire(pgc_sampler->lock, LW_EXCLUSIVE);
+	pgc_sampler->status.worker_pid = MyProcPid;
+	pgc_sampler->worker_latch = MyLatch;
+	pgc_sampler->status.worker_started = GetCurrentTimestamp();
+	pgc_sampler->status.ticks = 0;
+	pgc_sampler->status.last_tick_us = 0;
+	pgc_sampler->status.max_tick_us = 0;
+	pgc_sampler->status.total_tick_us = 0;
+	pgc_sampler->status.dozes = 0;
+	pgc_sampler->status.doze_wakeups = 0;
 	find_named_waits();
 	/* A restarted worker starts a new bucket; the ring is kept. */
-	memset(&sampler->current, 0, sizeof(PgcHistoryBucket));
-	LWLockRelease(sampler->lock);
+	memset(&pgc_sampler->current, 0, sizeof(PgcHistoryBucket));
+	LWLockRelease(pgc_sampler->lock);
 	publish_settings();
 
 	next_tick = GetCurrentTimestamp();
@@ -900,9 +900,9 @@ pgc_sampler_main(Datum main_arg)
 		 * The stores' file (persist.c), also while sampling is off; it uses
 		 * its own memory context and LOGs its failures.
 		 */
-		if (pg_atomic_read_u32(&sampler->save_requested) != 0)
+		if (pg_atomic_read_u32(&pgc_sampler->save_requested) != 0)
 		{
-			pg_atomic_write_u32(&sampler->save_requested, 0);
+			pg_atomic_write_u32(&pgc_sampler->save_requested, 0);
 			if (pgc_save_enabled && pgc_save_interval > 0)
 				next_save = now;
 		}
@@ -933,7 +933,7 @@ pgc_sampler_main(Datum main_arg)
 		ResetLatch(MyLatch);
 		if (!pgc_sampler_enabled)
 			next_tick = GetCurrentTimestamp();
-		else if (dozing && pg_atomic_read_u32(&sampler->doze) == 0)
+		else if (dozing && pg_atomic_read_u32(&pgc_sampler->doze) == 0)
 		{
 			/*
 			 * A client woke us: tick at once, and count the calm anew (its
@@ -943,7 +943,7 @@ pgc_sampler_main(Datum main_arg)
 			woken = true;
 			calm_ticks = 0;
 			elog(DEBUG1, "pg_contention sampler: woken by process %u",
-				 pg_atomic_read_u32(&sampler->woken_by));
+				 pg_atomic_read_u32(&pgc_sampler->woken_by));
 			next_tick = GetCurrentTimestamp();
 		}
 	}

@@ -114,7 +114,7 @@ void
 pgc_sampler_close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 reads,
 			 uint64 next_xid, int64 lock_ops, int64 horizon_xid_age)
 {
-	PgcHistoryBucket *cur = &sampler->current;
+	PgcHistoryBucket *cur = &pgc_sampler->current;
 
 	if (cur->bucket_start != 0 && cur->ticks > 0)
 	{
@@ -143,8 +143,8 @@ pgc_sampler_close_bucket(TimestampTz second, bool slru_ok, int64 lookups, int64 
 								cur->xids_assigned);
 		}
 		cur->horizon_xid_age = horizon_xid_age;
-		history[sampler->status.buckets_written % pgc_history_seconds] = *cur;
-		sampler->status.buckets_written++;
+		pgc_history[pgc_sampler->status.buckets_written % pgc_history_seconds] = *cur;
+		pgc_sampler->status.buckets_written++;
 	}
 	if (slru_ok)
 	{
