@@ -70,6 +70,7 @@ extern const char *progname_get(void);
 extern char *fmt_count(double value);	/* 12,345 (static buffer ring) */
 extern char *fmt_compact(double value); /* 12.3k, 4.5M */
 extern char *fmt_duration(double seconds);	/* 35 s, 14 min, 2 h 5 min */
+extern double wall_clock(void);	/* the time of day, epoch seconds */
 extern char *fmt_clock(double epoch);	/* HH:MM:SS, local time */
 extern void one_line(char *s);	/* white space to one space, in place */
 extern int	display_width(const char *s);	/* screen columns, as shown */

@@ -13,7 +13,7 @@
  */
 #include "client.h"
 #include "report.h"
-#include "../src/problems.h"
+#include "../src/problem_list.h"
 
 #include <errno.h>
 #include <stdlib.h>

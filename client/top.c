@@ -16,12 +16,12 @@
  * sparklines get space); top_draw.c draws its lines.  Not on a terminal it
  * prints each refresh as plain text.  When the connection drops (a server
  * restart) it keeps the last screen, says so, and reconnects at every
- * refresh.  Its state is TopState (top.h), its own: no shared state, no
+ * refresh.  Its state is TopState (top_state.h), its own: no shared state, no
  * locks.
  *
  *-------------------------------------------------------------------------
  */
-#include "top.h"
+#include "top_state.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -68,15 +68,6 @@ on_resize(int signo)
 {
 	(void) signo;
 	got_resize = 1;
-}
-
-double
-wall_clock(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static double

@@ -5,11 +5,11 @@
  *		the incidents, who pays, the backends, the holders of the xmin
  *		horizon, the last 60 seconds as sparklines, the statements; each
  *		section cut to the rows top.c's layout gives it.  Owns no state:
- *		it draws what TopState holds (top.h).
+ *		it draws what TopState holds (top_state.h).
  *
  *-------------------------------------------------------------------------
  */
-#include "top.h"
+#include "top_state.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -663,3 +663,13 @@ buf_fit(Buf *b, const char *s, int width, bool pad)
 	while (pad && shown++ < width)
 		buf_append(b, " ");
 }
+
+/* The time of day, in seconds since the epoch. */
+double
+wall_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}

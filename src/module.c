@@ -38,7 +38,14 @@ pgc_shmem_startup_hook(void)
 {
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
-	pgc_shmem_startup();
+
+	/*
+	 * The postmaster creating the stores (at start, or after a crash) fills
+	 * them from the file the last save left, before any other process
+	 * exists to see them.
+	 */
+	if (pgc_shmem_startup() && !IsUnderPostmaster)
+		pgc_persist_load();
 }
 
 void

@@ -81,7 +81,10 @@ typedef enum PgcWorker
 extern int	pgc_own_pid(PgcWorker which);
 extern void pgc_set_own_pid(PgcWorker which, int pid);
 extern void pgc_shmem_request(void);
-extern void pgc_shmem_startup(void);
+extern bool pgc_shmem_startup(void);
+
+/* Fill the stores just created from the file the last save left. */
+extern void pgc_persist_load(void);
 extern void pgc_require_loaded(void);
 
 /* ---- persist.c: the stores' file ---- */
@@ -276,8 +279,64 @@ extern Size pgc_oldsnap_shmem_size(void);
 extern void pgc_oldsnap_shmem_init(LWLock *lock);
 extern void pgc_oldsnap_reset(void);
 
+/* ---- the stores' figures and reset, for pg_contention_info and _reset ---- */
+
+extern void pgc_reset_stores(void);
+extern void pgc_statements_info(int64 *count, int64 *evictions);
+extern void pgc_events_info(int64 *written);
+extern int64 pgc_events_role_evictions(void);
+extern TimestampTz pgc_stats_reset_time(void);
+extern void pgc_persist_info(TimestampTz *last_saved, TimestampTz *last_loaded,
+							 TimestampTz *loaded_saved_at);
+extern void pgc_incidents_info(int *used, int64 *evictions,
+							   int64 *not_opened, int64 *open_evictions,
+							   char **opened_json);
+extern int64 pgc_findings_latest_too_large(void);
+extern void pgc_index_names_info(int *used, int64 *evictions);
+extern int	pgc_index_names_max(void);
+
 /* ---- index_names.c: the names of indexes met with dead entries ---- */
 extern void pgc_index_names_note(Oid indexoid);
+
+/* The store's entries: indexes' names and statements' function contexts. */
+#define PGC_INDEX_NAMES		512
+/* An entry's kind; a context's line's size. */
+#define PGC_NOTED_INDEX		1
+#define PGC_NOTED_CONTEXT	2
+#define PGC_CONTEXT_LEN		(3 * NAMEDATALEN)
+
+typedef struct PgcIndexName
+{
+	Oid			dbid;			/* InvalidOid: free */
+	uint8		kind;			/* PGC_NOTED_INDEX or PGC_NOTED_CONTEXT */
+	bool		several;		/* a context: another one was noted for it */
+	Oid			indexoid;		/* an index: the index and its table */
+	Oid			relid;
+	Oid			owner;			/* an index: its owner; a context: the
+								 * role that ran the statement */
+	int64		query_id;		/* a context: the function's statement */
+	TimestampTz noted_at;
+	union
+	{
+		struct
+		{
+			NameData	schema; /* the index's and its table's */
+			NameData	index;
+			NameData	table;
+		}			rel;
+		struct
+		{
+			char		line[PGC_CONTEXT_LEN];	/* one line, NUL-terminated */
+			/* A trigger function's trigger ("" if none): its name, table */
+			NameData	trigger;
+			NameData	trigger_schema;
+			NameData	trigger_table;
+		}			context;
+	}			u;
+} PgcIndexName;
+
+
+extern PgcIndexName *pgc_index_names_copy(void);
 extern void pgc_nested_context_note(int64 query_id);
 
 /*
@@ -325,6 +384,7 @@ typedef struct PgcFindingRow
 } PgcFindingRow;
 
 extern void pgc_findings_latest_forget(void);
+extern PgcFindingRow *pgc_findings_latest_read(TimestampTz *evaluated_at, int *nrows);
 extern void pgc_findings_latest_publish(TimestampTz at, int nrows,
 										const PgcFindingRow *rows);
 

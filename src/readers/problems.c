@@ -2,7 +2,7 @@
  *
  * problems.c
  *		pg_contention_problems(): the problems pg_contention finds, from
- *		the one list (problems.h), for the SQL that names them: the
+ *		the one list (problem_list.h), for the SQL that names them: the
  *		findings' order, the metrics' series, the incidents' rules.
  *
  * Owns no shared state and takes no lock.
@@ -15,7 +15,7 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 
-#include "../problems.h"
+#include "../problem_list.h"
 
 PG_FUNCTION_INFO_V1(pg_contention_problems);
 
@@ -31,7 +31,7 @@ static const PgcResultShape problems_shape = {
 
 #define PROBLEMS_COLS lengthof(problems_columns)
 
-/* The incidents file counts the list's first problems (problems.h). */
+/* The incidents file counts the list's first problems (problem_list.h). */
 StaticAssertDecl(PGC_NUM_PROBLEMS >= PGC_NUM_COUNTED_PROBLEMS,
 				 "the incidents file counts problems of the list");
 

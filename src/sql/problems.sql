@@ -1,6 +1,6 @@
 --
 -- The problems pg_contention finds (1.4), from the library's one list
--- (src/problems.h): their order in the findings within a severity
+-- (src/problem_list.h): their order in the findings within a severity
 -- (rank), whether incidents follow them, and whether they are about a
 -- held xmin horizon.  The findings' order, the metrics' series and the
 -- incidents' rules read it; nothing else names the problems.

@@ -34,15 +34,11 @@
  */
 #include "stores.h"
 
-#include "catalog/pg_authid.h"
-#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/shmem.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 /* What the rows may take: a few findings of a few kB each, many times over. */
@@ -237,22 +233,6 @@ pgc_findings_latest_too_large(void)
 	return n;
 }
 
-static const PgcResultColumn latest_columns[] = {
-	{"evaluated_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
-	{"problem", TEXTOID, PGC_SQL_V(1, 4)},
-	{"severity", TEXTOID, PGC_SQL_V(1, 4)},
-	{"subject", TEXTOID, PGC_SQL_V(1, 4)},
-	{"evidence", TEXTOID, PGC_SQL_V(1, 4)},
-	{"advice", TEXTOID, PGC_SQL_V(1, 4)},
-	{"details", JSONBOID, PGC_SQL_V(1, 4)},
-	{"since", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
-};
-static const PgcResultShape latest_shape = {
-	"pg_contention_findings_kept", latest_columns, lengthof(latest_columns)
-};
-
-#define LATEST_COLS lengthof(latest_columns)
-
 /* Read one field (NULL: SQL NULL) and step past it. */
 static const char *
 take_field(const char **p)
@@ -266,42 +246,34 @@ take_field(const char **p)
 	return s;
 }
 
-PG_FUNCTION_INFO_V1(pg_contention_findings_kept);
-
 /*
- * pg_contention_findings_kept(): the worker's last evaluation when it is
- * the caller's own answer (see the top of this file): a row per finding,
- * or, when it found nothing, one row whose columns but evaluated_at are
- * NULL.  No row at all: the caller must evaluate (pg_contention_findings).
+ * The worker's last evaluation, when it is the caller's answer as to its
+ * age, database and settings (see the top of this file; whether the
+ * caller may see every text is the reader's to judge): its rows in the
+ * caller's memory, *nrows of them (0: it found nothing), and when it was
+ * evaluated.  NULL: the caller must evaluate.
  */
-Datum
-pg_contention_findings_kept(PG_FUNCTION_ARGS)
+PgcFindingRow *
+pgc_findings_latest_read(TimestampTz *evaluated_at, int *nrows)
 {
-	TupleDesc	tupdesc;
-	Tuplestorestate *tupstore;
 	TimestampTz at;
 	Oid			dbid;
-	int			nrows;
+	int			n;
 	Size		used;
 	char	   *data;
 	char	   *worker_settings;
 	StringInfoData mine;
 	const char *p;
+	PgcFindingRow *rows;
 
-	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &latest_shape, &tupdesc);
-
-	/* Only a reader who sees every text the worker (a superuser) saw. */
-	if (pgc_incident_interval <= 0 ||
-		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-		return (Datum) 0;
-
+	if (pgc_incident_interval <= 0)
+		return NULL;
 	data = palloc(PGC_LATEST_FINDINGS_BYTES);
 	worker_settings = palloc(SETTINGS_LEN);
 	LWLockAcquire(latest->lock, LW_SHARED);
 	at = latest->evaluated_at;
 	dbid = latest->dbid;
-	nrows = latest->nrows;
+	n = latest->nrows;
 	used = latest->used;
 	memcpy(data, latest->data, used);
 	memcpy(worker_settings, latest->settings, SETTINGS_LEN);
@@ -310,47 +282,26 @@ pg_contention_findings_kept(PG_FUNCTION_ARGS)
 	if (at == 0 || dbid != MyDatabaseId ||
 		GetCurrentTimestamp() - at >
 		2 * (TimestampTz) pgc_incident_interval * USECS_PER_SEC)
-		return (Datum) 0;
+		return NULL;
 	initStringInfo(&mine);
 	settings_text(&mine);
 	if (strcmp(mine.data, worker_settings) != 0)
-		return (Datum) 0;
+		return NULL;
 
+	rows = palloc0(Max(n, 1) * sizeof(PgcFindingRow));
 	p = data;
-	for (int i = 0; i < nrows; i++)
+	for (int i = 0; i < n; i++)
 	{
-		Datum		values[LATEST_COLS] = {0};
-		bool		nulls[LATEST_COLS] = {0};
-		TimestampTz since;
-
-		memcpy(&since, p, sizeof(TimestampTz));
+		memcpy(&rows[i].since, p, sizeof(TimestampTz));
 		p += sizeof(TimestampTz);
-		values[0] = TimestampTzGetDatum(at);
-		for (int col = 1; col <= 6; col++)
-		{
-			const char *s = take_field(&p);
-
-			nulls[col] = s == NULL;
-			if (s == NULL)
-				continue;
-			if (col == 6)
-				values[col] = DirectFunctionCall1(jsonb_in, CStringGetDatum(s));
-			else
-				values[col] = CStringGetTextDatum(s);
-		}
-		values[7] = TimestampTzGetDatum(since);
-		nulls[7] = since == 0;
-		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
+		rows[i].problem = take_field(&p);
+		rows[i].severity = take_field(&p);
+		rows[i].subject = take_field(&p);
+		rows[i].evidence = take_field(&p);
+		rows[i].advice = take_field(&p);
+		rows[i].details = take_field(&p);
 	}
-	if (nrows == 0)
-	{
-		Datum		values[LATEST_COLS] = {0};
-		bool		nulls[LATEST_COLS];
-
-		memset(nulls, true, sizeof(nulls));
-		values[0] = TimestampTzGetDatum(at);
-		nulls[0] = false;
-		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
-	}
-	return (Datum) 0;
+	*evaluated_at = at;
+	*nrows = n;
+	return rows;
 }

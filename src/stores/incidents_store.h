@@ -15,7 +15,7 @@
 #define PGC_INCIDENTS_STORE_H
 
 #include "stores.h"
-#include "../problems.h"
+#include "../problem_list.h"
 
 /* Severities as stored: 0 none (NULL), then info, warning, critical. */
 #define SEV_NONE		0
@@ -53,7 +53,7 @@ typedef struct FrozenText
 
 /*
  * The problems counted by incidents_opened_total: those an incident
- * follows, in problems.h's order, then "other".
+ * follows, in problem_list.h's order, then "other".
  */
 #define NUM_COUNTED PGC_NUM_COUNTED
 

@@ -47,7 +47,6 @@
 #include "catalog/pg_type.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
-#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/shmem.h"
@@ -57,50 +56,15 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#define PGC_INDEX_NAMES		512
 
 /* A backend notes the same index again after this long, at the earliest. */
 #define NOTE_AGAIN_AFTER	(60 * USECS_PER_SEC)
-
-#define NOTED_INDEX		1
-#define NOTED_CONTEXT	2
-#define CONTEXT_LEN		(3 * NAMEDATALEN)
-
-typedef struct IndexNames
-{
-	Oid			dbid;			/* InvalidOid: free */
-	uint8		kind;			/* NOTED_INDEX or NOTED_CONTEXT */
-	bool		several;		/* a context: another one was noted for it */
-	Oid			indexoid;		/* an index: the index and its table */
-	Oid			relid;
-	Oid			owner;			/* an index: its owner; a context: the
-								 * role that ran the statement */
-	int64		query_id;		/* a context: the function's statement */
-	TimestampTz noted_at;
-	union
-	{
-		struct
-		{
-			NameData	schema; /* the index's and its table's */
-			NameData	index;
-			NameData	table;
-		}			rel;
-		struct
-		{
-			char		line[CONTEXT_LEN];	/* one line, NUL-terminated */
-			/* A trigger function's trigger ("" if none): its name, table */
-			NameData	trigger;
-			NameData	trigger_schema;
-			NameData	trigger_table;
-		}			context;
-	}			u;
-} IndexNames;
 
 typedef struct IndexNamesShared
 {
 	LWLock	   *lock;
 	int64		evictions;
-	IndexNames	entries[PGC_INDEX_NAMES];
+	PgcIndexName entries[PGC_INDEX_NAMES];
 } IndexNamesShared;
 
 static IndexNamesShared *names = NULL;
@@ -181,11 +145,11 @@ noted_lately(uint8 kind, int64 key, TimestampTz now)
 
 /* The entry of this database's object, or -1.  Caller holds the lock. */
 static int
-find_entry(const IndexNames *noted)
+find_entry(const PgcIndexName *noted)
 {
 	for (int i = 0; i < PGC_INDEX_NAMES; i++)
 	{
-		IndexNames *e = &names->entries[i];
+		PgcIndexName *e = &names->entries[i];
 
 		if (e->dbid == noted->dbid && e->kind == noted->kind &&
 			e->indexoid == noted->indexoid && e->query_id == noted->query_id)
@@ -196,11 +160,11 @@ find_entry(const IndexNames *noted)
 
 /* Same names as the entry, and the entry noted lately? */
 static bool
-unchanged(const IndexNames *e, const IndexNames *noted)
+unchanged(const PgcIndexName *e, const PgcIndexName *noted)
 {
 	if (noted->noted_at - e->noted_at >= NOTE_AGAIN_AFTER)
 		return false;
-	if (noted->kind == NOTED_INDEX)
+	if (noted->kind == PGC_NOTED_INDEX)
 		return e->relid == noted->relid && e->owner == noted->owner &&
 			memcmp(&e->u.rel, &noted->u.rel, sizeof(e->u.rel)) == 0;
 	return e->owner == noted->owner && strcmp(e->u.context.line, noted->u.context.line) == 0;
@@ -212,7 +176,7 @@ unchanged(const IndexNames *e, const IndexNames *noted)
  * kept is marked: its statement runs in several places.
  */
 static void
-store_entry(IndexNames *noted)
+store_entry(PgcIndexName *noted)
 {
 	int			found;
 
@@ -230,9 +194,9 @@ store_entry(IndexNames *noted)
 	found = find_entry(noted);
 	if (found >= 0)
 	{
-		IndexNames *e = &names->entries[found];
+		PgcIndexName *e = &names->entries[found];
 
-		if (noted->kind == NOTED_CONTEXT)
+		if (noted->kind == PGC_NOTED_CONTEXT)
 			noted->several = e->several || strcmp(e->u.context.line, noted->u.context.line) != 0 ||
 				e->owner != noted->owner;
 	}
@@ -242,7 +206,7 @@ store_entry(IndexNames *noted)
 
 		for (int i = 0; i < PGC_INDEX_NAMES; i++)
 		{
-			IndexNames *e = &names->entries[i];
+			PgcIndexName *e = &names->entries[i];
 
 			if (found < 0 && !OidIsValid(e->dbid))
 				found = i;
@@ -268,16 +232,16 @@ void
 pgc_index_names_note(Oid indexoid)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	IndexNames	noted;
+	PgcIndexName	noted;
 	HeapTuple	tuple;
 	char	   *text;
 
-	if (names == NULL || !IsTransactionState() || noted_lately(NOTED_INDEX, indexoid, now))
+	if (names == NULL || !IsTransactionState() || noted_lately(PGC_NOTED_INDEX, indexoid, now))
 		return;
 
 	memset(&noted, 0, sizeof(noted));
 	noted.dbid = MyDatabaseId;
-	noted.kind = NOTED_INDEX;
+	noted.kind = PGC_NOTED_INDEX;
 	noted.indexoid = indexoid;
 	noted.noted_at = now;
 	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
@@ -397,7 +361,7 @@ regprocedure_or_invalid(const char *signature)
  * a function, noted at most once a minute per statement.
  */
 static void
-note_trigger(const char *signature, IndexNames *noted)
+note_trigger(const char *signature, PgcIndexName *noted)
 {
 	size_t		len = strlen(signature);
 	Oid			funcoid;
@@ -456,14 +420,14 @@ void
 pgc_nested_context_note(int64 query_id)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	IndexNames	noted;
+	PgcIndexName	noted;
 	char	   *stack;
 	char	   *line;
 	char	   *next;
 	char	   *signature = NULL;
 
 	if (names == NULL || query_id == 0 || !IsTransactionState() ||
-		noted_lately(NOTED_CONTEXT, query_id, now))
+		noted_lately(PGC_NOTED_CONTEXT, query_id, now))
 		return;
 	/* NULL when no callback is there: a client's EXECUTE runs none. */
 	stack = GetErrorContextStack();
@@ -484,11 +448,11 @@ pgc_nested_context_note(int64 query_id)
 	}
 	memset(&noted, 0, sizeof(noted));
 	noted.dbid = MyDatabaseId;
-	noted.kind = NOTED_CONTEXT;
+	noted.kind = PGC_NOTED_CONTEXT;
 	noted.query_id = query_id;
 	noted.owner = GetUserId();
 	noted.noted_at = now;
-	memcpy(noted.u.context.line, line, pg_mbcliplen(line, strlen(line), CONTEXT_LEN - 1));
+	memcpy(noted.u.context.line, line, pg_mbcliplen(line, strlen(line), PGC_CONTEXT_LEN - 1));
 	if (signature != NULL)
 		note_trigger(signature, &noted);
 	pfree(stack);
@@ -496,139 +460,17 @@ pgc_nested_context_note(int64 query_id)
 }
 
 /*
- * The entries, copied out under the lock (rows are built after it), and
- * whether this role sees other databases' (pg_read_all_stats).
+ * Every entry (free ones have dbid InvalidOid), copied out under the lock
+ * for a reader to build its rows from after it: PGC_INDEX_NAMES of them.
+ * Which a caller may see is the reader's to judge.
  */
-static IndexNames *
-copy_entries(bool *all_databases)
+PgcIndexName *
+pgc_index_names_copy(void)
 {
-	IndexNames *copy = palloc(sizeof(names->entries));
+	PgcIndexName *copy = palloc(sizeof(names->entries));
 
-	*all_databases = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 	LWLockAcquire(names->lock, LW_SHARED);
 	memcpy(copy, names->entries, sizeof(names->entries));
 	LWLockRelease(names->lock);
 	return copy;
-}
-
-PG_FUNCTION_INFO_V1(pg_contention_index_names);
-
-static const PgcResultColumn index_names_columns[] = {
-	{"dbid", OIDOID, PGC_SQL_V(1, 4)},
-	{"indexrelid", OIDOID, PGC_SQL_V(1, 4)},
-	{"relid", OIDOID, PGC_SQL_V(1, 4)},
-	{"schemaname", NAMEOID, PGC_SQL_V(1, 4)},
-	{"relname", NAMEOID, PGC_SQL_V(1, 4)},
-	{"indexrelname", NAMEOID, PGC_SQL_V(1, 4)},
-	{"noted_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
-	{"owner", OIDOID, PGC_SQL_V(1, 4)},
-};
-static const PgcResultShape index_names_shape = {
-	"pg_contention_index_names", index_names_columns, lengthof(index_names_columns)
-};
-
-/*
- * pg_contention_index_names(): the names noted, per database and index.
- * Another database's only for roles with pg_read_all_stats, as another
- * database's statistics: its own database's catalog is open to anyone.
- */
-Datum
-pg_contention_index_names(PG_FUNCTION_ARGS)
-{
-	Tuplestorestate *tupstore;
-	TupleDesc	tupdesc;
-	bool		all_databases;
-	IndexNames *copy;
-
-	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &index_names_shape, &tupdesc);
-	copy = copy_entries(&all_databases);
-
-	for (int i = 0; i < PGC_INDEX_NAMES; i++)
-	{
-		IndexNames *e = &copy[i];
-		Datum		values[8];
-		bool		nulls[8] = {0};
-
-		if (e->kind != NOTED_INDEX || (!all_databases && e->dbid != MyDatabaseId))
-			continue;
-		values[0] = ObjectIdGetDatum(e->dbid);
-		values[1] = ObjectIdGetDatum(e->indexoid);
-		values[2] = ObjectIdGetDatum(e->relid);
-		values[3] = NameGetDatum(&e->u.rel.schema);
-		values[4] = NameGetDatum(&e->u.rel.table);
-		values[5] = NameGetDatum(&e->u.rel.index);
-		values[6] = TimestampTzGetDatum(e->noted_at);
-		values[7] = ObjectIdGetDatum(e->owner);
-		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
-	}
-	pfree(copy);
-	return (Datum) 0;
-}
-
-PG_FUNCTION_INFO_V1(pg_contention_nested_contexts);
-
-static const PgcResultColumn nested_contexts_columns[] = {
-	{"dbid", OIDOID, PGC_SQL_V(1, 4)},
-	{"query_id", INT8OID, PGC_SQL_V(1, 4)},
-	{"context", TEXTOID, PGC_SQL_V(1, 4)},
-	{"several", BOOLOID, PGC_SQL_V(1, 4)},
-	{"noted_at", TIMESTAMPTZOID, PGC_SQL_V(1, 4)},
-	{"userid", OIDOID, PGC_SQL_V(1, 4)},
-	{"trigger", TEXTOID, PGC_SQL_V(1, 4)},
-};
-static const PgcResultShape nested_contexts_shape = {
-	"pg_contention_nested_contexts", nested_contexts_columns, lengthof(nested_contexts_columns)
-};
-
-/*
- * pg_contention_nested_contexts(): the function each statement that met
- * dead entries inside a function ran in, per database and query id.
- * Another database's only for roles with pg_read_all_stats, as
- * pg_contention_index_names(); and, as pg_stat_statements shows them,
- * another role's query id and function only to pg_read_all_stats or a
- * member of that role (NULL and <insufficient privilege> otherwise).
- */
-Datum
-pg_contention_nested_contexts(PG_FUNCTION_ARGS)
-{
-	Tuplestorestate *tupstore;
-	TupleDesc	tupdesc;
-	bool		all_databases;
-	IndexNames *copy;
-
-	pgc_require_loaded();
-	tupstore = pgc_materialize(fcinfo, &nested_contexts_shape, &tupdesc);
-	copy = copy_entries(&all_databases);
-
-	for (int i = 0; i < PGC_INDEX_NAMES; i++)
-	{
-		IndexNames *e = &copy[i];
-		Datum		values[7];
-		bool		nulls[7] = {0};
-		bool		visible;
-
-		if (e->kind != NOTED_CONTEXT || (!all_databases && e->dbid != MyDatabaseId))
-			continue;
-		visible = all_databases || has_privs_of_role(GetUserId(), e->owner);
-		e->u.context.line[CONTEXT_LEN - 1] = '\0';
-		values[0] = ObjectIdGetDatum(e->dbid);
-		values[1] = Int64GetDatum(e->query_id);
-		nulls[1] = !visible;
-		values[2] = CStringGetTextDatum(visible ? e->u.context.line : "<insufficient privilege>");
-		values[3] = BoolGetDatum(e->several);
-		values[4] = TimestampTzGetDatum(e->noted_at);
-		values[5] = ObjectIdGetDatum(e->owner);
-		/* The trigger that fired it, "name on schema.table", quoted. */
-		if (visible && NameStr(e->u.context.trigger)[0] != '\0')
-			values[6] = CStringGetTextDatum(psprintf("%s on %s",
-													 quote_identifier(NameStr(e->u.context.trigger)),
-													 quote_qualified_identifier(NameStr(e->u.context.trigger_schema),
-																				NameStr(e->u.context.trigger_table))));
-		else
-			nulls[6] = true;
-		tuplestore_putvalues(tupstore, tupdesc, values, nulls);
-	}
-	pfree(copy);
-	return (Datum) 0;
 }

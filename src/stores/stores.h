@@ -174,7 +174,6 @@ extern const int pgc_num_stores;
 
 /* ---- shmem.c: creating, resetting and describing the stores ---- */
 
-extern TimestampTz pgc_stats_reset_time(void);
 
 extern void pgc_set_stats_reset_time(TimestampTz when);
 
@@ -184,10 +183,7 @@ extern Size pgc_persist_shmem_size(void);
 
 extern void pgc_persist_shmem_init(LWLock *lock);
 
-extern void pgc_persist_load(void);
 
-extern void pgc_persist_info(TimestampTz *last_saved, TimestampTz *last_loaded,
-							 TimestampTz *loaded_saved_at);
 
 /* Each store's section of the file (see PgcStore), by store file. */
 extern uint32 pgc_events_record_size(void);
@@ -231,7 +227,6 @@ extern void pgc_statements_shmem_init(LWLock *lock);
 
 extern void pgc_statements_reset(void);
 
-extern void pgc_statements_info(int64 *count, int64 *evictions);
 
 /* ---- events.c: the ring of overflow events ---- */
 
@@ -241,8 +236,6 @@ extern void pgc_events_shmem_init(LWLock *lock);
 
 extern void pgc_events_reset(void);
 
-extern void pgc_events_info(int64 *written);
-extern int64 pgc_events_role_evictions(void);
 
 /* ---- sampler_store.c: the wait profile and the history ---- */
 
@@ -260,9 +253,7 @@ extern void pgc_index_names_shmem_init(LWLock *lock);
 
 extern void pgc_index_names_reset(void);
 
-extern void pgc_index_names_info(int *used, int64 *evictions);
 
-extern int	pgc_index_names_max(void);
 
 /* ---- xmin_since.c: since when each holder's xmin has had its value ---- */
 
@@ -278,7 +269,6 @@ extern void pgc_findings_latest_shmem_init(LWLock *lock);
 
 extern void pgc_findings_latest_reset(void);
 
-extern int64 pgc_findings_latest_too_large(void);
 
 /* ---- incidents.c: the incident store ---- */
 
@@ -291,9 +281,6 @@ extern void pgc_incidents_shmem_init(LWLock *lock);
 
 extern void pgc_incidents_reset(void);
 
-extern void pgc_incidents_info(int *used, int64 *evictions,
-							   int64 *not_opened, int64 *open_evictions,
-							   char **opened_json);
 
 extern uint32 pgc_incidents_record_size(void);
 

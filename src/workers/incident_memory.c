@@ -18,7 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "incidents_worker.h"
+#include "incidents.h"
 
 #include "utils/memutils.h"
 

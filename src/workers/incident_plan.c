@@ -11,7 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "incidents_worker.h"
+#include "incidents.h"
 #include "workers.h"
 
 #include "utils/json.h"

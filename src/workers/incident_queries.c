@@ -12,7 +12,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "incidents_worker.h"
+#include "incidents.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"

@@ -29,7 +29,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "incidents_worker.h"
+#include "incidents.h"
 #include "workers.h"
 
 #include <limits.h>

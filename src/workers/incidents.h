@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * incidents_worker.h
- *		What the incidents worker's two files share: a finding of one
+ * incidents.h
+ *		What the incidents worker's files share: a finding of one
  *		evaluation, the copies of the open and recently closed incidents it
  *		judges them against, and the planning of openings
  *		(incident_plan.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGC_INCIDENTS_WORKER_H
-#define PGC_INCIDENTS_WORKER_H
+#ifndef PGC_WORKERS_INCIDENTS_H
+#define PGC_WORKERS_INCIDENTS_H
 
 #include "../stores/incidents_store.h"
 #include "workers.h"
@@ -92,4 +92,4 @@ extern int group_findings(Found *found, int nfound);
 extern OpenCopy *continues_incident(const Found *f, OpenCopy *open, int nopen);
 extern void plan_openings(Found *found, int nfound, OpenCopy *open, int nopen, int room);
 
-#endif							/* PGC_INCIDENTS_WORKER_H */
+#endif							/* PGC_WORKERS_INCIDENTS_H */

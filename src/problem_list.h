@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * problems.h
+ * problem_list.h
  *		The problems pg_contention finds: the one list that every place
  *		naming them reads.  The server exposes it as pg_contention_problems()
  *		(readers/problems.c), which the findings' order, the metrics and the
@@ -10,14 +10,16 @@
  * Plain C (no server or libpq header): the client includes it too.  Owns
  * no state.
  *
- * The incidents file stores its counts in this order, one pair per problem
- * an incident can follow and one for any other: a new problem goes last,
- * and changes the file's section version (stores/incidents_file.c).
+ * The incidents file keeps the opened incidents' counts of the list's
+ * first PGC_NUM_COUNTED_PROBLEMS problems in this order, then one for any
+ * other: a new problem goes after them (counted as "other"); counting it
+ * by name means raising that number, a new version of the file's
+ * incidents section (stores/incidents_file.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGC_PROBLEMS_H
-#define PGC_PROBLEMS_H
+#ifndef PGC_PROBLEM_LIST_H
+#define PGC_PROBLEM_LIST_H
 
 #include <stdbool.h>
 #include <string.h>
@@ -65,4 +67,4 @@ pgc_problem(const char *name)
 	return NULL;
 }
 
-#endif							/* PGC_PROBLEMS_H */
+#endif							/* PGC_PROBLEM_LIST_H */

@@ -1,14 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * top.h
+ * top_state.h
  *		pg_contention top's private interface: the state of the live view
  *		(top.c: the terminal, the refreshes, the keys, the layout) and the
  *		functions that draw its frame line by line (top_draw.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGC_TOP_H
-#define PGC_TOP_H
+#ifndef PGC_TOP_STATE_H
+#define PGC_TOP_STATE_H
 
 #include "client.h"
 
@@ -60,9 +60,6 @@ typedef struct TopState
 	int			maxlines;
 } TopState;
 
-/* top.c */
-extern double wall_clock(void);
-
 /* top_draw.c */
 extern Buf *new_line(TopState *t);
 extern const char *sgr(TopState *t, const char *code);
@@ -83,4 +80,4 @@ extern void draw_indexes(TopState *t, int shown);
 extern void draw_incidents(TopState *t, int shown);
 extern void draw_detail(TopState *t);
 
-#endif							/* PGC_TOP_H */
+#endif							/* PGC_TOP_STATE_H */
