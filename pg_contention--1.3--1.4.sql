@@ -2946,6 +2946,18 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
+root_holders AS MATERIALIZED (
+	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback,
+		   (row_number() OVER ())::text AS culprit_key,
+		   -- The databases whose cleanup it holds back, as the server computes
+		   -- horizons: on 13 every database; from 14 a backend's or a prepared
+		   -- transaction's own, and those whose sessions' snapshots follow its
+		   -- XID now (follower_databases), while a slot's xmin and a standby's
+		   -- feedback hold every database's.
+		   (params.version_num < 140000 OR r.datname IS NULL
+			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
+	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r, params
+),
 -- Each database's dead tuples, whichever database this runs in; NULL where
 -- they cannot be read from here (another database, before PostgreSQL 15).
 dead_by_db AS MATERIALIZED (
@@ -2959,20 +2971,12 @@ dead_by_db AS MATERIALIZED (
 	  CROSS JOIN params
 	  CROSS JOIN LATERAL (SELECT params.version_num >= 150000
 								 OR d.datname = pg_catalog.current_database() AS readable) AS r
-	  LEFT JOIN @extschema@.pg_contention_database_dead_tuples() AS x ON x.datid = d.oid
+	  -- Read only when a holder blocks cleanup: from PostgreSQL 15 it walks
+	  -- every table's statistics, which a healthy server need not pay for.
+	  LEFT JOIN (SELECT t.* FROM @extschema@.pg_contention_database_dead_tuples() AS t
+				  WHERE (SELECT coalesce(bool_or(h.blocks_cleanup), false) FROM root_holders AS h)) AS x
+		ON x.datid = d.oid
 	 WHERE d.datallowconn AND NOT d.datistemplate
-),
-root_holders AS MATERIALIZED (
-	SELECT r.*, pg_catalog.current_setting('hot_standby_feedback')::boolean AS feedback,
-		   (row_number() OVER ())::text AS culprit_key,
-		   -- The databases whose cleanup it holds back, as the server computes
-		   -- horizons: on 13 every database; from 14 a backend's or a prepared
-		   -- transaction's own, and those whose sessions' snapshots follow its
-		   -- XID now (follower_databases), while a slot's xmin and a standby's
-		   -- feedback hold every database's.
-		   (params.version_num < 140000 OR r.datname IS NULL
-			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
-	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r, params
 ),
 -- What those databases hold in dead tuples (a logical slot: in their
 -- catalogs), how many VACUUM would remove now, and which could be read.

@@ -283,8 +283,6 @@ extern void pgc_oldsnap_reset(void);
 
 extern void pgc_reset_stores(void);
 extern void pgc_statements_info(int64 *count, int64 *evictions);
-extern void pgc_events_info(int64 *written);
-extern int64 pgc_events_role_evictions(void);
 extern TimestampTz pgc_stats_reset_time(void);
 extern void pgc_persist_info(TimestampTz *last_saved, TimestampTz *last_loaded,
 							 TimestampTz *loaded_saved_at);

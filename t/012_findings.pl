@@ -78,6 +78,21 @@ sub start_over
 	$node->safe_psql('postgres', 'SELECT pg_contention_reset()');
 }
 
+# How many times one evaluation of the findings called a function of the
+# extension (counted in the transaction, on every version).
+sub calls_in_findings
+{
+	my ($function, $settings) = @_;
+	$settings //= '';
+	return $node->safe_psql('postgres', qq{
+		BEGIN;
+		SET LOCAL track_functions = 'all';
+		$settings
+		SELECT count(*) FROM pg_contention_findings;
+		SELECT coalesce(pg_stat_get_xact_function_calls('$function'::regprocedure), 0);
+		COMMIT;});
+}
+
 # ---- A healthy server: default pgbench, an idle session, an idle
 # transaction without a snapshot, monitoring queries.
 start_over();
@@ -92,6 +107,16 @@ $node->pgbench('-n -c 2 -j 2 -t 200', 0, [qr{processed}], [qr{^$}], 'short trans
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_findings WHERE severity <> 'info'"),
 	'0', 'healthy server: no finding above info');
+is(calls_in_findings('pg_contention_database_dead_tuples()'), '0',
+	'healthy server: no holder blocks cleanup, so every table\'s dead tuples are not read');
+# Each rule is evaluated once per evaluation of the findings: none
+# evaluates another (the two that build on another's findings are given
+# them).
+for my $rule (split /\n/, $node->safe_psql('postgres',
+	"SELECT p.oid::regprocedure FROM pg_proc AS p WHERE p.proname LIKE 'pg\\_contention\\_rule\\_%' ORDER BY 1"))
+{
+	is(calls_in_findings($rule), '1', "$rule: evaluated once per evaluation of the findings");
+}
 ok($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_contention_index_scans WHERE indexrelname = 'pgbench_accounts_pkey' AND scans > 0") > 0,
 	'healthy server: its index scans were measured (the silence is not blindness)');
@@ -263,6 +288,8 @@ like(finding('xmin_horizon_held', 'evidence', $short),
 	'it says what the holder keeps, and who pays');
 like(finding('xmin_horizon_held', 'advice', $short), qr/pg_terminate_backend\($blocker_pid\)/,
 	'advice for an idle transaction');
+is(calls_in_findings('pg_contention_database_dead_tuples()', $short), '1',
+	'with a holder that blocks cleanup, the dead tuples are read, once');
 like(finding('dead_tuple_index_scan', 'evidence', $short),
 	qr/vacuum cannot remove them while pid $blocker_pid \(application billing\) holds the xmin horizon/,
 	'the index finding names the holder as the reason');

@@ -18,7 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "../stores/events_store.h"
+#include "../stores/events.h"
 #include "capture.h"
 
 #include "access/transam.h"
@@ -120,7 +120,7 @@ static pg_noinline void
 record_event(int64 current_query_id, bool in_abort)
 {
 	TransactionId top_xid;
-	OverflowEvent *ev;
+	OverflowEvent ev;
 	int64		query_id;
 	const char *text;
 	int			location;
@@ -149,29 +149,21 @@ record_event(int64 current_query_id, bool in_abort)
 		len = 0;
 	}
 
-	LWLockAcquire(pgc_events->lock, LW_EXCLUSIVE);
-	ev = EVENT_SLOT(pgc_event_ring, pgc_events->written % pgc_max_events);
-	ev->event_time = GetCurrentTimestamp();
-	ev->pid = MyProcPid;
-	ev->dbid = MyDatabaseId;
-	ev->userid = GetSessionUserId();
-	ev->top_xid = top_xid;
-	ev->query_id = query_id;
-	ev->nested_query_id = (current_query_id != query_id) ? current_query_id : 0;
-	ev->nesting_depth = GetCurrentTransactionNestLevel() - 1;
-	ev->statement_subxacts = -1;
-	ev->statement_rows = -1;
-	strlcpy(ev->application_name, application_name ? application_name : "",
+	memset(&ev, 0, sizeof(ev));
+	ev.pid = MyProcPid;
+	ev.dbid = MyDatabaseId;
+	ev.userid = GetSessionUserId();
+	ev.top_xid = top_xid;
+	ev.query_id = query_id;
+	ev.nested_query_id = (current_query_id != query_id) ? current_query_id : 0;
+	ev.nesting_depth = GetCurrentTransactionNestLevel() - 1;
+	ev.statement_subxacts = -1;
+	ev.statement_rows = -1;
+	strlcpy(ev.application_name, application_name ? application_name : "",
 			NAMEDATALEN);
-	pgc_copy_statement_text(ev->query, pgc_max_query_length, text,
-							location, len);
-	pgc_events_note_latest(ev, pgc_events->written);
-	open_event_seq = pgc_events->written;
-	open_event_resets = pgc_events->resets;
+	pgc_events_write(&ev, text, location, len, &open_event_seq, &open_event_resets);
 	open_event_xid = top_xid;
 	pgc_overflow_pending |= PGC_OVERFLOW_EVENT_OPEN;
-	pgc_events->written++;
-	LWLockRelease(pgc_events->lock);
 
 	/*
 	 * Inside a function (a trigger's, say): the function and its trigger,

@@ -11,6 +11,7 @@
  *-------------------------------------------------------------------------
  */
 #include "readers.h"
+#include "../stores/events.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"

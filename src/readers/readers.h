@@ -59,6 +59,15 @@ extern Datum pgc_text_datum(const char *s, Oid source_dbid);
 
 extern Datum pgc_masked_text_datum(bool visible, const char *s, Oid source_dbid);
 
+/* ---- statements_views.c: how the statement store's rows begin ---- */
+
+struct PgcStatementEntry;		/* stores/statements.h */
+
+extern bool put_key_columns(const struct PgcStatementEntry *e, Datum *values,
+							bool *nulls);
+extern void put_literals(const char *literals, bool visible, Oid dbid,
+						 Datum *values, bool *nulls, int col);
+
 /* ---- srf.c: the SQL functions' result shapes ---- */
 
 extern void pgc_check_result_shape(TupleDesc tupdesc,

@@ -12,7 +12,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "../stores/statements_store.h"
+#include "../stores/statements.h"
 #include "readers.h"
 
 #include <ctype.h>
@@ -224,195 +224,12 @@ put_period_scan(const PgcPeriodScan *ps, Datum *values, bool *nulls, int col)
 	nulls[col + 10] = ps->clean_since == 0;
 }
 
-/*
- * What a period says about whether its entry can give a row of
- * pg_contention_recent(..., notable_only): 1 when it reaches into the
- * window and its statement ran on a suboverflowed snapshot, near an
- * overflow, overflowed, or met dead index entries there (any_dead); 0
- * when it reaches into the window without any of these; -1 when it does
- * not.  An entry's say is the larger of its two periods'.
- */
-static int
-period_notable(const SharedPeriod *p, bool any_dead, TimestampTz cutoff)
-{
-	if (p->start == 0 || p->end < cutoff)
-		return -1;
-	return (p->suboverflowed_calls > 0 || p->near_overflow_calls > 0 ||
-			p->overflow_events > 0 || any_dead) ? 1 : 0;
-}
-
-/* The same for an entry's copy (its periods' heads are a SharedPeriod's). */
-static int
-entry_counters_notable(const PgcStatementEntry *e, TimestampTz cutoff)
-{
-	int			say = -1;
-
-	for (int j = 0; j < 2; j++)
-	{
-		const PgcPeriod *p = j == 0 ? &e->previous : &e->current;
-		SharedPeriod head;
-		bool		any_dead = false;
-
-		memcpy(&head, p, PERIOD_HEAD_SIZE);
-		for (int k = 0; k < PGC_INDEX_SLOTS; k++)
-			any_dead |= p->index_dead[k] > 0;
-		say = Max(say, period_notable(&head, any_dead, cutoff));
-	}
-	return say;
-}
-
-/*
- * The same for an entry in the hash (its index figures in its records);
- * caller holds its spinlock.
- */
-static int
-shared_counters_notable(const SharedStatement *e, TimestampTz cutoff)
-{
-	bool		any_dead[2] = {false, false};
-
-	for (int k = 0; k < PGC_INDEX_SLOTS; k++)
-	{
-		const IndexRecord *r = slot_record(e, k);
-
-		if (r == NULL)
-			continue;
-		any_dead[0] |= r->previous.dead > 0;
-		any_dead[1] |= r->current.dead > 0;
-	}
-	return Max(period_notable(&e->previous, any_dead[0], cutoff),
-			   period_notable(&e->current, any_dead[1], cutoff));
-}
-
-/*
- * Can an entry give a row of pg_contention_recent(..., notable_only): one
- * notable by its periods, or a SAVEPOINT run in the window.  Cheap: read
- * before anything is summed.
- */
-static bool
-entry_is_notable(const PgcStatementEntry *e, TimestampTz cutoff)
-{
-	int			notable = entry_counters_notable(e, cutoff);
-
-	return notable > 0 || (notable == 0 && is_savepoint_text(e->query));
-}
-
-/* Order statement keys by statement (database, user, query id). */
-static int
-compare_statement_keys(const PgcStatementKey *ka, const PgcStatementKey *kb)
-{
-	if (ka->dbid != kb->dbid)
-		return ka->dbid < kb->dbid ? -1 : 1;
-	if (ka->userid != kb->userid)
-		return ka->userid < kb->userid ? -1 : 1;
-	if (ka->query_id != kb->query_id)
-		return ka->query_id < kb->query_id ? -1 : 1;
-	return 0;
-}
-
 /* Order entries by statement (database, user, query id), to sum them. */
 static int
 compare_statements(const void *a, const void *b)
 {
 	return compare_statement_keys(&(*(PgcStatementEntry *const *) a)->key,
 								  &(*(PgcStatementEntry *const *) b)->key);
-}
-
-/* An entry copy_notable_entries did not copy, with its key. */
-typedef struct OtherEntry
-{
-	PgcStatementKey key;
-	SharedStatement *entry;
-} OtherEntry;
-
-static int
-compare_other_entries(const void *a, const void *b)
-{
-	return compare_statement_keys(&((const OtherEntry *) a)->key,
-								  &((const OtherEntry *) b)->key);
-}
-
-/*
- * Copy out of the hash only the entries pg_contention_recent(...,
- * notable_only) can use: those that entry_is_notable, and the other
- * applications' entries of the same statements (their figures are part of
- * the statement's sums).  Only an entry whose slot is flagged can be
- * notable: those are looked at (their periods under the spinlock), not the
- * thousands of a busy server's store; the copy of a full store (5,000
- * entries of a few kB) was most of the findings' cost, and looking at each
- * most of what was left.  When some are notable, their statements' other
- * entries are found by their slots' query ids, remembered by address
- * (valid while the lock is held: entries move only under the exclusive
- * lock).  Under the LWLock in shared mode, as copy_entries.
- */
-static char *
-copy_notable_entries(long *n, TimestampTz cutoff)
-{
-	SharedStatement *entry;
-	long		nothers = 0;
-	EntryCopies kept;
-	OtherEntry *others = NULL;
-	bool	   *kept_slot = palloc0(pgc_max_statements * sizeof(bool));
-
-	LWLockAcquire(pgc_stmts->lock, LW_SHARED);
-	copies_init(&kept, 64);
-
-	/* Only a flagged slot's entry can be notable (see the flags). */
-	for (int i = 0; i < pgc_max_statements; i++)
-	{
-		uint32		flags = pg_atomic_read_u32(&pgc_slot_flags[i]);
-		int			notable;
-
-		if (!(flags & SLOT_NOTABLE) || (entry = pgc_slot_entry[i]) == NULL)
-			continue;
-		SpinLockAcquire(&entry->mutex);
-		notable = shared_counters_notable(entry, cutoff);
-		SpinLockRelease(&entry->mutex);
-		if (notable > 0 || (notable == 0 && (flags & SLOT_SAVEPOINT)))
-		{
-			copies_add(&kept, entry);
-			kept_slot[i] = true;
-		}
-	}
-
-	/* Their statements' other entries: a walk, only when there are any. */
-	if (kept.n > 0)
-	{
-		long		nnotable = kept.n;
-		OtherEntry *notables = palloc(nnotable * sizeof(OtherEntry));
-
-		QueryIdSet	ids;
-
-		ids.ids = palloc(nnotable * sizeof(int64));
-		for (long i = 0; i < nnotable; i++)
-			ids.ids[i] = ((PgcStatementEntry *) (kept.data + i * kept.size))->key.query_id;
-		ids.n = nnotable;
-		query_id_set_finish(&ids);
-		others = palloc_extended(Max(hash_get_num_entries(pgc_statements), 1) * sizeof(OtherEntry),
-								 MCXT_ALLOC_HUGE);
-		for (int i = 0; i < pgc_max_statements; i++)
-		{
-			if (kept_slot[i] || !slot_in_set(i, &ids))
-				continue;
-			others[nothers].key = pgc_slot_entry[i]->key;
-			others[nothers++].entry = pgc_slot_entry[i];
-		}
-		pfree(ids.ids);
-		for (long i = 0; i < nnotable; i++)
-			notables[i].key = ((PgcStatementEntry *) (kept.data + i * kept.size))->key;
-		qsort(notables, nnotable, sizeof(OtherEntry), compare_other_entries);
-		for (long i = 0; i < nothers; i++)
-		{
-			if (bsearch(&others[i], notables, nnotable, sizeof(OtherEntry),
-						compare_other_entries) != NULL)
-				copies_add(&kept, others[i].entry);
-		}
-		pfree(notables);
-		pfree(others);
-	}
-	LWLockRelease(pgc_stmts->lock);
-	pfree(kept_slot);
-	*n = kept.n;
-	return kept.data;
 }
 
 static bool

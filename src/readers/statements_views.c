@@ -9,7 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "../stores/statements_store.h"
+#include "../stores/statements.h"
 #include "readers.h"
 
 #include "funcapi.h"

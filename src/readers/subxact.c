@@ -13,7 +13,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "../stores/events_store.h"
+#include "../stores/events.h"
 #include "readers.h"
 
 #include "access/transam.h"
@@ -64,92 +64,23 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
-	char	   *copy = NULL;
-	int		   *text_at = NULL;
-	StringInfoData texts;
-	Size		head = MAXALIGN(offsetof(OverflowEvent, query));
+	PgcEventsCopy copy;
 	uint64		version[2];
-	int64		written;
 	int			n;
-	int			oldest;
 
 	pgc_require_loaded();
 	tupstore = pgc_materialize(fcinfo, &event_shape, &tupdesc);
 
 	/* The rows of an earlier call of this statement, if no event came since. */
-	LWLockAcquire(pgc_events->lock, LW_SHARED);
-	version[0] = (uint64) pgc_events->written;
-	version[1] = pgc_events->resets;
-	LWLockRelease(pgc_events->lock);
+	pgc_events_version(version);
 	if (pgc_row_cache_replay(&event_rows, version, tupdesc, tupstore))
 		return (Datum) 0;
-	initStringInfo(&texts);
-
-	/*
-	 * Each event's fields and the text it holds, not its whole slot: a slot
-	 * has room for pg_contention.max_query_length bytes of text, most of it
-	 * unused, and copying the full ring cost more than building its rows
-	 * (the findings read it three times per call).  Palloc under a shared
-	 * lock: an error releases it at abort.
-	 */
-	LWLockAcquire(pgc_events->lock, LW_SHARED);
-	written = pgc_events->written;
-	version[0] = (uint64) written;
-	version[1] = pgc_events->resets;
-	n = (int) Min(written, (int64) pgc_max_events);
-	oldest = (int) ((written - n) % pgc_max_events);
-
-	/*
-	 * First the (database, role)s' latest events that the ring no longer
-	 * holds (another role's flood overwrote them), oldest first; then the
-	 * ring's.  (The latest events change only with written: the version
-	 * covers them.)
-	 */
-	{
-		int			order[PGC_EVENT_ROLES];
-		int			extra = 0;
-
-		for (int j = 0; j < PGC_EVENT_ROLES; j++)
-		{
-			int64		seq = pgc_events->role_seq[j];
-			int			at = extra++;
-
-			if (seq < 0 || seq >= written - n)
-			{
-				extra--;
-				continue;
-			}
-			while (at > 0 && pgc_events->role_seq[order[at - 1]] > seq)
-			{
-				order[at] = order[at - 1];
-				at--;
-			}
-			order[at] = j;
-		}
-		if (n + extra > 0)
-		{
-			copy = palloc_extended(mul_size(n + extra, head), MCXT_ALLOC_HUGE);
-			text_at = palloc_extended(mul_size(n + extra, sizeof(int)), MCXT_ALLOC_HUGE);
-		}
-		for (int i = 0; i < n + extra; i++)
-		{
-			OverflowEvent *ev = i < extra ? EVENT_SLOT(pgc_event_roles, order[i]) :
-				EVENT_SLOT(pgc_event_ring, (oldest + i - extra) % pgc_max_events);
-
-			memcpy(copy + i * head, ev, offsetof(OverflowEvent, query));
-			text_at[i] = texts.len;
-			appendBinaryStringInfo(&texts, ev->query,
-								   strnlen(ev->query, pgc_max_query_length - 1));
-			appendStringInfoChar(&texts, '\0');
-		}
-		n += extra;
-	}
-	LWLockRelease(pgc_events->lock);
+	n = pgc_events_copy(&copy, version);
 
 	pgc_row_cache_begin(&event_rows, version, tupdesc);
 	for (int i = 0; i < n; i++)
 	{
-		OverflowEvent *ev = (OverflowEvent *) (copy + i * head);
+		const OverflowEvent *ev = (const OverflowEvent *) (copy.heads + i * copy.stride);
 		Datum		values[EVENT_COLS] = {0};
 		bool		nulls[EVENT_COLS] = {0};
 		bool		visible = pgc_can_see_details(ev->userid);
@@ -170,7 +101,7 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 			nulls[7] = true;
 		values[8] = Int32GetDatum(ev->nesting_depth);
 		/* Captured in its database's encoding: made valid in ours. */
-		values[9] = pgc_masked_text_datum(visible, texts.data + text_at[i], ev->dbid);
+		values[9] = pgc_masked_text_datum(visible, copy.texts + copy.text_at[i], ev->dbid);
 		/* Given at the statement's end: unknown until then, or if it failed. */
 		if (ev->statement_subxacts >= 0)
 			values[10] = Int64GetDatum(ev->statement_subxacts);
@@ -183,11 +114,7 @@ pg_contention_overflow_events(PG_FUNCTION_ARGS)
 		pgc_row_cache_put(&event_rows, tupstore, tupdesc, values, nulls);
 	}
 	pgc_row_cache_end(&event_rows);
-	pfree(texts.data);
-	if (text_at)
-		pfree(text_at);
-	if (copy)
-		pfree(copy);
+	pgc_events_copy_free(&copy);
 	return (Datum) 0;
 }
 

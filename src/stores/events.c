@@ -20,7 +20,9 @@
 #include "events_store.h"
 #include "stores.h"
 
+#include "lib/stringinfo.h"
 #include "storage/shmem.h"
+#include "utils/timestamp.h"
 
 EventsShared *pgc_events = NULL;
 char	   *pgc_event_ring = NULL;
@@ -165,5 +167,123 @@ pgc_events_info(int64 *written)
 {
 	LWLockAcquire(pgc_events->lock, LW_SHARED);
 	*written = pgc_events->written;
+	LWLockRelease(pgc_events->lock);
+}
+
+/* What the ring has had written and been reset: what its copies depend on. */
+void
+pgc_events_version(uint64 version[2])
+{
+	LWLockAcquire(pgc_events->lock, LW_SHARED);
+	version[0] = (uint64) pgc_events->written;
+	version[1] = pgc_events->resets;
+	LWLockRelease(pgc_events->lock);
+}
+
+/*
+ * Copy the events out for a reader, oldest first: the latest events of the
+ * (database, role)s that the ring no longer holds (another role's flood
+ * overwrote them), then the ring's used slots in ring order.  Each event's
+ * fields and the text it holds, not its whole slot: a slot has room for
+ * pg_contention.max_query_length bytes of text, most of it unused.  Under
+ * the lock in shared mode (palloc under it: an error releases it at
+ * abort); version gets what pgc_events_version gives at that moment.
+ * Returns the number of events.
+ */
+int
+pgc_events_copy(PgcEventsCopy *copy, uint64 version[2])
+{
+	Size		head = MAXALIGN(offsetof(OverflowEvent, query));
+	StringInfoData texts;
+	int64		written;
+	int			n;
+	int			oldest;
+	int			order[PGC_EVENT_ROLES];
+	int			extra = 0;
+
+	memset(copy, 0, sizeof(*copy));
+	copy->stride = head;
+	initStringInfo(&texts);
+	LWLockAcquire(pgc_events->lock, LW_SHARED);
+	written = pgc_events->written;
+	version[0] = (uint64) written;
+	version[1] = pgc_events->resets;
+	n = (int) Min(written, (int64) pgc_max_events);
+	oldest = (int) ((written - n) % pgc_max_events);
+
+	/* The latest events the ring no longer holds, by their place in it. */
+	for (int j = 0; j < PGC_EVENT_ROLES; j++)
+	{
+		int64		seq = pgc_events->role_seq[j];
+		int			at = extra++;
+
+		if (seq < 0 || seq >= written - n)
+		{
+			extra--;
+			continue;
+		}
+		while (at > 0 && pgc_events->role_seq[order[at - 1]] > seq)
+		{
+			order[at] = order[at - 1];
+			at--;
+		}
+		order[at] = j;
+	}
+	if (n + extra > 0)
+	{
+		copy->heads = palloc_extended(mul_size(n + extra, head), MCXT_ALLOC_HUGE);
+		copy->text_at = palloc_extended(mul_size(n + extra, sizeof(int)), MCXT_ALLOC_HUGE);
+	}
+	for (int i = 0; i < n + extra; i++)
+	{
+		OverflowEvent *ev = i < extra ? EVENT_SLOT(pgc_event_roles, order[i]) :
+			EVENT_SLOT(pgc_event_ring, (oldest + i - extra) % pgc_max_events);
+
+		memcpy(copy->heads + i * head, ev, offsetof(OverflowEvent, query));
+		copy->text_at[i] = texts.len;
+		appendBinaryStringInfo(&texts, ev->query,
+							   strnlen(ev->query, pgc_max_query_length - 1));
+		appendStringInfoChar(&texts, '\0');
+	}
+	LWLockRelease(pgc_events->lock);
+	copy->texts = texts.data;
+	return n + extra;
+}
+
+void
+pgc_events_copy_free(PgcEventsCopy *copy)
+{
+	if (copy->heads)
+		pfree(copy->heads);
+	if (copy->text_at)
+		pfree(copy->text_at);
+	if (copy->texts)
+		pfree(copy->texts);
+}
+
+/*
+ * Write one overflow event: its fields from *ev (its time is set here, its
+ * text is the client string's slice, pgc_copy_statement_text's), noted as
+ * its (database, role)'s latest.  Gives its place in the ring's sequence
+ * and the reset count it was written under (for
+ * pgc_events_set_statement_counts).  At most once per top-level
+ * transaction (capture/overflow.c): takes the lock exclusively.
+ */
+void
+pgc_events_write(const OverflowEvent *ev, const char *text, int location, int len,
+				 int64 *seq, uint64 *resets)
+{
+	OverflowEvent *slot;
+
+	LWLockAcquire(pgc_events->lock, LW_EXCLUSIVE);
+	slot = EVENT_SLOT(pgc_event_ring, pgc_events->written % pgc_max_events);
+	memcpy(slot, ev, offsetof(OverflowEvent, query));
+	slot->event_time = GetCurrentTimestamp();
+	pgc_copy_statement_text(slot->query, pgc_max_query_length, text,
+							location, len);
+	pgc_events_note_latest(slot, pgc_events->written);
+	*seq = pgc_events->written;
+	*resets = pgc_events->resets;
+	pgc_events->written++;
 	LWLockRelease(pgc_events->lock);
 }

@@ -1,10 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * events_store.h
- *		The ring of subtransaction-overflow events, private to the ring
- *		(events.c), the backends that write it (capture/overflow.c), its
- *		reader (readers/subxact.c) and its section of the stores' file
- *		(events_file.c).
+ *		The ring of subtransaction-overflow events' layout, private to the
+ *		ring (events.c) and its section of the stores' file
+ *		(events_file.c).  Everyone else uses its door, events.h.
  *
  * The locking rules are events.c's (its header comment).
  *
@@ -14,24 +13,7 @@
 #define PGC_EVENTS_STORE_H
 
 #include "stores.h"
-
-/* One overflow event (a ring slot); query[] has max_query_length bytes. */
-typedef struct OverflowEvent
-{
-	TimestampTz event_time;
-	int			pid;
-	Oid			dbid;
-	Oid			userid;
-	TransactionId top_xid;
-	int64		query_id;		/* top-level statement */
-	int64		nested_query_id;	/* innermost statement, 0 if the same */
-	int			nesting_depth;	/* subtransaction nesting at the event */
-	int64		statement_subxacts; /* subtransactions with an XID its
-									 * top-level statement opened, -1 unknown */
-	int64		statement_rows; /* rows that statement processed, -1 unknown */
-	char		application_name[NAMEDATALEN];
-	char		query[FLEXIBLE_ARRAY_MEMBER];	/* NUL-terminated */
-} OverflowEvent;
+#include "events.h"
 
 /*
  * Besides the ring, each (database, role)'s latest event, in memory only:
@@ -70,8 +52,5 @@ event_stride(void)
 
 extern void pgc_events_note_latest(const OverflowEvent *ev, int64 seq);
 
-extern void pgc_events_set_statement_counts(int64 seq, uint64 resets,
-											TransactionId top_xid,
-											int64 subxacts, int64 rows);
 
 #endif							/* PGC_EVENTS_STORE_H */

@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * statements_store.h
- *		The statement store's layout and state, private to the files that
- *		make it: the store itself (statements.c), the counting in every
- *		backend's executor (capture/statement_count.c), the readers' copies
- *		(statements_copy.c), its section of the stores' file
- *		(statements_file.c) and the SQL readers (readers/statements_views.c,
- *		readers/recent.c).  Nothing else includes it: the rest of the module
- *		sees the store through pg_contention.h.
+ *		The statement store's layout in shared memory, private to the files
+ *		that make it: the store itself (statements.c), its copies for the
+ *		readers (statements_copy.c), its section of the stores' file
+ *		(statements_file.c), and its write path, the counting in every
+ *		backend's executor (capture/statement_count.c: without the store's
+ *		LWLock, through the layout).  Everyone else uses its door,
+ *		statements.h.
  *
  * The locking rules are statements.c's (its header comment).
  *
@@ -17,76 +17,10 @@
 #define PGC_STATEMENTS_STORE_H
 
 #include "stores.h"
+#include "statements.h"
 
 #include "miscadmin.h"
 #include "utils/hsearch.h"
-
-/* What one statement's scans of one index cost (indexscan.c). */
-typedef struct PgcIndexCounters
-{
-	Oid			indexoid;		/* InvalidOid: slot free */
-	int64		scans;			/* executions whose dead visits are measured */
-	int64		entries_read;	/* of those: entries returned by the index */
-	int64		live_fetched;	/* heap tuples found visible */
-	int64		dead_visits;	/* entries_read - live_fetched */
-	int64		max_dead_visits;	/* in one execution */
-	int64		index_only_scans;	/* executions with an index-only scan */
-	int64		bitmap_scans;	/* executions with a bitmap index scan */
-	int64		bitmap_lossy_pages; /* heap pages measured bitmaps read whole */
-	int64		other_entries_read; /* entries read where dead visits are not measured */
-} PgcIndexCounters;
-
-/*
- * One index's executions in a period, one by one: the worst (most dead
- * entries; the first of equals), the most recent, and the bad ones (at
- * least pg_contention.dead_visits_warning dead entries, as set in the
- * backend that ran it).  The buffers and rows are the client statement's
- * (-1: the execution was a nested one, whose own are not measured).
- */
-typedef struct PgcPeriodScan
-{
-	int64		worst_dead;
-	int64		worst_entries;
-	int64		worst_blks;
-	int64		worst_rows;
-	TimestampTz worst_at;		/* its statement's start */
-	int64		worst_caller;	/* nested: the client statement's query id
-								 * it ran in (a function's caller); 0: top
-								 * level, or not known */
-	int64		last_dead;
-	TimestampTz last_at;
-	int64		bad_scans;
-	int64		bad_dead;		/* the bad executions' dead entries */
-	TimestampTz last_bad_at;	/* 0: none */
-	TimestampTz clean_since;	/* the first execution below the threshold
-								 * after the last bad one; 0: none yet */
-} PgcPeriodScan;
-
-/*
- * What a statement did in one period of pg_contention.findings_window: the
- * findings judge recent behaviour, not totals since the last reset.  An
- * entry keeps the current period and the previous one; a period starts at
- * the first count after the previous one has lasted the window.  Index
- * figures are per slot of the entry's indexes[].
- */
-typedef struct PgcPeriod
-{
-	TimestampTz start;			/* first count; 0: empty */
-	TimestampTz end;			/* last count */
-	int64		calls;
-	int64		suboverflowed_calls;
-	int64		near_overflow_calls;
-	int64		overflow_events;
-	int32		max_subxacts;
-	int64		top_level_calls;	/* executions with buffers measured */
-	int64		shared_blks;	/* their shared buffers hit and read */
-	int64		index_scans[PGC_INDEX_SLOTS];	/* measured executions */
-	int64		index_entries[PGC_INDEX_SLOTS];
-	int64		index_dead[PGC_INDEX_SLOTS];
-	PgcPeriodScan index_exec[PGC_INDEX_SLOTS];
-	int64		literals_dead;	/* max_dead of the execution whose ... */
-	char		literals[PGC_LITERALS_LEN]; /* ... constants these are */
-} PgcPeriod;
 
 typedef struct StatementsShared
 {
@@ -98,54 +32,15 @@ typedef struct StatementsShared
 								 * under the lock exclusively */
 } StatementsShared;
 
-/*
- * An entry as the views and the file know it, every figure in place:
- * readers get entries in this form (copy_entry), and a saved statement is
- * its bytes from usage to query.  In shared memory the per-index figures
- * are kept apart (SharedStatement), so that a statement pays for the
- * indexes it scans, not for PGC_INDEX_SLOTS of them.
- */
-typedef struct PgcStatementEntry
-{
-	PgcStatementKey key;
-	slock_t		mutex;			/* unused in a copy */
-	int32		slot;
-	double		usage;			/* calls, decayed at each eviction */
-	int64		calls;
-	int64		suboverflowed_calls;
-	int64		standby_calls;
-	int64		overflow_events;
-	int64		rows;			/* top-level executions: rows processed */
-	int64		shared_blks_hit;	/* top-level executions: buffer usage */
-	int64		shared_blks_read;
-	int32		max_subxacts;	/* most subtransaction XIDs cached at an end */
-	int64		near_overflow_calls;	/* ended with more than the warn level */
-	TimestampTz first_seen;
-	TimestampTz last_seen;
-	int64		indexes_untracked;	/* index deltas with no slot or record */
-	PgcIndexCounters indexes[PGC_INDEX_SLOTS];
-	PgcPeriod	current;		/* this period of findings_window */
-	PgcPeriod	previous;		/* the one before */
-	char		application_name[NAMEDATALEN];	/* the key's app_hash is of it */
-	char		query[FLEXIBLE_ARRAY_MEMBER];	/* first text seen, normalised */
-} PgcStatementEntry;
 
 /*
- * A period in shared memory: PgcPeriod's fields up to its per-index
- * arrays (the same layout, copied as bytes), then its constants; the
- * per-index figures are in the entry's index records.
+ * A period in shared memory: PgcPeriod's head (PGC_PERIOD_HEAD, copied
+ * as bytes), then its constants; the per-index figures are in the entry's
+ * index records.
  */
 typedef struct SharedPeriod
 {
-	TimestampTz start;			/* first count; 0: empty */
-	TimestampTz end;			/* last count */
-	int64		calls;
-	int64		suboverflowed_calls;
-	int64		near_overflow_calls;
-	int64		overflow_events;
-	int32		max_subxacts;
-	int64		top_level_calls;
-	int64		shared_blks;
+	PGC_PERIOD_HEAD;
 	int64		literals_dead;
 	char		literals[PGC_LITERALS_LEN];
 } SharedPeriod;
@@ -180,29 +75,13 @@ typedef struct IndexRecord
 #define NO_RECORD	(-1)		/* none was free: the index goes untracked */
 
 /*
- * An entry in shared memory: PgcStatementEntry's fields up to its index
- * counters (the same layout, copied as bytes), then each index slot's
- * index and record, the periods without their per-index arrays, the
- * application and the text.
+ * An entry in shared memory: PgcStatementEntry's head (PGC_STATEMENT_HEAD,
+ * copied as bytes), then each index slot's index and record, the periods
+ * without their per-index arrays, the application and the text.
  */
 typedef struct SharedStatement
 {
-	PgcStatementKey key;
-	slock_t		mutex;			/* protects the fields below but slot */
-	int32		slot;			/* set with the entry, under the lock */
-	double		usage;
-	int64		calls;
-	int64		suboverflowed_calls;
-	int64		standby_calls;
-	int64		overflow_events;
-	int64		rows;
-	int64		shared_blks_hit;
-	int64		shared_blks_read;
-	int32		max_subxacts;
-	int64		near_overflow_calls;
-	TimestampTz first_seen;
-	TimestampTz last_seen;
-	int64		indexes_untracked;
+	PGC_STATEMENT_HEAD;
 	Oid			index_oid[PGC_INDEX_SLOTS]; /* InvalidOid: slot free */
 	int32		index_record[PGC_INDEX_SLOTS];	/* with an index: its record,
 												 * or NO_RECORD */
@@ -214,10 +93,14 @@ typedef struct SharedStatement
 
 #define ENTRY_HEAD_SIZE		offsetof(PgcStatementEntry, indexes)
 
+/*
+ * Each head is one definition, so its two forms agree field by field; what
+ * follows each head must start where the head's copy ends.
+ */
 StaticAssertDecl(offsetof(SharedStatement, index_oid) == ENTRY_HEAD_SIZE,
-				 "SharedStatement must start as PgcStatementEntry does");
+				 "SharedStatement's head must end where PgcStatementEntry's does");
 StaticAssertDecl(offsetof(SharedPeriod, literals_dead) == PERIOD_HEAD_SIZE,
-				 "SharedPeriod must start as PgcPeriod does");
+				 "SharedPeriod's head must end where PgcPeriod's does");
 
 /*
  * Every live entry has a slot, a number below pgc_max_statements, taken
@@ -279,13 +162,11 @@ extern StatementsShared *pgc_stmts;
 extern HTAB *pgc_statements;
 
 /* statements.c: the store */
-extern Size entry_size(void);
 extern Size shared_entry_size(void);
 extern void flag_slot(SharedStatement *entry, uint32 flag);
 extern int32 take_index_record(void);
 extern bool pgc_statement_take_slot(SharedStatement *entry);
 extern void evict_least_used(SharedStatement *keep);
-extern bool is_savepoint_text(const char *query);
 extern int	compare_int64(const void *a, const void *b);
 extern void query_id_set_finish(QueryIdSet *set);
 
@@ -323,26 +204,10 @@ typedef struct EntryCopies
 	Size		size;			/* of one copy: entry_size() */
 } EntryCopies;
 
-/* A statement's index: what pg_contention_index_scans' view sums over. */
-typedef struct IndexGroupKey
-{
-	Oid			dbid;
-	Oid			indexoid;
-	int64		query_id;
-} IndexGroupKey;
 
 /* statements_copy.c: entries copied out for the readers and the file */
 extern void copy_entry(PgcStatementEntry *dest, SharedStatement *entry, bool take_locks);
 extern void copies_init(EntryCopies *c, long capacity);
 extern void copies_add(EntryCopies *c, SharedStatement *entry);
-extern char *copy_entries(long *n);
-extern char *copy_subtrans_entries(long *n, const PgcProfileKey *waiters, int nwaiters);
-extern bool in_index_groups(const IndexGroupKey *groups, long ngroups, Oid dbid, int64 query_id, Oid indexoid);
-extern char *copy_dead_index_entries(long *n, IndexGroupKey **groups, long *ngroups);
-
-/* The two SQL readers of the store share how a row begins and its constants. */
-extern bool put_key_columns(const PgcStatementEntry *e, Datum *values, bool *nulls);
-extern void put_literals(const char *literals, bool visible, Oid dbid,
-						 Datum *values, bool *nulls, int col);
 
 #endif							/* PGC_STATEMENTS_STORE_H */
