@@ -157,11 +157,26 @@ static const struct
 	{HISTORY_NONE, false},
 };
 
+/* Is any section left out (plan_rows)?  One line then names them. */
+static bool
+any_hidden(const TopState *t)
+{
+	for (int k = 1; k < 7; k++)
+		if (t->hidden[k])
+			return true;
+	return false;
+}
+
 /* Lines a frame takes besides its tables' rows and column headers. */
 static int
 fixed_lines(const TopState *t)
 {
 	int			sections = 5 + (t->c->ext_version >= 104) + (t->c->has_incidents ? 1 : 0);
+
+	for (int k = 1; k < 7; k++)
+		sections -= t->hidden[k];
+	/* The line that names the sections left out is one more. */
+	sections += any_hidden(t);
 
 	/*
 	 * The header, the connection and error lines; a title per section,
@@ -215,12 +230,13 @@ take_row(int *rows, const int *floor)
 
 /*
  * Rows per table so that the frame fits the screen, in this order of
- * need: the findings (all of them, or as many as the screen holds beside
- * one row of each other table), then the tables (up to five rows each),
- * then the blank lines and the history (compact, then whole), and what
- * is left to the tables' further rows.  rows: the findings, incidents,
- * victims, backends, holders, statements and indexes, in the order
- * render() draws them.
+ * need: the findings (all of them: the tables go down to one row each,
+ * then the least urgent sections are left out whole, named on one line,
+ * before a finding is cut), then the tables (up to five rows each), then
+ * the blank lines and the history (compact, then whole), and what is left
+ * to the tables' further rows.  rows: the findings, incidents, victims,
+ * backends, holders, statements and indexes, in the order render() draws
+ * them.
  */
 static void
 plan_rows(TopState *t, int rows[7])
@@ -230,6 +246,9 @@ plan_rows(TopState *t, int rows[7])
 	int			floor[7] = {0};
 	int			five[7];
 
+	/* Left out first: the statements, the indexes, the backends, who pays. */
+	static const int leave_out[] = {5, 6, 3, 2};
+
 	want[0] = s->nfindings;
 	want[1] = s->incidents.n;
 	want[2] = t->c->ext_version >= 104 ? s->nvictims : 0;
@@ -238,6 +257,7 @@ plan_rows(TopState *t, int rows[7])
 	want[5] = s->nstatements;
 	want[6] = s->nindexes;
 	memcpy(rows, want, sizeof(want));
+	memset(t->hidden, 0, sizeof(t->hidden));
 	t->history_mode = HISTORY_FULL;
 	t->blanks = true;
 	t->findings_shown = want[0];
@@ -252,9 +272,19 @@ plan_rows(TopState *t, int rows[7])
 		rows[k] = want[k] < 5 ? want[k] : 5;
 		floor[k] = want[k] < 1 ? want[k] : 1;
 	}
-	/* Tables down to one row each, then the findings down to one. */
+	/* Tables down to one row each. */
 	while (!fits(t, rows) && take_row(rows, floor))
 		;
+	/* Still no room for every finding: sections out, then findings cut. */
+	for (int i = 0; i < (int) (sizeof(leave_out) / sizeof(leave_out[0])) && !fits(t, rows); i++)
+	{
+		int			k = leave_out[i];
+
+		if (k == 2 && t->c->ext_version < 104)
+			continue;
+		t->hidden[k] = true;
+		rows[k] = 0;
+	}
 	while (!fits(t, rows) && rows[0] > 1)
 		rows[0]--;
 	/* A tiny screen: tables to none, largest first. */
@@ -274,10 +304,35 @@ plan_rows(TopState *t, int rows[7])
 
 	/* Then the tables' further rows, the largest giving them back first. */
 	for (int k = 1; k < 7; k++)
-		rows[k] = want[k];
+		rows[k] = t->hidden[k] ? 0 : want[k];
 	while (!fits(t, rows) && take_row(rows, five))
 		;
 	t->findings_shown = rows[0];
+}
+
+/* The line that names the sections left out, with their rows. */
+static void
+draw_left_out(TopState *t)
+{
+	static const char *const names[7] = {
+		NULL, NULL, "who pays", "backends", NULL, "statements", "indexes"
+	};
+	const Snapshot *s = &t->last;
+	const int	counts[7] = {0, 0, s->nvictims, s->nbackends, 0, s->nstatements, s->nindexes};
+	Buf			text;
+	bool		first = true;
+
+	buf_init(&text);
+	buf_append(&text, "Not shown, to list every finding:");
+	for (int k = 2; k < 7; k++)
+	{
+		if (!t->hidden[k] || names[k] == NULL)
+			continue;
+		buf_printf(&text, "%s %s (%d)", first ? "" : ",", names[k], counts[k]);
+		first = false;
+	}
+	text_line(t, "", text.data);
+	buf_free(&text);
 }
 
 /* A blank line between sections, when the layout has room for it. */
@@ -317,13 +372,16 @@ render(TopState *t)
 		draw_incidents(t, rows[1]);
 		gap(t);
 	}
-	if (t->c->ext_version >= 104)
+	if (t->c->ext_version >= 104 && !t->hidden[2])
 	{
 		draw_victims(t, rows[2]);
 		gap(t);
 	}
-	draw_backends(t, rows[3]);
-	gap(t);
+	if (!t->hidden[3])
+	{
+		draw_backends(t, rows[3]);
+		gap(t);
+	}
 	draw_holders(t, rows[4]);
 	gap(t);
 	if (t->history_mode != HISTORY_NONE)
@@ -331,9 +389,20 @@ render(TopState *t)
 		draw_history(t);
 		gap(t);
 	}
-	draw_statements(t, rows[5]);
-	gap(t);
-	draw_indexes(t, rows[6]);
+	if (!t->hidden[5])
+	{
+		draw_statements(t, rows[5]);
+		if (!t->hidden[6] || any_hidden(t))
+			gap(t);
+	}
+	if (!t->hidden[6])
+	{
+		draw_indexes(t, rows[6]);
+		if (any_hidden(t))
+			gap(t);
+	}
+	if (any_hidden(t))
+		draw_left_out(t);
 }
 
 static void

@@ -51,6 +51,8 @@ typedef struct TopState
 	int			history_mode;	/* HISTORY_FULL, _COMPACT or _NONE */
 	bool		blanks;			/* a blank line between sections */
 	int			findings_shown; /* the findings listed on screen */
+	bool		hidden[7];		/* sections left out for the findings (by
+								 * plan_rows' index; one line names them) */
 	int			selected;		/* the finding selected (up, down) */
 	bool		selecting;		/* an arrow was pressed: mark it */
 	bool		detail;			/* the selected finding read whole */

@@ -88,8 +88,8 @@ sub calls_in_findings
 		BEGIN;
 		SET LOCAL track_functions = 'all';
 		$settings
-		SELECT count(*) FROM pg_contention_findings;
-		SELECT coalesce(pg_stat_get_xact_function_calls('$function'::regprocedure), 0);
+		SELECT coalesce(pg_stat_get_xact_function_calls('$function'::regprocedure), 0)
+		  FROM (SELECT count(*) FROM pg_contention_findings) AS evaluated;
 		COMMIT;});
 }
 

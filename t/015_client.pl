@@ -450,7 +450,16 @@ SKIP:
 		my $history = $s =~ /^Last \d+ seconds/m;
 		note("${w}x$h: $listed of " . ($c + $wn + $in) . ' findings listed, history ' . ($history ? 'shown' : 'not shown'));
 		ok($listed == $c + $wn + $in || !$history, "${w}x$h: no history while findings are cut");
-		is($listed, $c + $wn + $in, "${w}x$h: every finding listed") if $h >= 40;
+		# Every finding, at every size: the least urgent sections are left
+		# out whole first, and one line names them.
+		is($listed, $c + $wn + $in, "${w}x$h: every finding listed");
+		if ($s =~ /^Not shown, to list every finding/m)
+		{
+			like($s, qr/^Not shown, to list every finding: (who pays|backends|statements|indexes) \(\d+\)/m,
+				"${w}x$h: the sections left out are named, with their rows");
+			unlike($s, qr/^(Statements|Indexes) /m, "${w}x$h: and not drawn") if $s =~ /^Not shown.*statements.*indexes/m;
+		}
+		note("${w}x$h frame:\n$s") if $h == 24;
 	}
 	# The selection moves over the findings on screen only: at 80x24,
 	# more downs than findings leave the marker on a listed one.
