@@ -10,7 +10,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "../stores/incidents_store.h"
+#include "../stores/incidents.h"
 #include "readers.h"
 
 #include "catalog/pg_authid.h"
@@ -206,22 +206,9 @@ pg_contention_incidents(PG_FUNCTION_ARGS)
 	tupstore = pgc_materialize(fcinfo, &incidents_shape, &tupdesc);
 	privileged = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
-	/*
-	 * Slots are copied under the lock (bounded: max_incidents), without
-	 * their frozen document when details are not asked for.
-	 */
-	copy = palloc_extended(mul_size(pgc_max_incidents, sizeof(Incident)),
-						   MCXT_ALLOC_HUGE);
-	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
-	for (int i = 0; i < pgc_max_incidents; i++)
-		if (pgc_incident_slots[i].id != 0 && (only_id == 0 || pgc_incident_slots[i].id == only_id))
-			memcpy(&copy[n++], &pgc_incident_slots[i],
-				   with_details ? sizeof(Incident) : offsetof(Incident, frozen));
-	LWLockRelease(pgc_incidents->lock);
-
-	/* Newest first. */
-	qsort(copy, n, sizeof(Incident), compare_incident_ids);
-	for (int k = n - 1; k >= 0; k--)
+	/* Copied under the store's lock, newest first. */
+	copy = pgc_incidents_copy(only_id, with_details, &n);
+	for (int k = 0; k < n; k++)
 	{
 		Incident   *inc = &copy[k];
 		Datum		values[INCIDENT_COLS] = {0};
@@ -282,10 +269,8 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[5] = {0};
 	bool		nulls[5] = {0};
-	TimestampTz last_evaluated,
-				waiting_since,
-				now = GetCurrentTimestamp();
-	char		waiting_database[NAMEDATALEN];
+	TimestampTz now = GetCurrentTimestamp();
+	PgcIncidentsWorkerState worker;
 	int			pid = pgc_own_pid(PGC_WORKER_INCIDENTS);
 	const char *state;
 	char	   *problem = NULL;
@@ -295,40 +280,25 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
-	last_evaluated = pgc_incidents->last_evaluated;
-	waiting_since = pgc_incidents->waiting_since;
-	strlcpy(waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
-	LWLockRelease(pgc_incidents->lock);
+	pgc_incidents_worker_state(&worker);
 
 	/*
 	 * Waiting, as of its last look: the extension may have been created
 	 * since.  Ask it to look again and wait for that look (at most 2 s),
 	 * so that the answer is of now, not of its last interval.
 	 */
-	if (waiting_since != 0 && pid != 0 && pgc_incident_interval > 0)
+	if (worker.waiting_since != 0 && pid != 0 && pgc_incident_interval > 0)
 	{
-		uint64		request;
+		uint64		request = pgc_incidents_request_look();
 		PGPROC	   *proc;
 
-		LWLockAcquire(pgc_incidents->lock, LW_EXCLUSIVE);
-		request = ++pgc_incidents->look_requests;
-		LWLockRelease(pgc_incidents->lock);
 		/* Why this is safe: BackendPidGetProc takes ProcArrayLock. */
 		proc = BackendPidGetProc(pid);
 		if (proc != NULL)
 			SetLatch(&proc->procLatch);
 		for (int i = 0; i < 200; i++)
 		{
-			bool		done;
-
-			LWLockAcquire(pgc_incidents->lock, LW_SHARED);
-			done = pgc_incidents->looks_done >= request;
-			last_evaluated = pgc_incidents->last_evaluated;
-			waiting_since = pgc_incidents->waiting_since;
-			strlcpy(waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
-			LWLockRelease(pgc_incidents->lock);
-			if (done)
+			if (pgc_incidents_look_answered(request, &worker))
 				break;
 			CHECK_FOR_INTERRUPTS();
 			pg_usleep(10000);
@@ -345,21 +315,21 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 		state = "not running";
 		problem = psprintf("the incidents worker is not running (it starts with the server when pg_contention.incident_interval is above 0 then; after a failure it starts again within 10 s): see the server log");
 	}
-	else if (waiting_since != 0 &&
-			 strcmp(waiting_database, get_database_name(MyDatabaseId)) != 0)
+	else if (worker.waiting_since != 0 &&
+			 strcmp(worker.waiting_database, get_database_name(MyDatabaseId)) != 0)
 	{
 		state = "waiting";
 		problem = psprintf("the incidents worker waits for the extension in database \"%s\": CREATE EXTENSION pg_contention there, or set pg_contention.incident_database to a database that has it",
-						   waiting_database);
+						   worker.waiting_database);
 	}
-	else if (last_evaluated != 0 &&
-			 TimestampDifferenceExceeds(last_evaluated, now,
+	else if (worker.last_evaluated != 0 &&
+			 TimestampDifferenceExceeds(worker.last_evaluated, now,
 										(3 * pgc_incident_interval + 30) * 1000))
 	{
 		long		secs;
 		int			usecs;
 
-		TimestampDifference(last_evaluated, now, &secs, &usecs);
+		TimestampDifference(worker.last_evaluated, now, &secs, &usecs);
 		state = "stalled";
 		problem = psprintf("the incidents worker has not evaluated the findings for %ld s (pg_contention.incident_interval is %d s): see the server log",
 						   secs, pgc_incident_interval);
@@ -376,9 +346,9 @@ pg_contention_incidents_status(PG_FUNCTION_ARGS)
 		values[2] = Int32GetDatum(pid);
 	else
 		nulls[2] = true;
-	values[3] = TimestampTzGetDatum(last_evaluated);
-	nulls[3] = (last_evaluated == 0);
-	values[4] = TimestampTzGetDatum(waiting_since);
-	nulls[4] = (waiting_since == 0);
+	values[3] = TimestampTzGetDatum(worker.last_evaluated);
+	nulls[3] = (worker.last_evaluated == 0);
+	values[4] = TimestampTzGetDatum(worker.waiting_since);
+	nulls[4] = (worker.waiting_since == 0);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -339,6 +339,7 @@ json_valid(const char *s)
 	return ok;
 }
 
+/* Incidents by id (the file's load keeps the largest). */
 int
 compare_incident_ids(const void *a, const void *b)
 {
@@ -346,4 +347,78 @@ compare_incident_ids(const void *a, const void *b)
 	int64		ib = ((const Incident *) b)->id;
 
 	return (ia > ib) - (ia < ib);
+}
+
+/* Incidents by id, the newest (largest) first. */
+static int
+compare_incidents_newest_first(const void *a, const void *b)
+{
+	int64		ia = ((const Incident *) a)->id;
+	int64		ib = ((const Incident *) b)->id;
+
+	return (ia < ib) - (ia > ib);
+}
+
+/*
+ * The incidents for a reader (only_id: that one; 0: every one), newest
+ * first: the slots copied under the lock in shared mode (bounded:
+ * max_incidents), without their frozen document unless with_details, and
+ * sorted after it is released.
+ */
+Incident *
+pgc_incidents_copy(int64 only_id, bool with_details, int *n)
+{
+	Incident   *copy;
+	int			used = 0;
+
+	copy = palloc_extended(mul_size(pgc_max_incidents, sizeof(Incident)),
+						   MCXT_ALLOC_HUGE);
+	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+	for (int i = 0; i < pgc_max_incidents; i++)
+		if (pgc_incident_slots[i].id != 0 &&
+			(only_id == 0 || pgc_incident_slots[i].id == only_id))
+			memcpy(&copy[used++], &pgc_incident_slots[i],
+				   with_details ? sizeof(Incident) : offsetof(Incident, frozen));
+	LWLockRelease(pgc_incidents->lock);
+	qsort(copy, used, sizeof(Incident), compare_incidents_newest_first);
+	*n = used;
+	return copy;
+}
+
+/* The worker's state, under the lock in shared mode. */
+void
+pgc_incidents_worker_state(PgcIncidentsWorkerState *state)
+{
+	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+	state->last_evaluated = pgc_incidents->last_evaluated;
+	state->waiting_since = pgc_incidents->waiting_since;
+	strlcpy(state->waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
+	LWLockRelease(pgc_incidents->lock);
+}
+
+/* Ask the worker, waiting for the extension, to look again now. */
+uint64
+pgc_incidents_request_look(void)
+{
+	uint64		request;
+
+	LWLockAcquire(pgc_incidents->lock, LW_EXCLUSIVE);
+	request = ++pgc_incidents->look_requests;
+	LWLockRelease(pgc_incidents->lock);
+	return request;
+}
+
+/* Has its last look answered request?  And its state after it. */
+bool
+pgc_incidents_look_answered(uint64 request, PgcIncidentsWorkerState *state)
+{
+	bool		done;
+
+	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
+	done = pgc_incidents->looks_done >= request;
+	state->last_evaluated = pgc_incidents->last_evaluated;
+	state->waiting_since = pgc_incidents->waiting_since;
+	strlcpy(state->waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
+	LWLockRelease(pgc_incidents->lock);
+	return done;
 }

@@ -3,9 +3,10 @@
  * sampler_store.h
  *		The sampler's stores: its shared state, the wait profile and the
  *		per-second history, private to the store (sampler_store.c), its
- *		section of the stores' file (sampler_file.c) and the worker that
- *		fills them (workers/sampler.c).  Everything else reads them through
- *		the copies pg_contention.h declares.
+ *		section of the stores' file (sampler_file.c) and its one writer,
+ *		the worker that fills them (workers/sampler.c, sampler_second.c).
+ *		Everything else reads them through the copies pg_contention.h
+ *		declares.
  *
  * The locking rules are the worker's (workers/sampler.c's header comment).
  *

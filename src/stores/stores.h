@@ -272,9 +272,6 @@ extern void pgc_findings_latest_reset(void);
 
 /* ---- incidents.c: the incident store ---- */
 
-/* Bytes of one incident's frozen statements, holders and history (JSON). */
-#define PGC_INCIDENT_FROZEN_BYTES	(48 * 1024)
-
 extern Size pgc_incidents_shmem_size(void);
 
 extern void pgc_incidents_shmem_init(LWLock *lock);

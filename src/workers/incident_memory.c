@@ -18,7 +18,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "incidents.h"
+#include "evaluation.h"
 
 #include "utils/memutils.h"
 

@@ -11,7 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "incidents.h"
+#include "evaluation.h"
 #include "workers.h"
 
 #include "utils/json.h"

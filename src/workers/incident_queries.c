@@ -12,7 +12,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "incidents.h"
+#include "evaluation.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"

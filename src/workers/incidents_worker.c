@@ -29,7 +29,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "incidents.h"
+#include "evaluation.h"
 #include "workers.h"
 
 #include <limits.h>

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * incidents.h
+ * evaluation.h
  *		What the incidents worker's files share: a finding of one
  *		evaluation, the copies of the open and recently closed incidents it
  *		judges them against, and the planning of openings
@@ -8,8 +8,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PGC_WORKERS_INCIDENTS_H
-#define PGC_WORKERS_INCIDENTS_H
+#ifndef PGC_WORKERS_EVALUATION_H
+#define PGC_WORKERS_EVALUATION_H
 
 #include "../stores/incidents_store.h"
 #include "workers.h"
@@ -92,4 +92,4 @@ extern int group_findings(Found *found, int nfound);
 extern OpenCopy *continues_incident(const Found *f, OpenCopy *open, int nopen);
 extern void plan_openings(Found *found, int nfound, OpenCopy *open, int nopen, int room);
 
-#endif							/* PGC_WORKERS_INCIDENTS_H */
+#endif							/* PGC_WORKERS_EVALUATION_H */
