@@ -274,10 +274,24 @@ extern PgcHistoryBucket *pgc_sampler_copy_history(TimestampTz since, int *n,
 												   bool *named_found);
 extern PgcProfileKey *pgc_sampler_subtrans_keys(int *n);
 
-/* ---- oldsnapshot.c: old_snapshot_threshold pressure ---- */
+/* ---- capture/normalize.c: statement texts as the store keeps them ---- */
+
+/*
+ * Write into out (outsize bytes, always terminated) the text of
+ * source_text[location, location + len) with each constant replaced by $n,
+ * as pg_stat_statements shows statements.  len < 0: to the end.
+ */
+extern void pgc_normalize_query(const char *source_text, int location, int len,
+								char *out, int outsize);
+
+/* ---- stores/old_snapshot.c: old_snapshot_threshold pressure since the reset ---- */
 extern Size pgc_oldsnap_shmem_size(void);
 extern void pgc_oldsnap_shmem_init(LWLock *lock);
 extern void pgc_oldsnap_reset(void);
+extern void pgc_oldsnap_add(PgcOldSnapFigures *into,
+							const PgcOldSnapFigures *from);
+extern void pgc_oldsnap_add_to_total(const PgcOldSnapFigures *figures);
+extern void pgc_oldsnap_total(PgcOldSnapFigures *total);
 
 /* ---- the stores' figures and reset, for pg_contention_info and _reset ---- */
 
@@ -392,9 +406,6 @@ extern void pgc_incidents_register(void);
 
 /* ---- activity.c: helpers for the views about backends ---- */
 
-extern void pgc_copy_statement_text(char *dest, int destsize,
-									const char *source_text,
-									int stmt_location, int stmt_len);
 
 /* ---- srf.c: the SQL functions' result shapes ---- */
 

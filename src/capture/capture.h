@@ -53,14 +53,6 @@ pgc_statement_end(const char *source_text)
  * execution's constants ---- */
 
 /*
- * Write into out (outsize bytes, always terminated) the text of
- * source_text[location, location + len) with each constant replaced by $n,
- * as pg_stat_statements shows statements.  len < 0: to the end.
- */
-extern void pgc_normalize_query(const char *source_text, int location, int len,
-								char *out, int outsize);
-
-/*
  * Write into out (PGC_LITERALS_LEN bytes) the constants one execution ran
  * with: its bind parameters, or the literals of its text, numbered as the
  * normalised text numbers them.  Empty when there are none.  May call

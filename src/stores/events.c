@@ -21,6 +21,8 @@
 #include "stores.h"
 
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "parser/scansup.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
@@ -286,4 +288,40 @@ pgc_events_write(const OverflowEvent *ev, const char *text, int location, int le
 	*resets = pgc_events->resets;
 	pgc_events->written++;
 	LWLockRelease(pgc_events->lock);
+}
+
+/*
+ * Copy one statement out of a source text that may hold several (a
+ * multi-statement simple query): the stmt_location/stmt_len slice, without
+ * leading white space, truncated at a character boundary to fit destsize
+ * bytes with its terminator.  A NULL source gives an empty string.
+ */
+void
+pgc_copy_statement_text(char *dest, int destsize, const char *source_text,
+						int stmt_location, int stmt_len)
+{
+	const char *start;
+	int			len;
+
+	if (source_text == NULL)
+	{
+		dest[0] = '\0';
+		return;
+	}
+	if (stmt_location < 0)
+	{
+		stmt_location = 0;
+		stmt_len = 0;
+	}
+	start = source_text + stmt_location;
+	len = (stmt_len > 0) ? stmt_len : (int) strlen(start);
+	while (len > 0 && scanner_isspace(*start))
+	{
+		start++;
+		len--;
+	}
+	if (len > destsize - 1)
+		len = pg_mbcliplen(start, len, destsize - 1);
+	memcpy(dest, start, len);
+	dest[len] = '\0';
 }

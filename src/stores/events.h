@@ -40,6 +40,10 @@ typedef struct PgcEventsCopy
 	int		   *text_at;		/* ... at these offsets */
 } PgcEventsCopy;
 
+/* One statement of a source text, as the ring keeps it (events.c). */
+extern void pgc_copy_statement_text(char *dest, int destsize, const char *source_text,
+									int stmt_location, int stmt_len);
+
 /* capture/overflow.c: write one event, and later its statement's counts. */
 extern void pgc_events_write(const OverflowEvent *ev, const char *text,
 							 int location, int len, int64 *seq, uint64 *resets);

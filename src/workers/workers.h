@@ -20,13 +20,6 @@ extern void pgc_worker_start(PgcWorker which, const char *name, bool attached,
 							 pqsigfunc on_sigint);
 
 
-/*
- * Shares of active time (cpu_share_of_active) need this many active
- * samples, one busy backend for a second at the default period; below it
- * they are NULL, not a ratio of a handful of samples.
- */
-#define PGC_MIN_ACTIVE_SAMPLES 100
-
 /* ---- oldsnapshot.c: old_snapshot_threshold pressure ---- */
 
 extern bool pgc_oldsnap_enabled(void);
@@ -37,10 +30,7 @@ extern int64 pgc_oldsnap_read_operations(void);
 
 extern void pgc_oldsnap_sample(int64 tick, PgcOldSnapFigures *figures);
 
-extern void pgc_oldsnap_add(PgcOldSnapFigures *into,
-							const PgcOldSnapFigures *from);
 
-extern void pgc_oldsnap_add_to_total(const PgcOldSnapFigures *figures);
 
 /* ---- sampler_second.c: the sampler's once-a-second figures ---- */
 
