@@ -244,6 +244,11 @@ $node->reload;
 # ---- (b) An xmin horizon held by a session idle in its transaction:
 # warning, then critical after horizon_critical_age, closed when it
 # commits.  The session is the culprit role's, for the privileges below.
+# The critical age is out of reach until the incident has opened at
+# warning (the churn that makes the hold cost something can take longer
+# than 6 s on a loaded machine), then brought back to 6 s.
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_critical_age = '1h'");
+$node->reload;
 $offset = -s $node->logfile;
 my $holder = $node->background_psql('postgres', extra_params => [ '-U', 'culprit' ]);
 my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
@@ -252,6 +257,11 @@ $holder->query_safe('BEGIN; INSERT INTO side VALUES (1)');
 # What it costs: dead tuples it keeps from vacuum in a table due for it
 # (age alone is info; those of the parts before may be vacuumed by now).
 churn($node, 'postgres');
+ok($node->poll_query_until('postgres',
+	"SELECT peak_severity = 'warning' FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'"),
+	'xmin_horizon_held: opened at warning');
+$node->safe_psql('postgres', "ALTER SYSTEM SET pg_contention.horizon_critical_age = '6s'");
+$node->reload;
 ok($node->poll_query_until('postgres',
 	"SELECT peak_severity = 'critical' FROM pg_contention_incidents WHERE problem = 'xmin_horizon_held'"),
 	'xmin_horizon_held: opened, then escalated to critical')
