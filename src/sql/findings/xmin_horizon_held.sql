@@ -47,6 +47,16 @@ root_holders AS MATERIALIZED (
 			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
 	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r, params
 ),
+-- Every table's dead tuples by database, read only when a holder blocks
+-- cleanup: from PostgreSQL 15 it walks every table's statistics, which a
+-- healthy server need not pay for.  A CTE of its own, so that the test is
+-- a one-time filter above the read on every version (under an outer
+-- join's nullable side, PostgreSQL 17 evaluates such a test per row).
+dead_read AS MATERIALIZED (
+	SELECT t.*
+	  FROM @extschema@.pg_contention_database_dead_tuples() AS t
+	 WHERE (SELECT coalesce(bool_or(h.blocks_cleanup), false) FROM root_holders AS h)
+),
 -- Each database's dead tuples, whichever database this runs in; NULL where
 -- they cannot be read from here (another database, before PostgreSQL 15).
 dead_by_db AS MATERIALIZED (
@@ -60,11 +70,7 @@ dead_by_db AS MATERIALIZED (
 	  CROSS JOIN params
 	  CROSS JOIN LATERAL (SELECT params.version_num >= 150000
 								 OR d.datname = pg_catalog.current_database() AS readable) AS r
-	  -- Read only when a holder blocks cleanup: from PostgreSQL 15 it walks
-	  -- every table's statistics, which a healthy server need not pay for.
-	  LEFT JOIN (SELECT t.* FROM @extschema@.pg_contention_database_dead_tuples() AS t
-				  WHERE (SELECT coalesce(bool_or(h.blocks_cleanup), false) FROM root_holders AS h)) AS x
-		ON x.datid = d.oid
+	  LEFT JOIN dead_read AS x ON x.datid = d.oid
 	 WHERE d.datallowconn AND NOT d.datistemplate
 ),
 -- What those databases hold in dead tuples (a logical slot: in their
