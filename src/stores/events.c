@@ -49,8 +49,8 @@ forget_latest(void)
  * Keep ev, the ring's event number seq, as its database and role's latest.
  * Caller holds the lock exclusively.
  */
-void
-pgc_events_note_latest(const OverflowEvent *ev, int64 seq)
+static void
+note_latest(const OverflowEvent *ev, int64 seq)
 {
 	int			slot = -1;
 	int			oldest = 0;
@@ -283,7 +283,7 @@ pgc_events_write(const OverflowEvent *ev, const char *text, int location, int le
 	slot->event_time = GetCurrentTimestamp();
 	pgc_copy_statement_text(slot->query, pgc_max_query_length, text,
 							location, len);
-	pgc_events_note_latest(slot, pgc_events->written);
+	note_latest(slot, pgc_events->written);
 	*seq = pgc_events->written;
 	*resets = pgc_events->resets;
 	pgc_events->written++;

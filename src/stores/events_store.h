@@ -50,7 +50,6 @@ event_stride(void)
 
 #define EVENT_SLOT(ring, i) ((OverflowEvent *) ((ring) + (i) * event_stride()))
 
-extern void pgc_events_note_latest(const OverflowEvent *ev, int64 seq);
 
 
 #endif							/* PGC_EVENTS_STORE_H */

@@ -385,14 +385,21 @@ pgc_incidents_copy(int64 only_id, bool with_details, int *n)
 	return copy;
 }
 
+/* The worker's state into *state; caller holds the lock. */
+static void
+copy_worker_state(PgcIncidentsWorkerState *state)
+{
+	state->last_evaluated = pgc_incidents->last_evaluated;
+	state->waiting_since = pgc_incidents->waiting_since;
+	strlcpy(state->waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
+}
+
 /* The worker's state, under the lock in shared mode. */
 void
 pgc_incidents_worker_state(PgcIncidentsWorkerState *state)
 {
 	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
-	state->last_evaluated = pgc_incidents->last_evaluated;
-	state->waiting_since = pgc_incidents->waiting_since;
-	strlcpy(state->waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
+	copy_worker_state(state);
 	LWLockRelease(pgc_incidents->lock);
 }
 
@@ -416,9 +423,7 @@ pgc_incidents_look_answered(uint64 request, PgcIncidentsWorkerState *state)
 
 	LWLockAcquire(pgc_incidents->lock, LW_SHARED);
 	done = pgc_incidents->looks_done >= request;
-	state->last_evaluated = pgc_incidents->last_evaluated;
-	state->waiting_since = pgc_incidents->waiting_since;
-	strlcpy(state->waiting_database, pgc_incidents->waiting_database, NAMEDATALEN);
+	copy_worker_state(state);
 	LWLockRelease(pgc_incidents->lock);
 	return done;
 }
