@@ -1214,6 +1214,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT blocks_cleanup boolean,
 	OUT own_xid xid,
 	OUT client_port integer,
+	OUT held_since timestamp with time zone,
 	OUT level text,
 	OUT subject text,
 	OUT label text,
@@ -1236,8 +1237,14 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
+-- held_since: since when it has held its xmin, on the clock held_for
+-- was read from (the view reads it row by row): the rules compare it
+-- with when an execution ran, and the evaluation's own start is earlier
+-- by the time it has taken, which would make a holder that began just
+-- after an execution seem to have held it.
 holders AS MATERIALIZED (
-	SELECT h.* FROM @extschema@.pg_contention_horizon AS h
+	SELECT h.*, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) h.held_for AS held_since
+	  FROM @extschema@.pg_contention_horizon AS h
 )
 SELECT h.*,
 	   CASE WHEN h.held_for >= params.horizon_critical_age
@@ -2623,7 +2630,7 @@ judged AS (
 								 OR r.own_xid IS NOT NULL
 								 OR r.datname IS NOT DISTINCT FROM x.datname)
 							AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
-							AND coalesce(params.now - r.held_for <= x.last_bad, r.blocks_cleanup)
+							AND coalesce(r.held_since <= x.last_bad, r.blocks_cleanup)
 						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
@@ -2636,7 +2643,7 @@ judged AS (
 						  WHERE params.version_num < 140000 AND h.h_subject IS NULL
 							AND NOT r.catalog_only AND r.datname IS DISTINCT FROM x.datname
 							AND r.kind IN ('backend', 'prepared transaction')
-							AND (params.now - r.held_for <= x.last_bad
+							AND (r.held_since <= x.last_bad
 								 OR (r.held_for IS NULL AND r.blocks_cleanup))
 						  ORDER BY r.xmin_age DESC LIMIT 1) AS m ON true
 	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
@@ -2906,7 +2913,7 @@ hot_findings AS (
 							OR r.own_xid IS NOT NULL
 							OR r.datname IS NOT DISTINCT FROM x.datname)
 					   AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
-					   AND coalesce(params.now - r.held_for <= x.worst_at, r.blocks_cleanup)
+					   AND coalesce(r.held_since <= x.worst_at, r.blocks_cleanup)
 					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
 								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,
@@ -3214,7 +3221,7 @@ horizon_findings AS (
 							  'index_findings', (SELECT coalesce(jsonb_agg(f.indexrelid), '[]')
 												   FROM index_found AS f
 												  WHERE f.holder = h.holder)) AS details,
-		   params.now - h.held_for AS since
+		   h.held_since AS since
 	  FROM costed AS h, params
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since

@@ -724,6 +724,20 @@ evaluate(void)
 					line = &lines[nlines++];
 					line->kind = f->open ? 0 : 1;
 				}
+				else if (f->members > s->members && f->severity == s->peak_severity &&
+						 !f->cause_gone && strncmp(s->key, f->key, KEY_LEN - 1) == 0 &&
+						 strlen(f->details) < FINDING_LEN)
+				{
+					/*
+					 * Its cause has spread (one holder's dead entries in
+					 * more indexes) at its peak's severity: its subject and
+					 * details count what it touches now, never fewer than
+					 * it touched at its opening.  What was frozen stays.
+					 */
+					s->members = f->members;
+					put_text(s->subject, SUBJECT_LEN, f->subject);
+					put_text(s->finding, FINDING_LEN, f->details);
+				}
 				if (line)
 				{
 					line->problem = f->problem;

@@ -180,7 +180,7 @@ judged AS (
 								 OR r.own_xid IS NOT NULL
 								 OR r.datname IS NOT DISTINCT FROM x.datname)
 							AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
-							AND coalesce(params.now - r.held_for <= x.last_bad, r.blocks_cleanup)
+							AND coalesce(r.held_since <= x.last_bad, r.blocks_cleanup)
 						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
@@ -193,7 +193,7 @@ judged AS (
 						  WHERE params.version_num < 140000 AND h.h_subject IS NULL
 							AND NOT r.catalog_only AND r.datname IS DISTINCT FROM x.datname
 							AND r.kind IN ('backend', 'prepared transaction')
-							AND (params.now - r.held_for <= x.last_bad
+							AND (r.held_since <= x.last_bad
 								 OR (r.held_for IS NULL AND r.blocks_cleanup))
 						  ORDER BY r.xmin_age DESC LIMIT 1) AS m ON true
 	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)

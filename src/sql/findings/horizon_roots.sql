@@ -28,6 +28,7 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	OUT blocks_cleanup boolean,
 	OUT own_xid xid,
 	OUT client_port integer,
+	OUT held_since timestamp with time zone,
 	OUT level text,
 	OUT subject text,
 	OUT label text,
@@ -50,8 +51,14 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
+-- held_since: since when it has held its xmin, on the clock held_for
+-- was read from (the view reads it row by row): the rules compare it
+-- with when an execution ran, and the evaluation's own start is earlier
+-- by the time it has taken, which would make a holder that began just
+-- after an execution seem to have held it.
 holders AS MATERIALIZED (
-	SELECT h.* FROM @extschema@.pg_contention_horizon AS h
+	SELECT h.*, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) h.held_for AS held_since
+	  FROM @extschema@.pg_contention_horizon AS h
 )
 SELECT h.*,
 	   CASE WHEN h.held_for >= params.horizon_critical_age

@@ -118,7 +118,7 @@ hot_findings AS (
 							OR r.own_xid IS NOT NULL
 							OR r.datname IS NOT DISTINCT FROM x.datname)
 					   AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
-					   AND coalesce(params.now - r.held_for <= x.worst_at, r.blocks_cleanup)
+					   AND coalesce(r.held_since <= x.worst_at, r.blocks_cleanup)
 					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
 	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
 								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,

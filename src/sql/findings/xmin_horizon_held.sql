@@ -289,7 +289,7 @@ horizon_findings AS (
 							  'index_findings', (SELECT coalesce(jsonb_agg(f.indexrelid), '[]')
 												   FROM index_found AS f
 												  WHERE f.holder = h.holder)) AS details,
-		   params.now - h.held_for AS since
+		   h.held_since AS since
 	  FROM costed AS h, params
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
