@@ -1174,7 +1174,10 @@ $$;
 -- The root holders of the xmin horizon (pg_contention_horizon rows that
 -- follow no other holder), each with its level against the critical
 -- thresholds, a subject naming it for a DBA and a short label: read by
--- the dead_tuple_index_scan and xmin_horizon_held rules.  follower_databases:
+-- the dead_tuple_index_scan, hot_chain_scan and xmin_horizon_held rules.
+-- horizon_roots: these rows as read before (a JSON array of them, as
+-- pg_contention_findings reads them once for all three rules, so that one
+-- evaluation names one set of holders); NULL: read now.  follower_databases:
 -- the databases of the holders that follow it now (their snapshots' xmin
 -- is its XID): it holds back their cleanup too.  command, object and
 -- progress: a backend's index build, REINDEX, CLUSTER or VACUUM FULL, from
@@ -1183,6 +1186,7 @@ $$;
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	window_length interval DEFAULT NULL,
+	horizon_roots jsonb DEFAULT NULL,
 	OUT kind text,
 	OUT holder text,
 	OUT pid integer,
@@ -1219,6 +1223,26 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+IF horizon_roots IS NOT NULL THEN
+	IF pg_catalog.jsonb_typeof(horizon_roots) IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'horizon_roots must be a JSON array of pg_contention_horizon_roots rows, or NULL'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Pass NULL to read the holders now.';
+	END IF;
+	-- (An element that is no object is no row: left out.)
+	RETURN QUERY
+	SELECT * FROM pg_catalog.jsonb_to_recordset(
+			(SELECT coalesce(pg_catalog.jsonb_agg(e.value), '[]') FROM pg_catalog.jsonb_array_elements(horizon_roots) AS e
+			  WHERE pg_catalog.jsonb_typeof(e.value) = 'object'))
+		AS r(kind text, holder text, pid integer, datname name,
+			usename name, application_name text, client_addr inet, xmin xid,
+			xmin_age integer, held_for interval, state text, query text,
+			catalog_only boolean, follows text, blocks_cleanup boolean, own_xid xid,
+			client_port integer, held_since timestamp with time zone, level text, subject text,
+			label text, follower_databases name[], command text, object text,
+			progress text, address_connections integer, pooler text);
+	RETURN;
+END IF;
 RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
@@ -1554,7 +1578,7 @@ culprit AS MATERIALIZED (
 	SELECT l.culprit, 'dead_index_entries', a.application_name, a.usesysid
 	  FROM culprit_list AS l,
 		   (SELECT h.pid
-			  FROM @extschema@.pg_contention_horizon_roots(window_length) AS h
+			  FROM @extschema@.pg_contention_horizon_roots(window_length, NULL::pg_catalog.jsonb) AS h
 			 WHERE h.kind = 'backend'
 			   AND EXISTS (SELECT 1 FROM culprit_list AS x WHERE x.all_culprits)
 			   AND (only_kind IS NULL OR only_kind = 'dead_index_entries')) AS h
@@ -2441,8 +2465,13 @@ $$;
 -- them, or, once the cause is gone, says when and how it was resolved
 -- (severity info).
 --
+-- horizon_roots: the root holders as pg_contention_findings read them for
+-- every rule of the evaluation (pg_contention_horizon_roots takes them so); NULL:
+-- read now.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_dead_tuple_index_scan(
 	window_length interval DEFAULT NULL,
+	horizon_roots jsonb DEFAULT NULL,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -2489,7 +2518,7 @@ stats_lost AS MATERIALIZED (
 				 WHERE b.stats_reset >= i.last_loaded)) AS at
 ),
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots)
 ),
 -- One statement is one normalised text in one database, per index: the
 -- query ids a driver makes of it (a parameter bound as int2 here and int4
@@ -2788,8 +2817,13 @@ $$;
 -- execution (the one with the most dead entries) of each statement and
 -- index; names the table, the statement and the holder.
 --
+-- horizon_roots: the root holders as pg_contention_findings read them for
+-- every rule of the evaluation (pg_contention_horizon_roots takes them so); NULL:
+-- read now.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_hot_chain_scan(
 	window_length interval DEFAULT NULL,
+	horizon_roots jsonb DEFAULT NULL,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -2819,7 +2853,7 @@ recent AS MATERIALIZED (
 	   AND r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 ),
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots)
 ),
 candidates AS (
 	SELECT r.*, i.indrelid, ic.relowner,
@@ -2928,11 +2962,14 @@ $$;
 -- index_findings: the dead_tuple_index_scan findings of the same
 -- evaluation, a JSON array of {severity, holder, indexrelid}, which
 -- pg_contention_findings gives it (this rule does not evaluate that one
--- again).  NULL: none.
+-- again).  NULL: none.  horizon_roots: the root holders as
+-- pg_contention_findings read them for every rule of the evaluation (the
+-- holders those findings name); NULL: read now.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_xmin_horizon_held(
 	window_length interval,
 	index_findings jsonb,
+	horizon_roots jsonb DEFAULT NULL,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -2963,7 +3000,7 @@ root_holders AS MATERIALIZED (
 		   -- feedback hold every database's.
 		   (params.version_num < 140000 OR r.datname IS NULL
 			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
-	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r, params
+	  FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots) AS r, params
 ),
 -- Every table's dead tuples by database, read only when a holder blocks
 -- cleanup: from PostgreSQL 15 it walks every table's statistics, which a
@@ -3358,7 +3395,8 @@ $$;
 -- evaluated once, here: a rule that builds on another's findings
 -- (subtrans_slru_contention names the overflows, xmin_horizon_held counts
 -- the dead index entries it keeps) is given them as an argument, never
--- calls it.  A rule can be called alone to read or test it.
+-- calls it; the rules that name holders of the xmin horizon are given
+-- them as read once.  A rule can be called alone to read or test it.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
 	window_length interval DEFAULT NULL,
@@ -3382,11 +3420,17 @@ AS $$
 #variable_conflict use_column
 BEGIN
 RETURN QUERY
-WITH overflow_found AS MATERIALIZED (
+-- The holders of the xmin horizon, read once: the three rules that name
+-- them name the same ones.
+WITH horizon AS MATERIALIZED (
+	SELECT coalesce(jsonb_agg(r), '[]') AS roots
+	  FROM @extschema@.pg_contention_horizon_roots(window_length, NULL::pg_catalog.jsonb) AS r
+),
+overflow_found AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_subxact_overflow(window_length)
 ),
 index_found AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h))
 ),
 found AS (
 	SELECT * FROM overflow_found
@@ -3395,12 +3439,13 @@ found AS (
 						  FROM overflow_found AS o))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
 	UNION ALL SELECT * FROM index_found
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(
 		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object(
 											'severity', i.severity, 'holder', i.details -> 'holder' ->> 'holder',
 											'indexrelid', i.details -> 'indexrelid')), '[]')
-						  FROM index_found AS i))
+						  FROM index_found AS i),
+		(SELECT h.roots FROM horizon AS h))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_sampler_stale(window_length)
 )

@@ -62,6 +62,18 @@ SELECT a AS findings_given,
 	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_rule_subtrans_slru_contention(NULL, %s)', a)) AS slru_rule
   FROM (VALUES ('NULL'), ($$'{}'::jsonb$$), ($$'[1, "x", null, {"holder": 7, "details": []}]'::jsonb$$)) AS fs(a);
 
+-- The holders the three holder rules are given (as the findings read them
+-- once): NULL reads them now; not an array is an error that says so;
+-- elements that are no object are left out; a value of the wrong type in
+-- a row is an error of that type's input.
+SELECT a AS roots_given,
+	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_horizon_roots(NULL, %s)', a)) AS roots,
+	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_rule_dead_tuple_index_scan(NULL, %s)', a)) AS index_rule,
+	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_rule_hot_chain_scan(NULL, %s)', a)) AS hot_rule,
+	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_rule_xmin_horizon_held(NULL, NULL, %s)', a)) AS xmin_rule
+  FROM (VALUES ('NULL'), ($$'{}'::jsonb$$), ($$'[1, "x", null, [], {"kind": "backend", "holder": "7"}]'::jsonb$$),
+			   ($$'[{"pid": "seven"}]'::jsonb$$)) AS fs(a);
+
 SELECT w AS window_length, pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_findings(%L::interval)', w)) AS result
   FROM (VALUES ('0.4 seconds'), ('0'), ('-1 minute'), ('7 days 1 second'), ('1 month'),
 			   ('1000 years'), ('-178000000 years')) AS ws(w);

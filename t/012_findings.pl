@@ -290,6 +290,8 @@ like(finding('xmin_horizon_held', 'advice', $short), qr/pg_terminate_backend\($b
 	'advice for an idle transaction');
 is(calls_in_findings('pg_contention_database_dead_tuples()', $short), '1',
 	'with a holder that blocks cleanup, the dead tuples are read, once');
+is(calls_in_findings('pg_contention_horizon_holders()', $short), '1',
+	'the holders of the xmin horizon are read once, for the three rules that name them');
 like(finding('dead_tuple_index_scan', 'evidence', $short),
 	qr/vacuum cannot remove them while pid $blocker_pid \(application billing\) holds the xmin horizon/,
 	'the index finding names the holder as the reason');

@@ -24,9 +24,11 @@
  *
  * A statement is top-level (the one the client sent) when its source text
  * is the client's query string, debug_query_string: the same pointer for a
- * simple query, an equal copy for the extended protocol's Bind.  Nested
- * statements (functions, EXECUTE's prepared statement, SPI) have texts of
- * their own, which differ from the first characters on.  That test
+ * simple query; for the extended protocol's Execute an equal copy, and the
+ * text of the portal that runs (ActivePortal's).  Nested statements
+ * (functions, EXECUTE's prepared statement, SPI) have texts of their own,
+ * which differ from the first characters on, or, equal, are not the
+ * client portal's (a trigger that runs the client's text again).  That test
  * replaces pg_stat_statements-style nesting counters, whose ExecutorRun
  * and ExecutorFinish wrappers and PG_TRY blocks would cost more than
  * everything else on this path.  (Before PG16 an ExecutorRun hook does
@@ -48,6 +50,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "common/hashfn.h"
+#include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
 #include "utils/snapmgr.h"
 #include "utils/snapshot.h"
@@ -72,7 +75,17 @@ is_client_statement(const char *source_text)
 {
 	if (likely(source_text == debug_query_string))
 		return source_text != NULL;
+
+	/*
+	 * The extended protocol's Execute: debug_query_string is a copy of the
+	 * text of the portal it runs, and that portal's statements have that
+	 * text itself.  A nested statement whose text is equal (a trigger's
+	 * EXECUTE of the client's very statement) has a text of its own, under
+	 * the client's portal: equal is not enough.  (A function's cursor over
+	 * that very text runs in a portal of its own, and would pass.)
+	 */
 	return debug_query_string != NULL && source_text != NULL &&
+		ActivePortal != NULL && source_text == ActivePortal->sourceText &&
 		strcmp(source_text, debug_query_string) == 0;
 }
 

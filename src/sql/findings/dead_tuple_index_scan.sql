@@ -5,8 +5,13 @@
 -- them, or, once the cause is gone, says when and how it was resolved
 -- (severity info).
 --
+-- horizon_roots: the root holders as pg_contention_findings read them for
+-- every rule of the evaluation (pg_contention_horizon_roots takes them so); NULL:
+-- read now.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_dead_tuple_index_scan(
 	window_length interval DEFAULT NULL,
+	horizon_roots jsonb DEFAULT NULL,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -53,7 +58,7 @@ stats_lost AS MATERIALIZED (
 				 WHERE b.stats_reset >= i.last_loaded)) AS at
 ),
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots)
 ),
 -- One statement is one normalised text in one database, per index: the
 -- query ids a driver makes of it (a parameter bound as int2 here and int4

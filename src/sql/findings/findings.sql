@@ -5,7 +5,8 @@
 -- evaluated once, here: a rule that builds on another's findings
 -- (subtrans_slru_contention names the overflows, xmin_horizon_held counts
 -- the dead index entries it keeps) is given them as an argument, never
--- calls it.  A rule can be called alone to read or test it.
+-- calls it; the rules that name holders of the xmin horizon are given
+-- them as read once.  A rule can be called alone to read or test it.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
 	window_length interval DEFAULT NULL,
@@ -29,11 +30,17 @@ AS $$
 #variable_conflict use_column
 BEGIN
 RETURN QUERY
-WITH overflow_found AS MATERIALIZED (
+-- The holders of the xmin horizon, read once: the three rules that name
+-- them name the same ones.
+WITH horizon AS MATERIALIZED (
+	SELECT coalesce(jsonb_agg(r), '[]') AS roots
+	  FROM @extschema@.pg_contention_horizon_roots(window_length, NULL::pg_catalog.jsonb) AS r
+),
+overflow_found AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_subxact_overflow(window_length)
 ),
 index_found AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length)
+	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h))
 ),
 found AS (
 	SELECT * FROM overflow_found
@@ -42,12 +49,13 @@ found AS (
 						  FROM overflow_found AS o))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
 	UNION ALL SELECT * FROM index_found
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length)
+	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(
 		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object(
 											'severity', i.severity, 'holder', i.details -> 'holder' ->> 'holder',
 											'indexrelid', i.details -> 'indexrelid')), '[]')
-						  FROM index_found AS i))
+						  FROM index_found AS i),
+		(SELECT h.roots FROM horizon AS h))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_sampler_stale(window_length)
 )

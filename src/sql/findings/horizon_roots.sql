@@ -2,7 +2,10 @@
 -- The root holders of the xmin horizon (pg_contention_horizon rows that
 -- follow no other holder), each with its level against the critical
 -- thresholds, a subject naming it for a DBA and a short label: read by
--- the dead_tuple_index_scan and xmin_horizon_held rules.  follower_databases:
+-- the dead_tuple_index_scan, hot_chain_scan and xmin_horizon_held rules.
+-- horizon_roots: these rows as read before (a JSON array of them, as
+-- pg_contention_findings reads them once for all three rules, so that one
+-- evaluation names one set of holders); NULL: read now.  follower_databases:
 -- the databases of the holders that follow it now (their snapshots' xmin
 -- is its XID): it holds back their cleanup too.  command, object and
 -- progress: a backend's index build, REINDEX, CLUSTER or VACUUM FULL, from
@@ -11,6 +14,7 @@
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_horizon_roots(
 	window_length interval DEFAULT NULL,
+	horizon_roots jsonb DEFAULT NULL,
 	OUT kind text,
 	OUT holder text,
 	OUT pid integer,
@@ -47,6 +51,26 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+IF horizon_roots IS NOT NULL THEN
+	IF pg_catalog.jsonb_typeof(horizon_roots) IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'horizon_roots must be a JSON array of pg_contention_horizon_roots rows, or NULL'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Pass NULL to read the holders now.';
+	END IF;
+	-- (An element that is no object is no row: left out.)
+	RETURN QUERY
+	SELECT * FROM pg_catalog.jsonb_to_recordset(
+			(SELECT coalesce(pg_catalog.jsonb_agg(e.value), '[]') FROM pg_catalog.jsonb_array_elements(horizon_roots) AS e
+			  WHERE pg_catalog.jsonb_typeof(e.value) = 'object'))
+		AS r(kind text, holder text, pid integer, datname name,
+			usename name, application_name text, client_addr inet, xmin xid,
+			xmin_age integer, held_for interval, state text, query text,
+			catalog_only boolean, follows text, blocks_cleanup boolean, own_xid xid,
+			client_port integer, held_since timestamp with time zone, level text, subject text,
+			label text, follower_databases name[], command text, object text,
+			progress text, address_connections integer, pooler text);
+	RETURN;
+END IF;
 RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)

@@ -7,8 +7,13 @@
 -- execution (the one with the most dead entries) of each statement and
 -- index; names the table, the statement and the holder.
 --
+-- horizon_roots: the root holders as pg_contention_findings read them for
+-- every rule of the evaluation (pg_contention_horizon_roots takes them so); NULL:
+-- read now.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_hot_chain_scan(
 	window_length interval DEFAULT NULL,
+	horizon_roots jsonb DEFAULT NULL,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -38,7 +43,7 @@ recent AS MATERIALIZED (
 	   AND r.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
 ),
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length)
+	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots)
 ),
 candidates AS (
 	SELECT r.*, i.indrelid, ic.relowner,

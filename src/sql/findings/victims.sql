@@ -160,7 +160,7 @@ culprit AS MATERIALIZED (
 	SELECT l.culprit, 'dead_index_entries', a.application_name, a.usesysid
 	  FROM culprit_list AS l,
 		   (SELECT h.pid
-			  FROM @extschema@.pg_contention_horizon_roots(window_length) AS h
+			  FROM @extschema@.pg_contention_horizon_roots(window_length, NULL::pg_catalog.jsonb) AS h
 			 WHERE h.kind = 'backend'
 			   AND EXISTS (SELECT 1 FROM culprit_list AS x WHERE x.all_culprits)
 			   AND (only_kind IS NULL OR only_kind = 'dead_index_entries')) AS h

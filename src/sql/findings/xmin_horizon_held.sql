@@ -10,11 +10,14 @@
 -- index_findings: the dead_tuple_index_scan findings of the same
 -- evaluation, a JSON array of {severity, holder, indexrelid}, which
 -- pg_contention_findings gives it (this rule does not evaluate that one
--- again).  NULL: none.
+-- again).  NULL: none.  horizon_roots: the root holders as
+-- pg_contention_findings read them for every rule of the evaluation (the
+-- holders those findings name); NULL: read now.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_xmin_horizon_held(
 	window_length interval,
 	index_findings jsonb,
+	horizon_roots jsonb DEFAULT NULL,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -45,7 +48,7 @@ root_holders AS MATERIALIZED (
 		   -- feedback hold every database's.
 		   (params.version_num < 140000 OR r.datname IS NULL
 			OR r.kind IN ('standby feedback', 'replication slot')) AS all_databases
-	  FROM @extschema@.pg_contention_horizon_roots(window_length) AS r, params
+	  FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots) AS r, params
 ),
 -- Every table's dead tuples by database, read only when a holder blocks
 -- cleanup: from PostgreSQL 15 it walks every table's statistics, which a

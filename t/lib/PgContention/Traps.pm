@@ -295,6 +295,19 @@ sub overloads
 			}
 		}
 		$add->($name, @$types[ 0 .. $_ - 1 ]) for 0 .. $n - 1;
+		# The first parameters, the last of them of another type: what a
+		# call that leaves the others to their defaults matches.
+		for my $k (1 .. $n - 1)
+		{
+			my @t = @$types[ 0 .. $k - 1 ];
+			my ($param, $type) = split /\|/, $t[-1], 2;
+			for my $other ('text', @{ $other_numeric{$type} // [] })
+			{
+				next if $other eq $type;
+				$t[-1] = "$param|$other";
+				$add->($name, @t);
+			}
+		}
 		# Each parameter alone, by its name: what a call in named notation
 		# that leaves the others to their defaults matches.
 		for my $i (1 .. $n - 1)
