@@ -206,19 +206,32 @@ pgc_oldsnap_locks_held(int reads_per_lock)
 #endif
 
 JsonParseErrorType
-pgc_json_parse(const char *s, size_t len, int encoding, JsonSemAction *sem)
+pgc_json_parse(const char *s, size_t len, int encoding, JsonSemAction *sem,
+			   JsonLexContext **lex_out)
 {
 #if PG_VERSION_NUM >= 170000
 	JsonLexContext lex;
 	JsonParseErrorType result;
 
 	makeJsonLexContextCstringLen(&lex, s, len, encoding, true);
+	if (lex_out != NULL)
+		*lex_out = &lex;
 	result = pg_parse_json(&lex, sem);
+	if (lex_out != NULL)
+		*lex_out = NULL;
 	freeJsonLexContext(&lex);
 	return result;
 #else
-	return pg_parse_json(makeJsonLexContextCstringLen(unconstify(char *, s), (int) len,
-													  encoding, true), sem);
+	JsonLexContext *lex = makeJsonLexContextCstringLen(unconstify(char *, s), (int) len,
+													   encoding, true);
+	JsonParseErrorType result;
+
+	if (lex_out != NULL)
+		*lex_out = lex;
+	result = pg_parse_json(lex, sem);
+	if (lex_out != NULL)
+		*lex_out = NULL;
+	return result;
 #endif
 }
 

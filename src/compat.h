@@ -533,7 +533,9 @@ extern void pgc_dead_tuples_by_database(PgcTableDeadFunc add, void *arg);
  * Core's JSON parser (common/jsonapi.h): from 16 on the semantic actions
  * return an error code; from 17 on a lexing context is made in place.
  * pgc_json_parse() parses len bytes of s, with \u escapes decoded as in a
- * database of the given encoding, calling sem's actions.
+ * database of the given encoding, calling sem's actions; *lex_out (when
+ * lex_out is not NULL) is the lexing context while they run, whose
+ * token_start and prev_token_terminator point into s.
  */
 #include "common/jsonapi.h"
 #if PG_VERSION_NUM >= 160000
@@ -544,6 +546,6 @@ extern void pgc_dead_tuples_by_database(PgcTableDeadFunc add, void *arg);
 #define PGC_JSON_ACTION_DONE	return
 #endif
 extern JsonParseErrorType pgc_json_parse(const char *s, size_t len, int encoding,
-										 JsonSemAction *sem);
+										 JsonSemAction *sem, JsonLexContext **lex_out);
 
 #endif							/* PGC_COMPAT_H */

@@ -56,9 +56,14 @@ sub as
 	return $node->safe_psql('shop', $sql, extra_params => [ '-U', $role ]);
 }
 
-# alice's open transaction: her password, in the text of her last statement.
+# alice's open transaction: her password, in the text of her last statement,
+# with a comment that plays a JSON document's end of string and members
+# (mallory's role among them) and a backslash: the masked value is the
+# whole text, as the parser reads it, not what the text pretends.
+my $mallory_oid = $node->safe_psql('shop', "SELECT 'mallory'::regrole::oid");
 my $alice = $node->background_psql('shop', extra_params => [ '-U', 'alice' ]);
-$alice->query_safe("BEGIN; INSERT INTO side VALUES (1); ALTER ROLE alice PASSWORD '$secret'");
+$alice->query_safe("BEGIN; INSERT INTO side VALUES (1); "
+	  . "ALTER ROLE alice PASSWORD '$secret' /*\",\"userid\":$mallory_oid,\"\\\\\"}*/");
 # alice's lookups of dead entries (with a constant, 7), and an overflow
 # event of hers whose statement carries a constant, 371122.
 as('alice', 'DELETE FROM items WHERE k = 7');

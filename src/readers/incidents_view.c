@@ -69,7 +69,7 @@ composed_text(bool privileged, const char *s, Oid dbid)
  * role's statements), the finding's own details too ({"masked": true}:
  * they hold query ids and the worst execution's constants), and each
  * frozen statement and holder masked by the role it came from
- * (pgc_mask_frozen).
+ * (pgc_mask_frozen, in the pass that checks it).
  */
 static char *
 details_text(const Incident *inc, bool privileged)
@@ -85,15 +85,13 @@ details_text(const Incident *inc, bool privileged)
 
 	if (finding[0] != '\0' && !json_valid(finding))
 		finding = "";
-	if (frozen[0] != '{' || frozen[1] == '}' || !json_valid(frozen))
+	if (!privileged && finding[0] != '\0')
+		finding = "{\"masked\": true}";
+	/* Checked, and for such a reader masked, in one pass. */
+	if (frozen[0] != '{' || frozen[1] == '}')
 		frozen = "";
-	if (!privileged)
-	{
-		if (finding[0] != '\0')
-			finding = "{\"masked\": true}";
-		if (frozen[0] != '\0')
-			frozen = pgc_mask_frozen(frozen);
-	}
+	else if (privileged ? !json_valid(frozen) : (frozen = pgc_mask_frozen(frozen)) == NULL)
+		frozen = "";
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"key\": ");
@@ -187,8 +185,8 @@ static const PgcResultShape incidents_shape = {
  * grants nothing about other roles.  The problem, severity, times and the
  * resolution (pids, slot names, prepared transactions' gids: what the
  * live views show everyone) are shown to all.  details, the costly column
- * (its frozen document unpacked, checked and parsed: about 3 ms for a
- * full one), is NULL without with_details, for the readers that count or
+ * (its frozen document unpacked, checked and, for a reader without
+ * pg_read_all_stats, masked), is NULL without with_details, for the readers that count or
  * list incidents.
  */
 Datum

@@ -322,21 +322,34 @@ json_valid(const char *s)
 {
 	bool		ok = true;
 	JsonSemAction sem = {0};
+
+	sem.semstate = &ok;
+	return json_valid_with(s, &sem, NULL);
+}
+
+/*
+ * json_valid, running the caller's actions of sem in the same pass (its
+ * scalar action is the check's own); *lex_out as pgc_json_parse's.  sem's
+ * state begins with a bool, true, which the check clears on a number it
+ * refuses.
+ */
+bool
+json_valid_with(const char *s, JsonSemAction *sem, JsonLexContext **lex_out)
+{
+	bool		ok;
 	MemoryContext cxt;
 	MemoryContext old;
 
 	if (!json_depth_within(s, JSON_MAX_DEPTH))
 		return false;
-	sem.semstate = &ok;
-	sem.scalar = json_check_scalar;
+	sem->scalar = json_check_scalar;
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_contention JSON check",
 								ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(cxt);
-	if (pgc_json_parse(s, strlen(s), PG_SQL_ASCII, &sem) != JSON_SUCCESS)
-		ok = false;
+	ok = pgc_json_parse(s, strlen(s), PG_SQL_ASCII, sem, lex_out) == JSON_SUCCESS;
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
-	return ok;
+	return ok && *((bool *) sem->semstate);
 }
 
 /* Incidents by id (the file's load keeps the largest). */

@@ -90,6 +90,7 @@ typedef struct Incident
 extern const char *severity_name(int severity);
 extern void unpack_frozen(const FrozenText *in, char *dest);
 extern bool json_valid(const char *s);
+extern bool json_valid_with(const char *s, JsonSemAction *sem, JsonLexContext **lex_out);
 
 /*
  * The incidents (only_id: that one; 0: every one), newest first, copied
