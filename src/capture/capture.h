@@ -60,6 +60,14 @@ pgc_statement_end(const char *source_text)
  */
 extern void pgc_execution_literals(QueryDesc *queryDesc, char *out);
 
+/*
+ * A savepoint statement (source_text[location, location + len), len < 0:
+ * to the end) as its entry shows it: with its last number as <n>
+ * (SAVEPOINT "_pg3_<n>"), so that its count reads as its pattern's, not
+ * as one name's.  palloc'd.
+ */
+extern char *pgc_savepoint_pattern(const char *source_text, int location, int len);
+
 /* ---- statements.c: the statement hash ---- */
 
 #define PGC_SCAN_INDEX		1
@@ -95,6 +103,9 @@ typedef struct PgcIndexDelta
 #define PGC_COUNT_OVERFLOW_EVENT	0x08	/* it overflowed the cache */
 
 #define PGC_COUNT_TOP_LEVEL			0x10	/* rows and buffers are set */
+
+#define PGC_COUNT_SAVEPOINT			0x20	/* a savepoint statement: its entry
+											 * shows its pattern */
 
 typedef struct PgcExecution
 {

@@ -288,41 +288,32 @@ is_savepoint_statement(int kind)
  * and keeps every numbered name apart before; a driver's fixed name
  * (PGJDBC_AUTOSAVE) must stay recognisable, and an ORM's numbered names
  * (sa_savepoint_1, 2, ...; psycopg 3's _pg3_1, 2, ...) must not fill the
- * hash.  *pattern is the text the statement store shows for the row: the
- * statement with its last number as <n> (SAVEPOINT "_pg3_<n>"), so that
- * its count reads as the pattern's, not as one name's.
+ * hash.  The text its entry shows, its pattern, is built only when the
+ * entry is created (pgc_savepoint_pattern).  A statement of the usual
+ * length is copied on the stack.
  */
+#define SAVEPOINT_TEXT_ON_STACK 128
+
 static int64
-savepoint_query_id(PlannedStmt *pstmt, const char *source_text, char **pattern)
+savepoint_query_id(PlannedStmt *pstmt, const char *source_text)
 {
 	int			location = Max(pstmt->stmt_location, 0);
 	int			len = pstmt->stmt_len > 0 ? pstmt->stmt_len :
 		(int) strlen(source_text + location);
 	const char *stmt = source_text + location;
-	char	   *text = palloc(len + 1);
+	char		on_stack[SAVEPOINT_TEXT_ON_STACK];
+	char	   *text = len <= SAVEPOINT_TEXT_ON_STACK ? on_stack : palloc(len);
 	int			n = 0;
-	int			last_start = -1;
-	int			last_end = -1;
 	uint64		id;
 
 	for (int i = 0; i < len; i++)
 	{
-		if (!isdigit((unsigned char) stmt[i]))
+		if (stmt[i] < '0' || stmt[i] > '9')
 			text[n++] = stmt[i];
-		else
-		{
-			if (i == 0 || !isdigit((unsigned char) stmt[i - 1]))
-				last_start = i;
-			last_end = i + 1;
-		}
 	}
 	id = hash_bytes_extended((const unsigned char *) text, n, 0);
-	pfree(text);
-	if (last_start < 0)
-		*pattern = pnstrdup(stmt, len);
-	else
-		*pattern = psprintf("%.*s<n>%.*s", last_start, stmt,
-							len - last_end, stmt + last_end);
+	if (text != on_stack)
+		pfree(text);
 	return (int64) (id != 0 ? id : 1);
 }
 
@@ -331,9 +322,8 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 {
 	int			kind = transaction_statement_kind(pstmt);
 	bool		savepoint = is_savepoint_statement(kind) && queryString != NULL;
-	char	   *savepoint_pattern = NULL;
 	int64		query_id = savepoint ?
-		savepoint_query_id(pstmt, queryString, &savepoint_pattern) :
+		savepoint_query_id(pstmt, queryString) :
 		statement_query_id(pstmt, queryString);
 	bool		declares = pstmt->utilityStmt != NULL &&
 		IsA(pstmt->utilityStmt, DeclareCursorStmt);
@@ -406,13 +396,13 @@ pgc_ProcessUtility(PGC_PROCESS_UTILITY_PARAMS)
 		{
 			PgcExecution exec;
 
-			exec.flags = PGC_COUNT_CALL;
+			exec.flags = PGC_COUNT_CALL | PGC_COUNT_SAVEPOINT;
 			exec.subxacts = PGC_PROC_SUBXID_COUNT(MyProc);
 			exec.ndeltas = 0;
 			exec.max_dead = 0;
 			exec.literals = NULL;
-			pgc_statement_count(InvalidOid, query_id, savepoint_pattern,
-								0, strlen(savepoint_pattern), &exec);
+			pgc_statement_count(InvalidOid, query_id, queryString,
+								pstmt->stmt_location, pstmt->stmt_len, &exec);
 		}
 		if (client_statement)
 			pgc_statement_end_utility(is_transaction_end(kind));

@@ -373,6 +373,29 @@ append(char *out, int outsize, int *pos, const char *s, int n)
 	return true;
 }
 
+char *
+pgc_savepoint_pattern(const char *source_text, int location, int len)
+{
+	const char *stmt = source_text + Max(location, 0);
+	int			last_start = -1;
+	int			last_end = -1;
+
+	if (len <= 0)
+		len = strlen(stmt);
+	for (int i = 0; i < len; i++)
+	{
+		if (stmt[i] >= '0' && stmt[i] <= '9')
+		{
+			if (i == 0 || stmt[i - 1] < '0' || stmt[i - 1] > '9')
+				last_start = i;
+			last_end = i + 1;
+		}
+	}
+	if (last_start < 0)
+		return pnstrdup(stmt, len);
+	return psprintf("%.*s<n>%.*s", last_start, stmt, len - last_end, stmt + last_end);
+}
+
 void
 pgc_normalize_query(const char *source_text, int location, int len,
 					char *out, int outsize)

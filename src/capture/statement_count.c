@@ -496,8 +496,16 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
 
 		LWLockRelease(pgc_stmts->lock);
 		text = palloc(pgc_max_query_length);
-		pgc_normalize_query(source_text, stmt_location, stmt_len, text,
-							pgc_max_query_length);
+		if (exec->flags & PGC_COUNT_SAVEPOINT)
+		{
+			char	   *pattern = pgc_savepoint_pattern(source_text, stmt_location, stmt_len);
+
+			pgc_normalize_query(pattern, 0, strlen(pattern), text, pgc_max_query_length);
+			pfree(pattern);
+		}
+		else
+			pgc_normalize_query(source_text, stmt_location, stmt_len, text,
+								pgc_max_query_length);
 		LWLockAcquire(pgc_stmts->lock, LW_EXCLUSIVE);
 		exclusive = true;
 		entry = enter_statement(&key, text, now);
@@ -540,8 +548,9 @@ count_locked(LocalCacheSlot *slot, Oid userid, int64 query_id,
  * (ExecutorEnd, or a savepoint statement) with its snapshot's flags, its
  * cache count, its index scans' deltas, and, at top level, its rows and
  * buffers; PGC_COUNT_OVERFLOW_EVENT when the statement caused a
- * subtransaction-cache overflow.  The text is read only if the entry must
- * be created.
+ * subtransaction-cache overflow; PGC_COUNT_SAVEPOINT for a savepoint
+ * statement, whose entry shows its pattern (pgc_savepoint_pattern).  The
+ * text is read only if the entry must be created.
  */
 void
 pgc_statement_count(Oid userid, int64 query_id, const char *source_text,
