@@ -308,7 +308,7 @@ extern void pgc_index_names_info(int *used, int64 *evictions);
 extern int	pgc_index_names_max(void);
 
 /* ---- index_names.c: the names of indexes met with dead entries ---- */
-extern void pgc_index_names_note(Oid indexoid);
+extern void pgc_index_names_note(Oid indexoid, int64 dead);
 
 /* The store's entries: indexes' names and statements' function contexts. */
 #define PGC_INDEX_NAMES		512
@@ -328,6 +328,10 @@ typedef struct PgcIndexName
 								 * role that ran the statement */
 	int64		query_id;		/* a context: the function's statement */
 	TimestampTz noted_at;
+	int64		dead;			/* what it is worth keeping: the most dead
+								 * entries one execution met (through the
+								 * index; a context: its statement's),
+								 * since it was last noted stale */
 	union
 	{
 		struct
@@ -349,7 +353,7 @@ typedef struct PgcIndexName
 
 
 extern PgcIndexName *pgc_index_names_copy(void);
-extern void pgc_nested_context_note(int64 query_id);
+extern void pgc_nested_context_note(int64 query_id, int64 dead);
 
 /*
  * ---- xmin_since.c: since when each holder's xmin has had its value ----

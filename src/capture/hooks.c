@@ -240,7 +240,7 @@ pgc_ExecutorEnd(QueryDesc *queryDesc)
 				pgc_note_dead_index_names(&exec);
 				/* A function's statement: which function, for the finding. */
 				if ((exec.flags & PGC_COUNT_TOP_LEVEL) == 0)
-					pgc_nested_context_note(query_id);
+					pgc_nested_context_note(query_id, exec.max_dead);
 			}
 			pgc_statement_count(InvalidOid, query_id, queryDesc->sourceText,
 								stmt->stmt_location, stmt->stmt_len, &exec);

@@ -483,6 +483,6 @@ pgc_note_dead_index_names(const PgcExecution *exec)
 		if (delta->indexoid != InvalidOid &&
 			(delta->kind == PGC_SCAN_INDEX || delta->heap_measured) &&
 			delta->dead >= pgc_dead_visits_warning)
-			pgc_index_names_note(delta->indexoid);
+			pgc_index_names_note(delta->indexoid, delta->dead);
 	}
 }

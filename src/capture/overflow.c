@@ -168,10 +168,11 @@ record_event(int64 current_query_id, bool in_abort)
 	/*
 	 * Inside a function (a trigger's, say): the function and its trigger,
 	 * noted for the statement that overflowed, while its context is there
-	 * (never while aborting: the stack is being unwound).
+	 * (never while aborting: the stack is being unwound); kept before any
+	 * index's name.
 	 */
 	if (!in_abort && current_query_id != query_id)
-		pgc_nested_context_note(current_query_id);
+		pgc_nested_context_note(current_query_id, PG_INT64_MAX);
 
 	if (in_abort)
 	{

@@ -25,8 +25,14 @@
  * per index.
  *
  * Owns ShmemInitStruct "pg_contention index names": PGC_INDEX_NAMES
- * entries keyed by database and index, or by database and statement.  When it is full, the entry noted
- * longest ago is replaced, and counted (evictions).  The names are kept
+ * entries keyed by database and index, or by database and statement.
+ * When it is full, what is worth least gives way, and is counted
+ * (evictions): an entry not noted within pg_contention.findings_window
+ * (no finding names it), oldest first; else the one whose executions met
+ * the fewest dead entries (the findings' last), the new one included, so
+ * that the names of the worst indexes stay whatever the order in which
+ * the others come.  A function's context noted for an overflow is kept
+ * before any index's name.  The names are kept
  * in memory only: after a restart an index is named again at its next bad
  * execution; until then readers in another database show its oid, and a
  * function's statement is named without its function.
@@ -158,11 +164,18 @@ find_entry(const PgcIndexName *noted)
 	return -1;
 }
 
-/* Same names as the entry, and the entry noted lately? */
+/* Noted within the findings' window: a finding may name it. */
+static bool
+fresh(const PgcIndexName *e, TimestampTz now)
+{
+	return now - e->noted_at < (TimestampTz) pgc_findings_window * USECS_PER_SEC;
+}
+
+/* Same names and worth as the entry, and the entry noted lately? */
 static bool
 unchanged(const PgcIndexName *e, const PgcIndexName *noted)
 {
-	if (noted->noted_at - e->noted_at >= NOTE_AGAIN_AFTER)
+	if (noted->noted_at - e->noted_at >= NOTE_AGAIN_AFTER || noted->dead > e->dead)
 		return false;
 	if (noted->kind == PGC_NOTED_INDEX)
 		return e->relid == noted->relid && e->owner == noted->owner &&
@@ -171,9 +184,25 @@ unchanged(const PgcIndexName *e, const PgcIndexName *noted)
 }
 
 /*
- * Write an entry: its own, else a free one, else the one noted longest
- * ago (evicted, counted).  A context noted with another line than the one
- * kept is marked: its statement runs in several places.
+ * Is a worth keeping less than b (the one to give way)?  Stale before
+ * fresh, then fewer dead entries, then noted longer ago.
+ */
+static bool
+worth_less(const PgcIndexName *a, const PgcIndexName *b, TimestampTz now)
+{
+	if (fresh(a, now) != fresh(b, now))
+		return !fresh(a, now);
+	if (fresh(a, now) && a->dead != b->dead)
+		return a->dead < b->dead;
+	return a->noted_at < b->noted_at;
+}
+
+/*
+ * Write an entry: its own (keeping the most dead entries it met while
+ * fresh), else a free one, else that of the one worth least, unless the
+ * new one is worth less still (either way one is not kept: counted).  A
+ * context noted with another line than the one kept is marked: its
+ * statement runs in several places.
  */
 static void
 store_entry(PgcIndexName *noted)
@@ -199,24 +228,34 @@ store_entry(PgcIndexName *noted)
 		if (noted->kind == PGC_NOTED_CONTEXT)
 			noted->several = e->several || strcmp(e->u.context.line, noted->u.context.line) != 0 ||
 				e->owner != noted->owner;
+		if (fresh(e, noted->noted_at))
+			noted->dead = Max(noted->dead, e->dead);
 	}
 	else
 	{
-		int			oldest = 0;
+		int			least = 0;
 
 		for (int i = 0; i < PGC_INDEX_NAMES; i++)
 		{
 			PgcIndexName *e = &names->entries[i];
 
-			if (found < 0 && !OidIsValid(e->dbid))
+			if (!OidIsValid(e->dbid))
+			{
 				found = i;
-			if (e->noted_at < names->entries[oldest].noted_at)
-				oldest = i;
+				break;
+			}
+			if (worth_less(e, &names->entries[least], noted->noted_at))
+				least = i;
 		}
 		if (found < 0)
 		{
-			found = oldest;
 			names->evictions++;
+			if (worth_less(noted, &names->entries[least], noted->noted_at))
+			{
+				LWLockRelease(names->lock);
+				return;
+			}
+			found = least;
 		}
 	}
 	names->entries[found] = *noted;
@@ -229,7 +268,7 @@ store_entry(PgcIndexName *noted)
  * transaction, at ExecutorEnd.
  */
 void
-pgc_index_names_note(Oid indexoid)
+pgc_index_names_note(Oid indexoid, int64 dead)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	PgcIndexName	noted;
@@ -244,6 +283,7 @@ pgc_index_names_note(Oid indexoid)
 	noted.kind = PGC_NOTED_INDEX;
 	noted.indexoid = indexoid;
 	noted.noted_at = now;
+	noted.dead = dead;
 	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
 	if (!HeapTupleIsValid(tuple))
 		return;
@@ -417,7 +457,7 @@ note_trigger(const char *signature, PgcIndexName *noted)
  * text) are never kept.  In a transaction, at ExecutorEnd.
  */
 void
-pgc_nested_context_note(int64 query_id)
+pgc_nested_context_note(int64 query_id, int64 dead)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	PgcIndexName	noted;
@@ -452,6 +492,7 @@ pgc_nested_context_note(int64 query_id)
 	noted.query_id = query_id;
 	noted.owner = GetUserId();
 	noted.noted_at = now;
+	noted.dead = dead;
 	memcpy(noted.u.context.line, line, pg_mbcliplen(line, strlen(line), PGC_CONTEXT_LEN - 1));
 	if (signature != NULL)
 		note_trigger(signature, &noted);
