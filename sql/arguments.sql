@@ -198,6 +198,10 @@ ALTER SYSTEM SET pg_contention.max_statements = 100;
 ALTER SYSTEM SET pg_contention.max_statements = 1000000;
 ALTER SYSTEM SET pg_contention.max_statements = 1000001;
 \echo :LAST_ERROR_SQLSTATE
+ALTER SYSTEM SET pg_contention.max_index_names = 64;
+ALTER SYSTEM SET pg_contention.max_index_names = 20000;
+ALTER SYSTEM SET pg_contention.max_index_names = 63;
+\echo :LAST_ERROR_SQLSTATE
 ALTER SYSTEM SET pg_contention.sample_period = 1;
 ALTER SYSTEM SET pg_contention.sample_period = 1000;
 ALTER SYSTEM SET pg_contention.sample_period = 0;
@@ -229,6 +233,7 @@ ALTER SYSTEM SET pg_contention.save = off;
 ALTER SYSTEM RESET pg_contention.max_query_length;
 ALTER SYSTEM RESET pg_contention.max_events;
 ALTER SYSTEM RESET pg_contention.max_statements;
+ALTER SYSTEM RESET pg_contention.max_index_names;
 ALTER SYSTEM RESET pg_contention.sample_period;
 ALTER SYSTEM RESET pg_contention.max_profile_entries;
 ALTER SYSTEM RESET pg_contention.history_seconds;

@@ -51,6 +51,7 @@ extern int	pgc_horizon_min_age;
 extern int	pgc_horizon_min_xid_age;
 extern int	pgc_subxact_warn_level;
 extern int	pgc_findings_window;
+extern int	pgc_max_index_names;
 extern int	pgc_dead_visits_warning;
 extern bool pgc_save_enabled;
 extern int	pgc_save_interval;
@@ -310,8 +311,6 @@ extern int	pgc_index_names_max(void);
 /* ---- index_names.c: the names of indexes met with dead entries ---- */
 extern void pgc_index_names_note(Oid indexoid, int64 dead);
 
-/* The store's entries: indexes' names and statements' function contexts. */
-#define PGC_INDEX_NAMES		512
 /* An entry's kind; a context's line's size. */
 #define PGC_NOTED_INDEX		1
 #define PGC_NOTED_CONTEXT	2

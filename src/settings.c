@@ -30,6 +30,7 @@ int			pgc_save_interval = 60;
 int			pgc_incident_interval = 10;
 int			pgc_incident_close_after = 60;
 int			pgc_max_incidents = 100;
+int			pgc_max_index_names = 512;
 bool		pgc_incident_log = true;
 char	   *pgc_incident_database = NULL;
 
@@ -338,6 +339,15 @@ pgc_define_settings(void)
 							gettext_noop("When full, the oldest closed incident is evicted (or, all open, the oldest) and counted."),
 							&pgc_max_incidents,
 							100, 1, 1000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("pg_contention.max_index_names",
+							gettext_noop("Names of indexes met with dead entries, and functions' contexts, kept for readers in other databases."),
+							gettext_noop("When full, what is worth least gives way: an entry no finding can name, then the one whose executions met the fewest dead entries; counted."),
+							&pgc_max_index_names,
+							512, 64, 20000,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);

@@ -22,6 +22,7 @@ $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'pg_contention'
 pg_contention.horizon_min_age = 1s
 pg_contention.incident_interval = 1s
+pg_contention.max_index_names = 100
 autovacuum = off
 });
 $node->start;
@@ -123,13 +124,13 @@ $holder->query_safe('COMMIT');
 $holder->quit;
 
 # ---- More indexes than names: the worst keep theirs.  20 indexes whose
-# lookups meet 3,000 dead entries each, then 600 whose lookups meet 1,000
-# (a thousand tenants' tables): of the 512 names kept, the 20 are among
-# them, whatever came after.
+# lookups meet 3,000 dead entries each, then 200 whose lookups meet 1,000
+# (tenants' tables): of the 100 names kept (pg_contention.max_index_names),
+# the 20 are among them, whatever came after.
 $node->safe_psql('shop', q{
 	CREATE SCHEMA many;
 	DO $$ BEGIN
-		FOR i IN 1..620 LOOP
+		FOR i IN 1..220 LOOP
 			EXECUTE format('CREATE TABLE many.t%s (k integer, v integer)', i);
 			EXECUTE format('CREATE INDEX t%s_k ON many.t%s (k)', i, i);
 			EXECUTE format('INSERT INTO many.t%s SELECT 1, 1 FROM generate_series(1, %s)', i,
@@ -138,12 +139,14 @@ $node->safe_psql('shop', q{
 		END LOOP;
 	END $$;});
 $node->safe_psql('shop', "SET enable_seqscan = off; SET enable_bitmapscan = off;\n"
-	  . join("\n", map { "SELECT sum(v) FROM many.t$_ WHERE k = 1;" } 1 .. 620));
+	  . join("\n", map { "SELECT sum(v) FROM many.t$_ WHERE k = 1;" } 1 .. 220));
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FILTER (WHERE schemaname = 'many' AND indexrelname ~ '^t([1-9]|1[0-9]|20)_k$')
 		   || ' of 20 worst, ' || count(*) || ' names'
 	  FROM pg_contention_index_names()}),
-	'20 of 20 worst, 512 names', 'the store full, the worst indexes keep their names');
+	'20 of 20 worst, 100 names', 'the store full, the worst indexes keep their names');
+is($node->safe_psql('postgres', 'SELECT index_names_max FROM pg_contention_info'), '100',
+	'its size is the setting\'s');
 cmp_ok($node->safe_psql('postgres', 'SELECT index_name_evictions FROM pg_contention_info'), '>=', 100,
 	'and the names that gave way are counted');
 

@@ -67,7 +67,7 @@ pg_contention_index_names(PG_FUNCTION_ARGS)
 	all_databases = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 	copy = pgc_index_names_copy();
 
-	for (int i = 0; i < PGC_INDEX_NAMES; i++)
+	for (int i = 0, n = pgc_index_names_max(); i < n; i++)
 	{
 		PgcIndexName *e = &copy[i];
 		Datum		values[lengthof(index_names_columns)];
@@ -110,7 +110,7 @@ pg_contention_nested_contexts(PG_FUNCTION_ARGS)
 	all_databases = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 	copy = pgc_index_names_copy();
 
-	for (int i = 0; i < PGC_INDEX_NAMES; i++)
+	for (int i = 0, n = pgc_index_names_max(); i < n; i++)
 	{
 		PgcIndexName *e = &copy[i];
 		Datum		values[lengthof(nested_contexts_columns)];

@@ -24,8 +24,8 @@
  * burst of bad executions takes the lock exclusively about once a minute
  * per index.
  *
- * Owns ShmemInitStruct "pg_contention index names": PGC_INDEX_NAMES
- * entries keyed by database and index, or by database and statement.
+ * Owns ShmemInitStruct "pg_contention index names":
+ * pg_contention.max_index_names entries keyed by database and index, or by database and statement.
  * When it is full, what is worth least gives way, and is counted
  * (evictions): an entry not noted within pg_contention.findings_window
  * (no finding names it), oldest first; else the one whose executions met
@@ -70,7 +70,7 @@ typedef struct IndexNamesShared
 {
 	LWLock	   *lock;
 	int64		evictions;
-	PgcIndexName entries[PGC_INDEX_NAMES];
+	PgcIndexName entries[FLEXIBLE_ARRAY_MEMBER];	/* max_index_names */
 } IndexNamesShared;
 
 static IndexNamesShared *names = NULL;
@@ -89,7 +89,8 @@ static struct
 Size
 pgc_index_names_shmem_size(void)
 {
-	return sizeof(IndexNamesShared);
+	return add_size(offsetof(IndexNamesShared, entries),
+					mul_size(pgc_max_index_names, sizeof(PgcIndexName)));
 }
 
 void
@@ -97,10 +98,10 @@ pgc_index_names_shmem_init(LWLock *lock)
 {
 	bool		found;
 
-	names = ShmemInitStruct("pg_contention index names", sizeof(IndexNamesShared), &found);
+	names = ShmemInitStruct("pg_contention index names", pgc_index_names_shmem_size(), &found);
 	if (!found)
 	{
-		memset(names, 0, sizeof(IndexNamesShared));
+		memset(names, 0, pgc_index_names_shmem_size());
 		names->lock = lock;
 	}
 }
@@ -109,7 +110,7 @@ void
 pgc_index_names_reset(void)
 {
 	LWLockAcquire(names->lock, LW_EXCLUSIVE);
-	memset(names->entries, 0, sizeof(names->entries));
+	memset(names->entries, 0, pgc_max_index_names * sizeof(PgcIndexName));
 	names->evictions = 0;
 	LWLockRelease(names->lock);
 }
@@ -120,7 +121,7 @@ pgc_index_names_info(int *used, int64 *evictions)
 	int			n = 0;
 
 	LWLockAcquire(names->lock, LW_SHARED);
-	for (int i = 0; i < PGC_INDEX_NAMES; i++)
+	for (int i = 0; i < pgc_max_index_names; i++)
 		n += OidIsValid(names->entries[i].dbid);
 	*evictions = names->evictions;
 	LWLockRelease(names->lock);
@@ -130,7 +131,7 @@ pgc_index_names_info(int *used, int64 *evictions)
 int
 pgc_index_names_max(void)
 {
-	return PGC_INDEX_NAMES;
+	return pgc_max_index_names;
 }
 
 /* Did this backend note the object lately?  If not, remember it did now. */
@@ -153,7 +154,7 @@ noted_lately(uint8 kind, int64 key, TimestampTz now)
 static int
 find_entry(const PgcIndexName *noted)
 {
-	for (int i = 0; i < PGC_INDEX_NAMES; i++)
+	for (int i = 0; i < pgc_max_index_names; i++)
 	{
 		PgcIndexName *e = &names->entries[i];
 
@@ -235,7 +236,7 @@ store_entry(PgcIndexName *noted)
 	{
 		int			least = 0;
 
-		for (int i = 0; i < PGC_INDEX_NAMES; i++)
+		for (int i = 0; i < pgc_max_index_names; i++)
 		{
 			PgcIndexName *e = &names->entries[i];
 
@@ -502,16 +503,18 @@ pgc_nested_context_note(int64 query_id, int64 dead)
 
 /*
  * Every entry (free ones have dbid InvalidOid), copied out under the lock
- * for a reader to build its rows from after it: PGC_INDEX_NAMES of them.
+ * for a reader to build its rows from after it: pgc_index_names_max() of
+ * them.
  * Which a caller may see is the reader's to judge.
  */
 PgcIndexName *
 pgc_index_names_copy(void)
 {
-	PgcIndexName *copy = palloc(sizeof(names->entries));
+	Size		size = mul_size(pgc_max_index_names, sizeof(PgcIndexName));
+	PgcIndexName *copy = palloc(size);
 
 	LWLockAcquire(names->lock, LW_SHARED);
-	memcpy(copy, names->entries, sizeof(names->entries));
+	memcpy(copy, names->entries, size);
 	LWLockRelease(names->lock);
 	return copy;
 }
