@@ -94,11 +94,17 @@ ok($standby->poll_query_until('shop',
 	"SELECT count(*) = 1 FROM pg_contention_incidents WHERE problem = 'subxact_overflow' AND closed IS NULL"),
 	'standby: an incident opened');
 
-# The fix: the long transaction and the job end.  The readers go on; no
-# snapshot is suboverflowed, the lookups stop, and the finding says so.
+# The fix: the job ends, then the long transaction.  The readers go on;
+# no snapshot is suboverflowed, the lookups stop, and the finding says so.
+# (The job first: were the long transaction to end first, the job's
+# running transaction, overflowed, would become the primary's oldest,
+# and the cost last seen would be its, rightly named in the resolution.)
+$job->kill_kill;
+ok($primary->poll_query_until('shop',
+	"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'pgbench'"),
+	'the job\'s session has ended on the primary');
 $long->query_safe('COMMIT');
 $long->quit;
-$job->kill_kill;
 ok($standby->poll_query_until('shop',
 	"SELECT count(*) = 1 FROM ($overflow) AS f WHERE f.severity = 'info'
 	    AND f.evidence ~ '^Stopped at [0-9:]+, [^:]+: (no transaction runs on the primary now, so new snapshots here are not suboverflowed|no reader on this standby has looked up pg_subtrans or waited on it since)\. '"),
