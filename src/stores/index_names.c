@@ -25,17 +25,17 @@
  * per index.
  *
  * Owns ShmemInitStruct "pg_contention index names":
- * pg_contention.max_index_names entries keyed by database and index, or by database and statement.
- * When it is full, what is worth least gives way, and is counted
- * (evictions): an entry not noted within pg_contention.findings_window
- * (no finding names it), oldest first; else the one whose executions met
- * the fewest dead entries (the findings' last), the new one included, so
- * that the names of the worst indexes stay whatever the order in which
- * the others come.  A function's context noted for an overflow is kept
- * before any index's name.  The names are kept
- * in memory only: after a restart an index is named again at its next bad
- * execution; until then readers in another database show its oid, and a
- * function's statement is named without its function.
+ * pg_contention.max_index_names entries keyed by database and index, or
+ * by database and statement.  When it is full, what is worth least gives
+ * way, and is counted (evictions): an entry not noted within
+ * pg_contention.findings_window (no finding names it), oldest first; else
+ * the one whose executions met the fewest dead entries (the findings'
+ * last), the new one included, so that the names of the worst indexes
+ * stay whatever the order in which the others come.  A function's context
+ * noted for an overflow is kept before any index's name.  The names are
+ * kept in memory only: after a restart an index is named again at its
+ * next bad execution; until then readers in another database show its
+ * oid, and a function's statement is named without its function.
  *
  * Locking: the store's LWLock, shared to read (readers copy the entries
  * out and build rows after releasing it, and a backend looks for its
