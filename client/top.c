@@ -479,6 +479,40 @@ follow_extension(TopState *t, ExtensionState state)
 }
 
 /* Read the figures; on a dropped connection, note it and reconnect later. */
+/*
+ * The selection follows its finding when a refresh reorders the list or
+ * adds one above it: the same problem and subject, else the same problem
+ * (its subject's counts grew), else it stays where it was.  Without this,
+ * enter could read, and the open page show, another finding than the
+ * one marked a second before.
+ */
+static void
+follow_selection(TopState *t, const Snapshot *next)
+{
+	const Finding *was;
+	int			same_problem = -1;
+
+	if (t->selected < 0 || t->selected >= t->last.nfindings)
+		return;
+	was = &t->last.findings[t->selected];
+	for (int i = 0; i < next->nfindings; i++)
+	{
+		const Finding *f = &next->findings[i];
+
+		if (strcmp(f->problem, was->problem) != 0)
+			continue;
+		if (strcmp(f->subject, was->subject) == 0)
+		{
+			t->selected = i;
+			return;
+		}
+		if (same_problem < 0)
+			same_problem = i;
+	}
+	if (same_problem >= 0)
+		t->selected = same_problem;
+}
+
 static void
 refresh(TopState *t)
 {
@@ -590,7 +624,10 @@ refresh(TopState *t)
 		memset(&t->last.incidents, 0, sizeof(t->last.incidents));
 	}
 	if (t->have_last)
+	{
+		follow_selection(t, &next);
 		snapshot_free(&t->last);
+	}
 	t->last = next;
 	t->have_last = true;
 }

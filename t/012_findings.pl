@@ -223,7 +223,11 @@ $node->safe_psql('postgres', 'INSERT INTO side VALUES (0)');
 $node->pgbench('-n -c 2 -j 2 -t 200', 0, [qr{processed}], [qr{^$}], 'readers while a backend is overflowed',
 	{ 'readers' => "SELECT count(*) FROM contend WHERE id < 500;\n" });
 history_settled();
-is(findings(), 'subxact_overflow info', 'readers only: the overflow is info, no pg_subtrans contention')
+# The holder's age is the machine's: on a loaded one it can pass the
+# horizon's minimum (1 min) before this look, and add xmin_horizon_held as
+# info, rightly but beside this check's point: pinned out of reach.
+is(findings("SET pg_contention.horizon_min_age = '1h';"), 'subxact_overflow info',
+	'readers only: the overflow is info, no pg_subtrans contention')
   or diag($node->safe_psql('postgres', 'SELECT problem, severity, subject, evidence FROM pg_contention_findings'));
 like(finding('subxact_overflow', 'subject'),
 	qr/^statement INSERT INTO side VALUES \(\$1\).* in pid $holder_pid \(application loader, user \w+, idle in transaction for /,

@@ -9,7 +9,8 @@
 #   use PgContention::Test qw(run_client find_program);
 #
 # Loading it makes every background psql session restart its timeout
-# before each query (see below).  Nothing is exported unless asked for.  The helpers wait by polling, never
+# before each query and before it quits (see below).  Nothing is exported
+# unless asked for.  The helpers wait by polling, never
 # by sleeping, and assert nothing themselves: each test keeps its own
 # checks.
 #
@@ -79,6 +80,7 @@ use Exporter 'import';
 use IPC::Run;
 use Time::HiRes ();
 use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::BackgroundPsql ();
 
 # Every background psql session restarts its timeout before each query, as
 # one that is not long-lived would have it: a session that holds a
@@ -92,6 +94,16 @@ use PostgreSQL::Test::Cluster;
 		my $session = $background_psql->(@_);
 		$session->set_query_timer_restart if $session->can('set_query_timer_restart');
 		return $session;
+	};
+	# quit() waits for psql to exit on the same timer, which it does not
+	# restart: a session opened minutes before would die there
+	# ("timeout on timer #1") although psql exits at once.
+	my $quit = \&PostgreSQL::Test::BackgroundPsql::quit;
+	*PostgreSQL::Test::BackgroundPsql::quit = sub {
+		my ($session) = @_;
+		$session->{timeout}->start
+		  if defined($session->{query_timer_restart}) && defined($session->{timeout});
+		return $quit->(@_);
 	};
 }
 
