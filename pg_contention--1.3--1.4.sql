@@ -2615,7 +2615,17 @@ judged AS (
 				-- not run since: unknown, not a guess of "unvacuumed".
 				WHEN x.last_vacuum IS NULL AND x.last_bad < stats_lost.at THEN 'unknown'
 				ELSE 'unvacuumed' END AS state,
-		   stats_lost.at AS stats_lost_at
+		   stats_lost.at AS stats_lost_at,
+		   -- The cause, which pg_contention_findings groups the indexes by
+		   -- (one finding) and the incidents are keyed on: the holder while
+		   -- one holds the entries; one role's temporary indexes in one
+		   -- database; else the index.
+		   CASE WHEN h.h_subject IS NOT NULL AND NOT coalesce(x.index_gone, false)
+				THEN 'held by ' || coalesce(h.h_kind, '?') || ' ' || coalesce(h.h_holder, '?')
+				WHEN x.index_temporary
+				THEN 'database ' || coalesce(x.dbid::text, '?') || ' temporary indexes of user '
+					 || coalesce(x.index_owner::text, '?')
+				ELSE 'database ' || coalesce(x.dbid::text, '?') || ' index ' || coalesce(x.indexrelid::text, '?') END AS cause
 	  FROM index_rows AS x
 	  CROSS JOIN params
 	  CROSS JOIN stats_lost
@@ -2768,7 +2778,8 @@ index_findings AS (
 					 || ' (a warning again if they are). To know now, VACUUM '
 					 || coalesce(x.table_qname || x.in_database, 'the table') || '.'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
-		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+		   jsonb_build_object('cause', x.cause,
+							  'indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
 							  'database', x.datname, 'index', x.index_qname, 'table', x.table_qname,
 							  'temporary', x.index_temporary, 'owner_oid', x.index_owner::bigint,
 							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
@@ -2906,7 +2917,11 @@ hot_findings AS (
 		   || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END
 		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
 		   || ' read behind a long transaction or snapshot.' AS advice,
-		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+		   -- The cause (pg_contention_findings groups by it, the incidents
+		   -- are keyed on it): the holder.
+		   jsonb_build_object('cause', 'held by ' || coalesce(h.kind, '?') || ' ' || coalesce(h.holder, '?'),
+							  'indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'index', x.index_name, 'table', x.table_name,
 							  'owner_oid', x.relowner::bigint,
 							  'query_id', x.query_id, 'query_ids', coalesce(g.ids, jsonb_build_array(x.query_id)), 'calls', x.calls, 'executions', x.scans,
 							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,
@@ -2948,6 +2963,58 @@ SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.sinc
 END
 $$;
 
+-- ---- src/sql/findings/index_findings.sql ----
+
+--
+-- The index rules' findings one by one: a row per statement and index
+-- (dead_tuple_index_scan, hot_chain_scan), as the rules make them, before
+-- pg_contention_findings groups them by cause (details.cause: one holder's
+-- dead entries in a thousand indexes are one finding there).  Most severe
+-- first, then by cost (dead entries per execution, buffers per row).
+--
+-- horizon_roots: the root holders as pg_contention_findings read them for
+-- every rule of its evaluation; NULL: read now.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_index_findings(
+	window_length interval DEFAULT NULL,
+	horizon_roots jsonb DEFAULT NULL,
+	OUT problem text,
+	OUT severity text,
+	OUT subject text,
+	OUT evidence text,
+	OUT advice text,
+	OUT details jsonb,
+	OUT since timestamp with time zone
+)
+RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+WITH horizon AS MATERIALIZED (
+	SELECT coalesce(horizon_roots, (SELECT coalesce(jsonb_agg(r), '[]')
+									  FROM @extschema@.pg_contention_horizon_roots(window_length, NULL::pg_catalog.jsonb) AS r))
+		   AS roots
+)
+SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
+  FROM (SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h))
+		UNION ALL
+		SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h))) AS f
+ ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
+		  coalesce((f.details ->> 'dead_per_execution')::float8, (f.details ->> 'buffers_per_row')::float8) DESC NULLS LAST,
+		  f.subject;
+END
+$$;
+
+CREATE OR REPLACE VIEW @extschema@.pg_contention_index_findings AS
+	SELECT * FROM @extschema@.pg_contention_index_findings(NULL::pg_catalog.interval, NULL::pg_catalog.jsonb);
+
+GRANT SELECT ON @extschema@.pg_contention_index_findings TO PUBLIC;
+
 -- ---- src/sql/findings/xmin_horizon_held.sql ----
 
 --
@@ -2959,8 +3026,9 @@ $$;
 -- lookups reading dead entries, or an XID age past
 -- pg_contention.horizon_critical_xid_age; age alone is info.
 --
--- index_findings: the dead_tuple_index_scan findings of the same
--- evaluation, a JSON array of {severity, holder, indexrelid}, which
+-- index_findings: the dead_tuple_index_scan rows of the same evaluation,
+-- one per statement and index (before the findings group them by cause),
+-- a JSON array of {severity, holder, indexrelid, database_oid}, which
 -- pg_contention_findings gives it (this rule does not evaluate that one
 -- again).  NULL: none.  horizon_roots: the root holders as
 -- pg_contention_findings read them for every rule of the evaluation (the
@@ -3055,7 +3123,8 @@ paid_by AS MATERIALIZED (
 				 WHERE h.blocks_cleanup)) AS t
 ),
 index_found AS MATERIALIZED (
-	SELECT f.value ->> 'severity' AS severity, f.value ->> 'holder' AS holder, f.value -> 'indexrelid' AS indexrelid
+	SELECT f.value ->> 'severity' AS severity, f.value ->> 'holder' AS holder, f.value -> 'indexrelid' AS indexrelid,
+		   (f.value ->> 'database_oid') || ' ' || (f.value ->> 'indexrelid') AS index_key
 	  FROM pg_catalog.jsonb_array_elements(
 			   CASE WHEN pg_catalog.jsonb_typeof(index_findings) = 'array' THEN index_findings ELSE '[]' END) AS f
 ),
@@ -3072,7 +3141,7 @@ costed AS MATERIALIZED (
 	  FROM root_holders AS h
 	  CROSS JOIN params
 	  LEFT JOIN held_dead AS d ON d.culprit_key = h.culprit_key
-	  CROSS JOIN LATERAL (SELECT count(*) AS index_count,
+	  CROSS JOIN LATERAL (SELECT count(DISTINCT f.index_key) AS index_count,
 								 coalesce(bool_or(f.severity = 'critical'), false) AS index_critical
 							FROM index_found AS f
 						   WHERE f.holder = h.holder) AS i
@@ -3145,7 +3214,8 @@ horizon_findings AS (
 								ELSE '' END END
 		   || coalesce('; it retains ' || pg_catalog.pg_size_pretty(h.retained_wal) || ' of WAL', '')
 		   || CASE WHEN h.index_count > 0
-				   THEN '; it keeps the dead index entries of ' || h.index_count || ' dead_tuple_index_scan finding(s)'
+				   THEN '; it keeps the dead entries that lookups visit in ' || h.index_count
+						|| CASE WHEN h.index_count = 1 THEN ' index' ELSE ' indexes' END || ' (dead_tuple_index_scan)'
 				   ELSE '' END || '.'
 		   || CASE -- Its cost is the primary's, measured there.
 				   WHEN NOT h.costs AND params.standby AND h.feedback AND h.kind = 'backend'
@@ -3396,7 +3466,10 @@ $$;
 -- (subtrans_slru_contention names the overflows, xmin_horizon_held counts
 -- the dead index entries it keeps) is given them as an argument, never
 -- calls it; the rules that name holders of the xmin horizon are given
--- them as read once.  A rule can be called alone to read or test it.
+-- them as read once.  The index rules' rows (pg_contention_index_findings,
+-- one per statement and index) become one finding per cause: a holder's
+-- dead entries in a thousand indexes are one line to read, one incident
+-- to key.  A rule can be called alone to read or test it.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
 	window_length interval DEFAULT NULL,
@@ -3429,8 +3502,82 @@ WITH horizon AS MATERIALIZED (
 overflow_found AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_subxact_overflow(window_length)
 ),
+-- The index rules' rows, one per statement and index, in their order
+-- (most severe, then costliest, first).
+index_rows AS MATERIALIZED (
+	SELECT i.*, pg_catalog.row_number() OVER () AS pos
+	  FROM @extschema@.pg_contention_index_findings(window_length, (SELECT h.roots FROM horizon AS h)) AS i
+),
 index_found AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h))
+	SELECT * FROM index_rows AS i WHERE i.problem = 'dead_tuple_index_scan'
+),
+-- One finding per cause (details.cause, the incidents' key): one holder's
+-- dead entries in a thousand indexes are one finding, the costliest row's,
+-- which says how many more indexes there are ("and 999 more indexes", as
+-- the incident does; or more statements on the one index), the next
+-- costliest indexes and where every row is listed; its details count the
+-- indexes and list them (touched_count, touched: the first ten, costliest
+-- first, as the worker keeps them).
+index_keys AS (
+	SELECT i.problem, i.details ->> 'cause' AS cause,
+		   'database ' || coalesce(i.details ->> 'database_oid', '?') || ' index '
+		   || coalesce(i.details ->> 'indexrelid', '?') AS touched,
+		   min(i.pos) AS pos,
+		   -- the index as its costliest row names it, with that row's cost
+		   (pg_catalog.array_agg(
+				coalesce(i.details ->> 'index', 'oid ' || coalesce(i.details ->> 'indexrelid', '?'))
+				|| coalesce(' in database ' || pg_catalog.quote_ident(nullif(i.details ->> 'database', pg_catalog.current_database())), '')
+				|| coalesce(' (' || CASE WHEN i.problem = 'dead_tuple_index_scan'
+										 THEN pg_catalog.to_char((i.details ->> 'dead_per_execution')::numeric, 'FM999,999,999,990')
+											  || ' dead entries per execution'
+										 ELSE pg_catalog.to_char((i.details ->> 'buffers_per_row')::numeric, 'FM999,999,999,990')
+											  || ' buffers per row' END || ')', '')
+				ORDER BY i.pos))[1] AS label
+	  FROM index_rows AS i
+	 GROUP BY 1, 2, 3
+),
+cause_rows AS (
+	SELECT i.problem, coalesce(i.details ->> 'cause', '') AS cause, count(*) AS n_rows,
+		   count(DISTINCT i.details ->> 'database_oid') AS databases, min(i.since) AS since
+	  FROM index_rows AS i
+	 GROUP BY 1, 2
+),
+causes AS (
+	SELECT k.*, r.n_rows, r.databases, r.since
+	  FROM (SELECT k.problem, coalesce(k.cause, '') AS cause, count(*) AS indexes, min(k.pos) AS first_pos,
+				   (pg_catalog.array_agg(k.touched ORDER BY k.pos))[1:10] AS touched,
+				   (pg_catalog.array_agg(k.label ORDER BY k.pos))[2:4] AS next_worst
+			  FROM index_keys AS k
+			 GROUP BY 1, 2) AS k
+	  JOIN cause_rows AS r ON r.problem = k.problem AND r.cause = k.cause
+),
+index_grouped AS (
+	SELECT i.problem, i.severity,
+		   i.subject || CASE WHEN c.indexes > 1
+							 THEN ' (and ' || (c.indexes - 1) || ' more '
+								  || CASE WHEN c.indexes = 2 THEN 'index' ELSE 'indexes' END || ')'
+							 WHEN c.n_rows > 1
+							 THEN ' (and ' || (c.n_rows - 1) || ' more '
+								  || CASE WHEN c.n_rows = 2 THEN 'statement' ELSE 'statements' END || ' on it)'
+							 ELSE '' END AS subject,
+		   i.evidence || CASE WHEN c.indexes > 1
+							  THEN ' The same cause touches ' || pg_catalog.to_char(c.indexes, 'FM999,999,999,990') || ' indexes'
+								   || CASE WHEN c.databases > 1 THEN ' in ' || c.databases || ' databases' ELSE '' END
+								   || '; the next costliest: ' || pg_catalog.array_to_string(c.next_worst, ', ')
+								   || '; every one in pg_contention_index_findings.'
+							  WHEN c.n_rows > 1
+							  THEN ' ' || (c.n_rows - 1) || ' other '
+								   || CASE WHEN c.n_rows = 2 THEN 'statement visits' ELSE 'statements visit' END
+								   || ' the same index: every one in pg_contention_index_findings.'
+							  ELSE '' END AS evidence,
+		   i.advice,
+		   CASE WHEN c.n_rows > 1
+				THEN i.details || jsonb_build_object('touched_count', c.indexes, 'touched', pg_catalog.to_jsonb(c.touched),
+													 'statements', c.n_rows)
+				ELSE i.details END AS details,
+		   c.since
+	  FROM causes AS c
+	  JOIN index_rows AS i ON i.pos = c.first_pos
 ),
 found AS (
 	SELECT * FROM overflow_found
@@ -3438,12 +3585,12 @@ found AS (
 		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object('subject', o.subject, 'details', o.details)), '[]')
 						  FROM overflow_found AS o))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
-	UNION ALL SELECT * FROM index_found
-	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h))
+	UNION ALL SELECT * FROM index_grouped
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(
 		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object(
 											'severity', i.severity, 'holder', i.details -> 'holder' ->> 'holder',
-											'indexrelid', i.details -> 'indexrelid')), '[]')
+											'indexrelid', i.details -> 'indexrelid',
+											'database_oid', i.details -> 'database_oid')), '[]')
 						  FROM index_found AS i),
 		(SELECT h.roots FROM horizon AS h))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
@@ -3680,25 +3827,17 @@ SELECT CASE problem
 		   WHEN 'subxact_near_overflow' THEN
 			   'database ' || coalesce(details ->> 'database_oid', '?')
 			   || ' user ' || coalesce(details ->> 'user_oid', '?')
-		   -- The holder behind the dead entries, when the finding names
-		   -- one: one cause, one incident, whatever the number of indexes
-		   -- it touches (the worker lists them); one role's temporary
-		   -- indexes in one database; else one index.
+		   -- The cause the rule names (details.cause), which
+		   -- pg_contention_findings groups the indexes by: the holder
+		   -- behind the dead entries while one holds them (one incident,
+		   -- whatever the number of indexes it touches); one role's
+		   -- temporary indexes in one database; else one index.
 		   WHEN 'dead_tuple_index_scan' THEN
-			   CASE WHEN pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
-					THEN 'held by ' || coalesce(details #>> '{holder,kind}', '?')
-						 || ' ' || coalesce(details #>> '{holder,holder}', '?')
-					WHEN details ->> 'temporary' = 'true'
-					THEN 'database ' || coalesce(details ->> 'database_oid', '?')
-						 || ' temporary indexes of user ' || coalesce(details ->> 'owner_oid', '?')
-					ELSE 'database ' || coalesce(details ->> 'database_oid', '?')
-						 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
+			   coalesce(details ->> 'cause', 'database ' || coalesce(details ->> 'database_oid', '?')
+											 || ' index ' || coalesce(details ->> 'indexrelid', '?'))
 		   WHEN 'hot_chain_scan' THEN
-			   CASE WHEN pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
-					THEN 'held by ' || coalesce(details #>> '{holder,kind}', '?')
-						 || ' ' || coalesce(details #>> '{holder,holder}', '?')
-					ELSE 'database ' || coalesce(details ->> 'database_oid', '?')
-						 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
+			   coalesce(details ->> 'cause', 'database ' || coalesce(details ->> 'database_oid', '?')
+											 || ' index ' || coalesce(details ->> 'indexrelid', '?'))
 		   -- One holder: a backend's pid, a slot's name, a prepared
 		   -- transaction's gid, a standby's walsender.
 		   WHEN 'xmin_horizon_held' THEN

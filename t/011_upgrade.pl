@@ -121,8 +121,13 @@ is(scalar(@rules), 8, 'eight rule functions (sampler_stale is the eighth)');
 # The two that build on another's findings are given them (a JSON array).
 my %given = (pg_contention_rule_subtrans_slru_contention => 'pg_contention_rule_subxact_overflow',
 	pg_contention_rule_xmin_horizon_held => 'pg_contention_rule_dead_tuple_index_scan');
+# (The two index rules through pg_contention_index_findings, which the
+# findings read once and group by cause.)
 my $findings_def = $node->safe_psql('fresh',
-	"SELECT pg_get_functiondef('pg_contention_findings(interval)'::regprocedure)");
+	"SELECT pg_get_functiondef('pg_contention_findings(interval)'::regprocedure)
+	     || pg_get_functiondef('pg_contention_index_findings(interval, jsonb)'::regprocedure)");
+like($findings_def, qr/\bpg_contention_index_findings\(window_length\b/,
+	'pg_contention_findings reads the index rules\' rows through pg_contention_index_findings');
 for my $rule (@rules)
 {
 	my $args = $given{$rule} ? "NULL, '[]'" : '';

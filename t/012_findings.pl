@@ -289,7 +289,7 @@ like(finding('xmin_horizon_held', 'severity || \' \' || subject', $short),
 	qr/^warning pid $blocker_pid \(application billing, user \w+, database postgres, idle in transaction for \d+ s\)/,
 	'xmin_horizon_held names the idle transaction');
 like(finding('xmin_horizon_held', 'evidence', $short),
-	qr/ dead tuples, [0-9,]+ of them in \d+ tables? due for autovacuum; it keeps the dead index entries of 1 dead_tuple_index_scan finding\(s\)\. Paid by application 012_findings\.pl \(user \w+: SELECT \* FROM orders WHERE customer = (42|\$1) visited 60,000 dead index entries in 3 executions(; \d+ other statements? [0-9,]+ more entries)?\)\.$/,
+	qr/ dead tuples, [0-9,]+ of them in \d+ tables? due for autovacuum; it keeps the dead entries that lookups visit in 1 index \(dead_tuple_index_scan\)\. Paid by application 012_findings\.pl \(user \w+: SELECT \* FROM orders WHERE customer = (42|\$1) visited 60,000 dead index entries in 3 executions(; \d+ other statements? [0-9,]+ more entries)?\)\.$/,
 	'it says what the holder keeps, and who pays');
 like(finding('xmin_horizon_held', 'advice', $short), qr/pg_terminate_backend\($blocker_pid\)/,
 	'advice for an idle transaction');

@@ -5,9 +5,9 @@
 # hold to the fix.
 #
 # (a) The issue's flood: 105 temporary indexes, each scanned over its own
-#     invisible entries inside one open transaction: one incident for the
-#     holder behind them (listing the 105 indexes), not 105; opened for
-#     the first 5, it counts the 100 that come after.
+#     invisible entries inside one open transaction: one finding and one
+#     incident for the holder behind them (listing the 105 indexes), not
+#     105; opened for the first 5, it counts the 100 that come after.
 # (b) 8 tables of hers, each scanned once over dead entries nothing holds:
 #     8 incidents of hers (an incident no holder explains counts for the
 #     index's owner, issue 58) for 6 slots, 2 refused (counted, logged
@@ -162,9 +162,13 @@ ok($node->poll_query_until('shop', q{
 	'(a) as the dead entries spread to 100 more indexes, the incident counts all 105')
   or diag($node->safe_psql('shop', q{SELECT subject, details -> 'finding' ->> 'touched_count' FROM pg_contention_incidents}));
 is($node->safe_psql('shop', qq{
-	SELECT count(*) FROM pg_contention_findings
+	SELECT count(*) || ' ' || min(details ->> 'touched_count') FROM pg_contention_findings
 	 WHERE problem = 'dead_tuple_index_scan' AND details -> 'holder' ->> 'holder' = '$flood_pid'}),
-	'105', '(a) 105 findings, one per index');
+	'1 105', '(a) one finding for the holder, of 105 indexes');
+is($node->safe_psql('shop', qq{
+	SELECT count(*) FROM pg_contention_index_findings
+	 WHERE problem = 'dead_tuple_index_scan' AND details -> 'holder' ->> 'holder' = '$flood_pid'}),
+	'105', '(a) 105 rows in pg_contention_index_findings, one per index');
 evaluated_twice($node);
 is(incidents("problem = 'dead_tuple_index_scan'"), '1', '(a) one incident for them: not one per index');
 is($node->safe_psql('shop', q{
@@ -390,9 +394,13 @@ scan_each($many, 't', 1000);
 # The worker may have opened the incident while the scans went on: it
 # counts the indexes that came later too.
 is($node->safe_psql('shop', q{
-	SELECT count(*) FROM pg_contention_findings
+	SELECT count(*) || ' ' || min(details ->> 'touched_count') FROM pg_contention_findings
 	 WHERE problem = 'dead_tuple_index_scan' AND details ->> 'temporary' = 'true' AND severity = 'warning'}),
-	'1000', '(d) 1,000 findings, one per temporary index');
+	'1 1000', '(d) one finding of mallory\'s 1,000 temporary indexes');
+is($node->safe_psql('shop', q{
+	SELECT count(*) FROM pg_contention_index_findings
+	 WHERE problem = 'dead_tuple_index_scan' AND details ->> 'temporary' = 'true' AND severity = 'warning'}),
+	'1000', '(d) and 1,000 rows in pg_contention_index_findings, one per temporary index');
 ok($node->poll_query_until('shop', q{
 	SELECT count(*) = 1 FROM pg_contention_incidents
 	 WHERE problem = 'dead_tuple_index_scan' AND details ->> 'key' LIKE 'database % temporary indexes of user %'

@@ -72,14 +72,20 @@ $node->safe_psql('shop', q{
 	END $$});
 $node->safe_psql('shop', "$ios SELECT count(*) FROM orders_of(42)") for 1 .. 3;
 like($node->safe_psql('shop', q{SELECT subject || ' | ' || (details ->> 'worst_caller_query_id')
-	FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%customer = c%'}),
+	FROM pg_contention_index_findings WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%customer = c%'}),
 	qr/^index public\.orders_customer scanned by SELECT \* FROM orders WHERE customer = c \(query id -?\d+\) in PL\/pgSQL function orders_of\(integer\) line \d+ at RETURN QUERY, inside SELECT count\(\*\) FROM orders_of\(\$1\) \(query id (-?\d+)\) \| \1$/,
 	'the function\'s lookup is named with its function and the client statement that called it');
+# The findings: one for the holder's dead entries in the one index, the
+# costlier statement's, saying there is one more.
+like($node->safe_psql('shop', q{SELECT count(*) || ' ' || min(subject) || ' | ' || min(details ->> 'touched_count')
+	FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan'}),
+	qr/^1 index public\.orders_customer scanned by .* \(and 1 more statement on it\) \| 1$/,
+	'one finding for the cause: one index, two statements');
 # From another database (where the incidents worker and check read), the
 # same: the function was noted in shop, where its catalog is.
 $node->safe_psql('postgres', 'CREATE EXTENSION pg_contention');
 like($node->safe_psql('postgres', q{SELECT subject || ' | ' || (details ->> 'worst_function')
-	FROM pg_contention_findings WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%customer = c%'}),
+	FROM pg_contention_index_findings WHERE problem = 'dead_tuple_index_scan' AND subject LIKE '%customer = c%'}),
 	qr/^index public\.orders_customer in database shop scanned by .* in PL\/pgSQL function orders_of\(integer\) line \d+ at RETURN QUERY, inside SELECT count\(\*\) FROM orders_of\(\$1\) .*\| PL\/pgSQL function orders_of\(integer\) line \d+ at RETURN QUERY$/,
 	'read from database postgres: the function is named too');
 # A role without pg_read_all_stats in postgres sees none of shop's.

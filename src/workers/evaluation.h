@@ -37,6 +37,8 @@ typedef struct Found
 	bool		cause_gone;		/* what it describes is over (key.sql) */
 	char	   *touched;		/* what it is about within its key, or NULL */
 	int			members;		/* findings of its key it stands for */
+	bool		grouped;		/* pg_contention_findings made it of its
+								 * cause's findings (details.touched_count) */
 	char	   *seen_details;	/* a JSON array: the details of its key's
 								 * findings at warning or above */
 	/* What the evaluation decided. */

@@ -85,9 +85,11 @@ seen_details(Found **members, int n, const Found *best)
  * many there are, in its subject ("and 104 more indexes") and in its
  * details ("touched": the first TOUCHED_LISTED, "touched_count"; a single
  * index finding lists its index too, for continues_incident), since
- * the earliest of them, its cause gone when every one's is.  The work of
- * an evaluation then grows with the causes, not with the indexes.  Returns
- * the count left in found (in the findings' order).
+ * the earliest of them, its cause gone when every one's is.  The findings
+ * group the indexes of one cause already (details.cause, the key): such a
+ * finding stands for its touched_count.  The work of an evaluation then
+ * grows with the causes, not with the indexes.  Returns the count left in
+ * found (in the findings' order).
  */
 int
 group_findings(Found *found, int nfound)
@@ -108,12 +110,18 @@ group_findings(Found *found, int nfound)
 		Found	   *best = order[i];
 		StringInfoData list;
 		int			listed = 0;
+		int			members;
 		bool		all_gone = true;
 
 		for (j = i + 1; j < nfound && strcmp(order[j]->problem, best->problem) == 0 &&
 			 strcmp(order[j]->key, best->key) == 0; j++)
 			;
-		if (j - i == 1 && best->touched == NULL)
+		/*
+		 * Alone under its key: nothing to group, or grouped already (the
+		 * findings group the indexes of one cause, and say so in its
+		 * subject and details).
+		 */
+		if (j - i == 1 && (best->touched == NULL || best->grouped))
 			continue;
 		initStringInfo(&list);
 		for (int k = i; k < j; k++)
@@ -139,7 +147,10 @@ group_findings(Found *found, int nfound)
 			if (f->since != 0 && (best->since == 0 || f->since < best->since))
 				best->since = f->since;
 		}
-		best->members = j - i;
+		members = 0;
+		for (int k = i; k < j; k++)
+			members += order[k]->grouped ? order[k]->members : 1;
+		best->members = members;
 		best->cause_gone = all_gone;
 		if (j - i > 1)
 			best->subject = psprintf("%s (and %d more %s)", best->subject, j - i - 1,

@@ -246,7 +246,8 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 					   " THEN pg_catalog.jsonb_build_object('problem', f.problem,"
 					   " 'database_oid', f.details OPERATOR(pg_catalog.->) 'database_oid',"
 					   " 'indexrelid', f.details OPERATOR(pg_catalog.->) 'indexrelid',"
-					   " 'state', f.details OPERATOR(pg_catalog.->) 'state')::pg_catalog.text END"
+					   " 'state', f.details OPERATOR(pg_catalog.->) 'state')::pg_catalog.text END,"
+					   " CAST(f.details OPERATOR(pg_catalog.->>) 'touched_count' AS pg_catalog.int4)"
 					   " FROM %s.pg_contention_findings(NULL::pg_catalog.interval) AS f"
 					   " CROSS JOIN LATERAL %s.pg_contention_incident_key(f.problem, f.details) AS k",
 					   pgc_ext_schema, pgc_ext_schema);
@@ -321,7 +322,10 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 		value = SPI_getbinval(tup, desc, 10, &isnull);
 		f->cause_gone = !isnull && DatumGetBool(value);
 		f->touched = SPI_getvalue(tup, desc, 12);
-		f->members = 1;
+		/* The indexes of one cause, grouped by pg_contention_findings. */
+		value = SPI_getbinval(tup, desc, 14, &isnull);
+		f->members = isnull ? 1 : Max(DatumGetInt32(value), 1);
+		f->grouped = !isnull;
 		f->seen_details = f->details;
 		MemoryContextSwitchTo(old);
 	}

@@ -155,7 +155,17 @@ judged AS (
 				-- not run since: unknown, not a guess of "unvacuumed".
 				WHEN x.last_vacuum IS NULL AND x.last_bad < stats_lost.at THEN 'unknown'
 				ELSE 'unvacuumed' END AS state,
-		   stats_lost.at AS stats_lost_at
+		   stats_lost.at AS stats_lost_at,
+		   -- The cause, which pg_contention_findings groups the indexes by
+		   -- (one finding) and the incidents are keyed on: the holder while
+		   -- one holds the entries; one role's temporary indexes in one
+		   -- database; else the index.
+		   CASE WHEN h.h_subject IS NOT NULL AND NOT coalesce(x.index_gone, false)
+				THEN 'held by ' || coalesce(h.h_kind, '?') || ' ' || coalesce(h.h_holder, '?')
+				WHEN x.index_temporary
+				THEN 'database ' || coalesce(x.dbid::text, '?') || ' temporary indexes of user '
+					 || coalesce(x.index_owner::text, '?')
+				ELSE 'database ' || coalesce(x.dbid::text, '?') || ' index ' || coalesce(x.indexrelid::text, '?') END AS cause
 	  FROM index_rows AS x
 	  CROSS JOIN params
 	  CROSS JOIN stats_lost
@@ -308,7 +318,8 @@ index_findings AS (
 					 || ' (a warning again if they are). To know now, VACUUM '
 					 || coalesce(x.table_qname || x.in_database, 'the table') || '.'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
-		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+		   jsonb_build_object('cause', x.cause,
+							  'indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
 							  'database', x.datname, 'index', x.index_qname, 'table', x.table_qname,
 							  'temporary', x.index_temporary, 'owner_oid', x.index_owner::bigint,
 							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,

@@ -96,7 +96,11 @@ hot_findings AS (
 		   || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END
 		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
 		   || ' read behind a long transaction or snapshot.' AS advice,
-		   jsonb_build_object('indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+		   -- The cause (pg_contention_findings groups by it, the incidents
+		   -- are keyed on it): the holder.
+		   jsonb_build_object('cause', 'held by ' || coalesce(h.kind, '?') || ' ' || coalesce(h.holder, '?'),
+							  'indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
+							  'index', x.index_name, 'table', x.table_name,
 							  'owner_oid', x.relowner::bigint,
 							  'query_id', x.query_id, 'query_ids', coalesce(g.ids, jsonb_build_array(x.query_id)), 'calls', x.calls, 'executions', x.scans,
 							  'n_tup_upd', x.n_tup_upd, 'n_tup_hot_upd', x.n_tup_hot_upd,

@@ -7,8 +7,9 @@
 -- lookups reading dead entries, or an XID age past
 -- pg_contention.horizon_critical_xid_age; age alone is info.
 --
--- index_findings: the dead_tuple_index_scan findings of the same
--- evaluation, a JSON array of {severity, holder, indexrelid}, which
+-- index_findings: the dead_tuple_index_scan rows of the same evaluation,
+-- one per statement and index (before the findings group them by cause),
+-- a JSON array of {severity, holder, indexrelid, database_oid}, which
 -- pg_contention_findings gives it (this rule does not evaluate that one
 -- again).  NULL: none.  horizon_roots: the root holders as
 -- pg_contention_findings read them for every rule of the evaluation (the
@@ -103,7 +104,8 @@ paid_by AS MATERIALIZED (
 				 WHERE h.blocks_cleanup)) AS t
 ),
 index_found AS MATERIALIZED (
-	SELECT f.value ->> 'severity' AS severity, f.value ->> 'holder' AS holder, f.value -> 'indexrelid' AS indexrelid
+	SELECT f.value ->> 'severity' AS severity, f.value ->> 'holder' AS holder, f.value -> 'indexrelid' AS indexrelid,
+		   (f.value ->> 'database_oid') || ' ' || (f.value ->> 'indexrelid') AS index_key
 	  FROM pg_catalog.jsonb_array_elements(
 			   CASE WHEN pg_catalog.jsonb_typeof(index_findings) = 'array' THEN index_findings ELSE '[]' END) AS f
 ),
@@ -120,7 +122,7 @@ costed AS MATERIALIZED (
 	  FROM root_holders AS h
 	  CROSS JOIN params
 	  LEFT JOIN held_dead AS d ON d.culprit_key = h.culprit_key
-	  CROSS JOIN LATERAL (SELECT count(*) AS index_count,
+	  CROSS JOIN LATERAL (SELECT count(DISTINCT f.index_key) AS index_count,
 								 coalesce(bool_or(f.severity = 'critical'), false) AS index_critical
 							FROM index_found AS f
 						   WHERE f.holder = h.holder) AS i
@@ -193,7 +195,8 @@ horizon_findings AS (
 								ELSE '' END END
 		   || coalesce('; it retains ' || pg_catalog.pg_size_pretty(h.retained_wal) || ' of WAL', '')
 		   || CASE WHEN h.index_count > 0
-				   THEN '; it keeps the dead index entries of ' || h.index_count || ' dead_tuple_index_scan finding(s)'
+				   THEN '; it keeps the dead entries that lookups visit in ' || h.index_count
+						|| CASE WHEN h.index_count = 1 THEN ' index' ELSE ' indexes' END || ' (dead_tuple_index_scan)'
 				   ELSE '' END || '.'
 		   || CASE -- Its cost is the primary's, measured there.
 				   WHEN NOT h.costs AND params.standby AND h.feedback AND h.kind = 'backend'

@@ -54,25 +54,17 @@ SELECT CASE problem
 		   WHEN 'subxact_near_overflow' THEN
 			   'database ' || coalesce(details ->> 'database_oid', '?')
 			   || ' user ' || coalesce(details ->> 'user_oid', '?')
-		   -- The holder behind the dead entries, when the finding names
-		   -- one: one cause, one incident, whatever the number of indexes
-		   -- it touches (the worker lists them); one role's temporary
-		   -- indexes in one database; else one index.
+		   -- The cause the rule names (details.cause), which
+		   -- pg_contention_findings groups the indexes by: the holder
+		   -- behind the dead entries while one holds them (one incident,
+		   -- whatever the number of indexes it touches); one role's
+		   -- temporary indexes in one database; else one index.
 		   WHEN 'dead_tuple_index_scan' THEN
-			   CASE WHEN pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
-					THEN 'held by ' || coalesce(details #>> '{holder,kind}', '?')
-						 || ' ' || coalesce(details #>> '{holder,holder}', '?')
-					WHEN details ->> 'temporary' = 'true'
-					THEN 'database ' || coalesce(details ->> 'database_oid', '?')
-						 || ' temporary indexes of user ' || coalesce(details ->> 'owner_oid', '?')
-					ELSE 'database ' || coalesce(details ->> 'database_oid', '?')
-						 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
+			   coalesce(details ->> 'cause', 'database ' || coalesce(details ->> 'database_oid', '?')
+											 || ' index ' || coalesce(details ->> 'indexrelid', '?'))
 		   WHEN 'hot_chain_scan' THEN
-			   CASE WHEN pg_catalog.jsonb_typeof(details -> 'holder') = 'object'
-					THEN 'held by ' || coalesce(details #>> '{holder,kind}', '?')
-						 || ' ' || coalesce(details #>> '{holder,holder}', '?')
-					ELSE 'database ' || coalesce(details ->> 'database_oid', '?')
-						 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
+			   coalesce(details ->> 'cause', 'database ' || coalesce(details ->> 'database_oid', '?')
+											 || ' index ' || coalesce(details ->> 'indexrelid', '?'))
 		   -- One holder: a backend's pid, a slot's name, a prepared
 		   -- transaction's gid, a standby's walsender.
 		   WHEN 'xmin_horizon_held' THEN
