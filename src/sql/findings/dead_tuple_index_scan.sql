@@ -220,7 +220,9 @@ judged AS (
 callers AS MATERIALIZED (
 	SELECT s.dbid, s.query_id, s.query
 	  FROM @extschema@.pg_contention_statements(false) AS s
-	 WHERE s.query_id IN (SELECT j.worst_caller FROM judged AS j WHERE j.worst_caller IS NOT NULL)
+	 -- (a one-time test first: without a caller the store is not read)
+	 WHERE EXISTS (SELECT 1 FROM judged AS j WHERE j.worst_caller IS NOT NULL)
+	   AND s.query_id IN (SELECT j.worst_caller FROM judged AS j WHERE j.worst_caller IS NOT NULL)
 ),
 -- The functions those statements ran in (read once).
 contexts AS MATERIALIZED (
