@@ -35,9 +35,12 @@
 #
 # 7. The targets of BENCHMARKS.md, each judged on this run's figures
 #    ("met" or "NOT MET"), after the table.
+# 8. Scale: K = 100, 1,000 and 5,000 indexes with dead entries behind one
+#    holder: the findings, the worker's query, check and top (scale_cost).
 #
 #   PGC_BENCH_ONLY=findings tools/bench.sh    only part 6
 #   PGC_BENCH_ONLY=sampler tools/bench.sh     only part 2
+#   PGC_BENCH_ONLY=scale tools/bench.sh       only part 8 (PGC_BENCH_SCALE="100 1000": its K)
 #   PGC_BENCH_HISTORY=60 ...   wait for 60 s of history, not 900 (a quick look)
 #   PGC_BENCH_QUICK=1 tools/bench.sh    only part 1, the instruction counts (and their targets)
 #   PGC_BENCH_CONFIGS="none pg_contention" ...   fewer configurations
@@ -453,6 +456,93 @@ if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
 	exit 0
 fi
 
+# ---- 8. scale: K indexes with dead entries behind one holder ----
+# In a database of its own, K small tables, each with an index on k, 20
+# live rows and 1,100 dead rows of k = 7 behind one transaction with an
+# XID, each index looked up once (K = 100, 1,000, 5,000).  Then, in a
+# session that has planned them (a warm one, as the worker's), the median
+# of the last 5 of 6 executions of the findings and of the worker's query
+# (the findings with each one's incident key); the server's CPU per
+# `pg_contention check` reading the worker's evaluation (the postmaster's
+# reaped children: the checks' backends) over 10 checks; top's backend
+# CPU per refresh over 20 refreshes.  Rows: the index rows, the findings.
+scale_cost() {
+	local k t pm c0 c1 top_pid backend a b
+	declare -gA scale_rows scale_findings scale_findings_ms scale_worker_ms scale_check_ms scale_top_ms
+	start_server pg_contention "-c max_locks_per_transaction=256 -c autovacuum=off -c pg_contention.incident_database=shop"
+	for k in ${PGC_BENCH_SCALE:-100 1000 5000}; do
+		psql_ -c "SELECT pg_contention_reset()" -c "DROP DATABASE IF EXISTS shop" -c "CREATE DATABASE shop" >/dev/null
+		psql_ -d shop -c "CREATE EXTENSION pg_contention" -c "DO \$\$ BEGIN FOR i IN 1..$k LOOP
+			EXECUTE format('CREATE TABLE t%s (k integer, v text)', i);
+			EXECUTE format('CREATE INDEX t%s_k ON t%s (k)', i, i);
+			EXECUTE format('INSERT INTO t%s SELECT g, ''live'' FROM generate_series(1, 20) AS g', i);
+			IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$" >/dev/null
+		# The holder: a session that sleeps inside its transaction.
+		run "$bindir/psql" -X -q -h "$work" -U postgres -d shop \
+			-c "BEGIN; SELECT txid_current(); SELECT pg_sleep(3600)" >/dev/null 2>&1 &
+		wait_for "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND query LIKE '%pg_sleep(3600)'" 100 || true
+		psql_ -d shop -c "DO \$\$ BEGIN FOR i IN 1..$k LOOP
+			EXECUTE format('INSERT INTO t%s SELECT 7, ''gone'' FROM generate_series(1, 1100)', i);
+			EXECUTE format('DELETE FROM t%s WHERE v = ''gone''', i);
+			IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$" >/dev/null
+		{
+			echo "SET enable_seqscan = off; SET enable_bitmapscan = off;"
+			for ((t = 1; t <= k; t++)); do echo "SELECT count(*) FROM t$t WHERE k = 7;"; done
+		} >"$work/lookups.sql"
+		psql_ -d shop -f "$work/lookups.sql" >/dev/null
+		scale_rows[$k]=$(psql_ -d shop -c "SELECT count(*) FROM pg_contention_index_findings")
+		scale_findings[$k]=$(psql_ -d shop -c "SELECT count(*) FROM pg_contention_findings")
+		for t in findings worker; do
+			{
+				echo '\timing on'
+				for ((a = 0; a < 6; a++)); do
+					if [ $t = findings ]; then
+						echo "SELECT count(*) FROM pg_contention_findings;"
+					else
+						echo "SELECT count(*) FROM pg_contention_findings(NULL::interval) AS f CROSS JOIN LATERAL pg_contention_incident_key(f.problem, f.details) AS k;"
+					fi
+				done
+			} >"$work/warm.sql"
+			b=$(psql_ -d shop -f "$work/warm.sql" | awk '/^Time:/ {print $2}' | tail -5 | sort -n | sed -n 3p)
+			if [ $t = findings ]; then scale_findings_ms[$k]=$b; else scale_worker_ms[$k]=$b; fi
+		done
+		wait_for "SELECT count(*) > 0 FROM pg_contention_findings_kept()" 300 || true
+		pm=$(head -1 "$work/data/postmaster.pid")
+		c0=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+		for ((a = 0; a < 10; a++)); do
+			run "$bindir/pg_contention" check -h "$work" -U postgres -d shop >/dev/null || true
+		done
+		c1=$(awk '{print $16 + $17}' "/proc/$pm/stat")
+		scale_check_ms[$k]=$(awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) * 1000 / hz / 10 }')
+		run "$bindir/pg_contention" top -n 28 -i 0.5 -h "$work" -U postgres -d shop >/dev/null 2>&1 &
+		top_pid=$!
+		sleep 3
+		backend=$(psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'
+			AND application_name LIKE 'pg_contention%' AND pid <> pg_backend_pid() LIMIT 1")
+		a=$(cut -d' ' -f1 "/proc/$backend/schedstat")
+		sleep 10
+		b=$(cut -d' ' -f1 "/proc/$backend/schedstat")
+		wait "$top_pid" || true
+		scale_top_ms[$k]=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b - a) / 1e6 / 20 }')
+		psql_ -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3600)' AND pid <> pg_backend_pid()" >/dev/null
+		wait || true
+	done
+	stop_server
+}
+scale_table() {
+	local k
+	echo "| K indexes behind one holder | index rows | findings | findings, warm, ms | the worker's query, warm, ms | check (kept), server CPU, ms | top, backend CPU per refresh, ms |"
+	echo "|---|---|---|---|---|---|---|"
+	for k in ${PGC_BENCH_SCALE:-100 1000 5000}; do
+		echo "| $k | ${scale_rows[$k]} | ${scale_findings[$k]} | ${scale_findings_ms[$k]} | ${scale_worker_ms[$k]} | ${scale_check_ms[$k]} | ${scale_top_ms[$k]} |"
+	done
+}
+if [ "${PGC_BENCH_ONLY:-}" = scale ]; then
+	scale_cost
+	scale_table
+	exit 0
+fi
+
 # ---- 1. instructions per statement ----
 python3 - "$work" <<'PY'
 import random, sys
@@ -626,6 +716,9 @@ shm_pgc=$(shmem_total pg_contention)
 shm_mb=$(awk -v a="$shm_none" -v b="$shm_pgc" 'BEGIN { printf "%.2f", (b - a) / 1048576 }')
 findings_cost
 
+# ---- 8. scale ----
+scale_cost
+
 # ---- the table ----
 out=$work/results.md
 {
@@ -647,6 +740,8 @@ out=$work/results.md
 	echo "| pg_contention top, one session refreshing every 0.5 s, stores full: its backend's CPU per refresh over 40 refreshes, ms, median of 3 | | $top_cpu_ms | | |"
 	echo "| the incidents worker over 300 s at its default interval, stores full ($incident_open incidents open): % of one core; ms of CPU per evaluation, median (largest) of $incident_evals | | $incident_pct; $incident_ms ($incident_max) | | |"
 	echo "| sampler memory over ${memory_seconds} s (old_snapshot_threshold on, stats_fetch_consistency none): RssAnon kB, memory_bytes | | $rss0 -> $rss1 kB; $mem0 -> $mem1 | | |"
+	echo
+	scale_table
 	echo
 	target_table
 } >"$out"
