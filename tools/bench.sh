@@ -471,8 +471,8 @@ scale_cost() {
 	declare -gA scale_rows scale_findings scale_findings_ms scale_worker_ms scale_check_ms scale_top_ms
 	start_server pg_contention "-c max_locks_per_transaction=256 -c autovacuum=off -c pg_contention.incident_database=shop"
 	for k in ${PGC_BENCH_SCALE:-100 1000 5000}; do
-		psql_ -c "SELECT pg_contention_reset()" -c "DROP DATABASE IF EXISTS shop" -c "CREATE DATABASE shop" >/dev/null
-		psql_ -d shop -c "CREATE EXTENSION pg_contention" -c "DO \$\$ BEGIN FOR i IN 1..$k LOOP
+		psql_ -v ON_ERROR_STOP=1 -c "SELECT pg_contention_reset()" -c "DROP DATABASE IF EXISTS shop WITH (FORCE)" -c "CREATE DATABASE shop" >/dev/null
+		psql_ -v ON_ERROR_STOP=1 -d shop -c "CREATE EXTENSION pg_contention" -c "DO \$\$ BEGIN FOR i IN 1..$k LOOP
 			EXECUTE format('CREATE TABLE t%s (k integer, v text)', i);
 			EXECUTE format('CREATE INDEX t%s_k ON t%s (k)', i, i);
 			EXECUTE format('INSERT INTO t%s SELECT g, ''live'' FROM generate_series(1, 20) AS g', i);
@@ -481,7 +481,7 @@ scale_cost() {
 		run "$bindir/psql" -X -q -h "$work" -U postgres -d shop \
 			-c "BEGIN; SELECT txid_current(); SELECT pg_sleep(3600)" >/dev/null 2>&1 &
 		wait_for "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND query LIKE '%pg_sleep(3600)'" 100 || true
-		psql_ -d shop -c "DO \$\$ BEGIN FOR i IN 1..$k LOOP
+		psql_ -v ON_ERROR_STOP=1 -d shop -c "DO \$\$ BEGIN FOR i IN 1..$k LOOP
 			EXECUTE format('INSERT INTO t%s SELECT 7, ''gone'' FROM generate_series(1, 1100)', i);
 			EXECUTE format('DELETE FROM t%s WHERE v = ''gone''', i);
 			IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$" >/dev/null
