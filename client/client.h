@@ -332,6 +332,9 @@ typedef struct SnapshotScope
 								 * too); 0: none */
 	const Snapshot *held;		/* top: the last look on this connection,
 								 * whose seconds are not read again */
+	bool		without_tables; /* top: not the statements, indexes and who
+								 * pays (the costliest reads; top keeps its
+								 * last read in between) */
 	bool		without_values; /* report: statements normalized, the
 								 * findings without the worst execution's
 								 * constants (1.4) */

@@ -310,7 +310,8 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	PGresult   *res;
 	const char *x = c->schema;
 	int			limit = scope->row_limit;
-	bool		victims = c->ext_version >= 104;
+	bool		victims = c->ext_version >= 104 && !scope->without_tables;
+	bool		tables = !scope->without_tables;
 	bool		incidents;
 	const char *params[MAX_BATCH] = {0};
 	int			history_query = -1; /* its place in the batch */
@@ -447,56 +448,59 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 				   scope->history_seconds + 1);
 	buf_append(&sql, " ORDER BY bucket_start");
 	batch_add(&b, &sql);
-	buf_printf(&sql,
-			   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
-			   " subtrans_wait_samples, max_subxacts, blks_per_row, query, %s"
-			   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most FROM ",
-			   c->ext_version >= 104 ? "application_name" : "NULL::text");
-	if (c->ext_version >= 104)
+	if (tables)
 	{
+		buf_printf(&sql,
+				   "SELECT query_id, datname, usename, calls, suboverflowed_calls,"
+				   " subtrans_wait_samples, max_subxacts, blks_per_row, query, %s"
+				   " FROM (SELECT s.*, max(suboverflowed_calls) OVER () AS most FROM ",
+				   c->ext_version >= 104 ? "application_name" : "NULL::text");
+		if (c->ext_version >= 104)
+		{
+			/*
+			 * The view's rows of the statements that ran suboverflowed or
+			 * waited on pg_subtrans only (1.4): the view copies every
+			 * statement of the store to show these few.
+			 */
+			buf_printf(&sql, "%s.pg_contention_statements_view(true) AS s", x);
+		}
+		else
+			buf_printf(&sql, "%s.pg_contention_statements AS s", x);
 		/*
-		 * The view's rows of the statements that ran suboverflowed or
-		 * waited on pg_subtrans only (1.4): the view copies every
-		 * statement of the store to show these few.
+		 * Not pg_contention's own statements (its client's, its workers'),
+		 * as who pays leaves them out: they read its views, and they are not
+		 * the workload.
 		 */
-		buf_printf(&sql, "%s.pg_contention_statements_view(true) AS s", x);
+		buf_printf(&sql,
+				   " WHERE (suboverflowed_calls > 0 OR subtrans_wait_samples > 0)%s) AS s"
+				   /* Not the long tail of statements that merely ran beside. */
+				   " WHERE subtrans_wait_samples > 0 OR suboverflowed_calls >= most / 100"
+				   " ORDER BY %s LIMIT %d",
+				   c->ext_version >= 104 ?
+				   " AND s.application_name IS DISTINCT FROM 'pg_contention'"
+				   " AND coalesce(s.application_name NOT LIKE 'pg\\_contention %%', true)"
+				   " AND coalesce(pg_catalog.strpos(s.query, 'pg_contention') = 0, true)" : "",
+				   statement_order(scope->sort), limit);
+		batch_add(&b, &sql);
+		buf_printf(&sql,
+				   "SELECT coalesce(schemaname || '.' || indexrelname, 'index oid ' || indexrelid),"
+				   " datname, query_id, scans, dead_visits, dead_visits::float8 / nullif(scans, 0),"
+				   " max_dead_visits_per_scan, dead_ratio, query FROM ");
+		if (c->ext_version >= 104)
+		{
+			/*
+			 * The view's rows of the indexes that visited dead entries only
+			 * (1.4): the view copies every statement of the store to show
+			 * these few.
+			 */
+			buf_printf(&sql, "%s.pg_contention_index_scans_view(true) AS i", x);
+		}
+		else
+			buf_printf(&sql, "%s.pg_contention_index_scans AS i", x);
+		buf_printf(&sql, " WHERE dead_visits > 0 ORDER BY %s LIMIT %d",
+				   index_order(scope->sort), limit);
+		batch_add(&b, &sql);
 	}
-	else
-		buf_printf(&sql, "%s.pg_contention_statements AS s", x);
-	/*
-	 * Not pg_contention's own statements (its client's, its workers'),
-	 * as who pays leaves them out: they read its views, and they are not
-	 * the workload.
-	 */
-	buf_printf(&sql,
-			   " WHERE (suboverflowed_calls > 0 OR subtrans_wait_samples > 0)%s) AS s"
-			   /* Not the long tail of statements that merely ran beside. */
-			   " WHERE subtrans_wait_samples > 0 OR suboverflowed_calls >= most / 100"
-			   " ORDER BY %s LIMIT %d",
-			   c->ext_version >= 104 ?
-			   " AND s.application_name IS DISTINCT FROM 'pg_contention'"
-			   " AND coalesce(s.application_name NOT LIKE 'pg\\_contention %%', true)"
-			   " AND coalesce(pg_catalog.strpos(s.query, 'pg_contention') = 0, true)" : "",
-			   statement_order(scope->sort), limit);
-	batch_add(&b, &sql);
-	buf_printf(&sql,
-			   "SELECT coalesce(schemaname || '.' || indexrelname, 'index oid ' || indexrelid),"
-			   " datname, query_id, scans, dead_visits, dead_visits::float8 / nullif(scans, 0),"
-			   " max_dead_visits_per_scan, dead_ratio, query FROM ");
-	if (c->ext_version >= 104)
-	{
-		/*
-		 * The view's rows of the indexes that visited dead entries only
-		 * (1.4): the view copies every statement of the store to show
-		 * these few.
-		 */
-		buf_printf(&sql, "%s.pg_contention_index_scans_view(true) AS i", x);
-	}
-	else
-		buf_printf(&sql, "%s.pg_contention_index_scans AS i", x);
-	buf_printf(&sql, " WHERE dead_visits > 0 ORDER BY %s LIMIT %d",
-			   index_order(scope->sort), limit);
-	batch_add(&b, &sql);
 
 	/*
 	 * Who pays: per application and statement, what each paid in the
@@ -598,41 +602,44 @@ snapshot_take(Conn *c, const SnapshotScope *scope, Snapshot *s, char **message)
 	PQclear(res);
 	if (history_query >= 0)
 		merge_seconds(s, scope->held, s->taken - (scope->history_seconds + 1));
-	res = batch_next(&b);
-	s->statements = rows_alloc(res, sizeof(StatementRow), &s->nstatements);
-	for (int i = 0; i < s->nstatements; i++)
+	if (tables)
 	{
-		StatementRow *r = &s->statements[i];
+		res = batch_next(&b);
+		s->statements = rows_alloc(res, sizeof(StatementRow), &s->nstatements);
+		for (int i = 0; i < s->nstatements; i++)
+		{
+			StatementRow *r = &s->statements[i];
 
-		r->query_id = line_at(res, i, 0);
-		r->datname = line_at(res, i, 1);
-		r->usename = line_at(res, i, 2);
-		r->calls = number_at(res, i, 3);
-		r->suboverflowed_calls = number_at(res, i, 4);
-		r->subtrans_waits = number_at(res, i, 5);
-		r->max_subxacts = number_at(res, i, 6);
-		r->blks_per_row = number_at(res, i, 7);
-		r->query = line_at(res, i, 8);
-		r->application = line_at(res, i, 9);
-	}
-	PQclear(res);
-	res = batch_next(&b);
-	s->indexes = rows_alloc(res, sizeof(IndexRow), &s->nindexes);
-	for (int i = 0; i < s->nindexes; i++)
-	{
-		IndexRow   *r = &s->indexes[i];
+			r->query_id = line_at(res, i, 0);
+			r->datname = line_at(res, i, 1);
+			r->usename = line_at(res, i, 2);
+			r->calls = number_at(res, i, 3);
+			r->suboverflowed_calls = number_at(res, i, 4);
+			r->subtrans_waits = number_at(res, i, 5);
+			r->max_subxacts = number_at(res, i, 6);
+			r->blks_per_row = number_at(res, i, 7);
+			r->query = line_at(res, i, 8);
+			r->application = line_at(res, i, 9);
+		}
+		PQclear(res);
+		res = batch_next(&b);
+		s->indexes = rows_alloc(res, sizeof(IndexRow), &s->nindexes);
+		for (int i = 0; i < s->nindexes; i++)
+		{
+			IndexRow   *r = &s->indexes[i];
 
-		r->index = line_at(res, i, 0);
-		r->datname = line_at(res, i, 1);
-		r->query_id = line_at(res, i, 2);
-		r->scans = number_at(res, i, 3);
-		r->dead_visits = number_at(res, i, 4);
-		r->dead_per_scan = number_at(res, i, 5);
-		r->max_dead_per_scan = number_at(res, i, 6);
-		r->dead_ratio = number_at(res, i, 7);
-		r->query = line_at(res, i, 8);
+			r->index = line_at(res, i, 0);
+			r->datname = line_at(res, i, 1);
+			r->query_id = line_at(res, i, 2);
+			r->scans = number_at(res, i, 3);
+			r->dead_visits = number_at(res, i, 4);
+			r->dead_per_scan = number_at(res, i, 5);
+			r->max_dead_per_scan = number_at(res, i, 6);
+			r->dead_ratio = number_at(res, i, 7);
+			r->query = line_at(res, i, 8);
+		}
+		PQclear(res);
 	}
-	PQclear(res);
 	if (victims)
 	{
 		res = batch_next(&b);

@@ -45,6 +45,8 @@ typedef struct TopState
 	bool		server_restarted;
 	double		known_start;	/* the server's start time when first seen */
 	double		incidents_read_at;	/* monotonic; 0: read at the next refresh */
+	double		tables_read_at; /* the statements, indexes and who pays:
+								 * monotonic; 0: read at the next refresh */
 	double		extension_checked_at;	/* monotonic: its version last looked at */
 
 	/* The layout of the frame (plan_rows), and the finding read whole. */
