@@ -2456,6 +2456,57 @@ SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.sinc
 END
 $$;
 
+-- ---- src/sql/findings/cause_group.sql ----
+
+--
+-- One finding per cause: an index rule's costliest row of a cause
+-- (details.cause, the incidents' key) made into the cause's finding.  One
+-- holder's dead entries in a thousand indexes are one line to read: the
+-- subject says how many more indexes ("and 999 more indexes", as the
+-- incident does) or statements on the one index; the evidence names the
+-- next costliest indexes and where every row is listed; the details count
+-- the indexes and list them (touched_count, touched: the first ten,
+-- costliest first, as the worker keeps them) and the statements.
+--
+-- The rules call it for a cause of more than one row only; with one row,
+-- or NULL counts, the row is returned as it is.
+--
+CREATE OR REPLACE FUNCTION @extschema@.pg_contention_cause_group(
+	row_subject text,
+	row_evidence text,
+	row_details jsonb,
+	indexes bigint,
+	statements bigint,
+	databases bigint,
+	touched text[],
+	next_worst text[],
+	OUT subject text,
+	OUT evidence text,
+	OUT details jsonb
+)
+RETURNS record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT $1 || CASE WHEN $4 > 1
+				  THEN ' (and ' || ($4 - 1) || ' more ' || CASE WHEN $4 = 2 THEN 'index' ELSE 'indexes' END || ')'
+				  WHEN $5 > 1
+				  THEN ' (and ' || ($5 - 1) || ' more ' || CASE WHEN $5 = 2 THEN 'statement' ELSE 'statements' END || ' on it)'
+				  ELSE '' END,
+	   $2 || CASE WHEN $4 > 1
+				  THEN ' The same cause touches ' || pg_catalog.to_char($4, 'FM999,999,999,990') || ' indexes'
+					   || CASE WHEN $6 > 1 THEN ' in ' || $6 || ' databases' ELSE '' END
+					   || coalesce('; the next costliest: ' || pg_catalog.array_to_string($8, ', '), '')
+					   || '; every one in pg_contention_index_findings.'
+				  WHEN $5 > 1
+				  THEN ' ' || ($5 - 1) || ' other ' || CASE WHEN $5 = 2 THEN 'statement visits' ELSE 'statements visit' END
+					   || ' the same index: every one in pg_contention_index_findings.'
+				  ELSE '' END,
+	   CASE WHEN $5 > 1
+			THEN $3 || pg_catalog.jsonb_build_object('touched_count', $4, 'touched', pg_catalog.to_jsonb($7), 'statements', $5)
+			ELSE $3 END
+$$;
+
 -- ---- src/sql/findings/dead_tuple_index_scan.sql ----
 
 --
@@ -2469,9 +2520,16 @@ $$;
 -- every rule of the evaluation (pg_contention_horizon_roots takes them so); NULL:
 -- read now.
 --
+-- per_cause: one row per cause (details.cause), as pg_contention_findings
+-- shows them: the rows are judged on their figures, and only each cause's
+-- costliest row is described, with the cause's counts
+-- (pg_contention_cause_group).  False or NULL: every row, as
+-- pg_contention_index_findings lists them.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_dead_tuple_index_scan(
 	window_length interval DEFAULT NULL,
 	horizon_roots jsonb DEFAULT NULL,
+	per_cause boolean DEFAULT false,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -2495,15 +2553,9 @@ WITH params AS MATERIALIZED (
 recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
-	SELECT r.*, d.datname, u.rolname AS usename
+	SELECT r.*, d.datname
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
-	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
-),
-dead_here AS MATERIALIZED (
-	SELECT t.relid, t.schemaname, t.relname, t.n_dead_tup, t.n_live_tup,
-		   greatest(t.last_vacuum, t.last_autovacuum) AS last_vacuum
-	  FROM pg_catalog.pg_stat_user_tables AS t
 ),
 -- When the table statistics (last_vacuum) were last lost: pg_stat_reset()
 -- in this database, or a crash (or an immediate shutdown), after which the
@@ -2517,44 +2569,78 @@ stats_lost AS MATERIALIZED (
 			   (SELECT b.stats_reset FROM pg_catalog.pg_stat_bgwriter AS b, @extschema@.pg_contention_info() AS i
 				 WHERE b.stats_reset >= i.last_loaded)) AS at
 ),
+-- Numbered oldest first: each row's holder is the oldest that qualifies,
+-- its lowest number (an aggregate per row, not a sort per row).
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots)
+	SELECT r.*, pg_catalog.row_number() OVER (ORDER BY r.xmin_age DESC, r.kind, r.holder) AS age_rank
+	  FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots) AS r
 ),
 -- One statement is one normalised text in one database, per index: the
 -- query ids a driver makes of it (a parameter bound as int2 here and int4
 -- there), and its users, are summed into one finding, with every query
 -- id in details.  A text masked from this role is not grouped.  The
 -- worst execution is the group's worst; the last, its latest.
+keyed AS MATERIALIZED (
+	SELECT k.*, count(*) OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key) AS group_rows
+	  FROM (SELECT r.*,
+				   CASE WHEN r.query = '<insufficient privilege>'
+						THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END AS text_key
+			  FROM recent AS r
+			 WHERE r.indexrelid IS NOT NULL AND r.scans > 0) AS k
+),
+-- A group of several rows: each row's place in it, by executions, by its
+-- worst execution, its last, its last bad one, and the first of each
+-- query id.
+placed AS (
+	SELECT k.*,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key ORDER BY k.scans DESC) AS by_scans,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key
+										 ORDER BY k.worst_dead_visits DESC NULLS LAST) AS by_worst,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key ORDER BY k.last_at DESC NULLS LAST) AS by_last,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key
+										 ORDER BY k.last_bad_at DESC NULLS LAST) AS by_bad,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key, k.query_id) AS by_query_id
+	  FROM keyed AS k
+	 WHERE k.group_rows > 1
+),
 grouped AS (
+	-- Most groups are one row: it is the group.
+	SELECT k.dbid, k.datname, k.indexrelid, k.query, k.query_id,
+		   CASE WHEN k.query_id IS NULL THEN '[]' ELSE jsonb_build_array(k.query_id) END AS query_ids,
+		   CASE WHEN k.query_id IS NULL THEN 0 ELSE 1 END::bigint AS n_query_ids,
+		   k.period_start, k.period_end, k.calls, k.top_level_calls, k.shared_blks, k.scans, k.entries_read, k.dead_visits,
+		   k.worst_dead_visits, k.worst_entries_read, k.worst_buffers, k.worst_rows, k.worst_at, k.worst_literals,
+		   k.worst_caller_query_id AS worst_caller, k.query_id AS worst_query_id, k.last_dead_visits, k.last_at,
+		   k.bad_scans, k.bad_dead_visits, k.last_bad_at, k.clean_since
+	  FROM keyed AS k
+	 WHERE k.group_rows = 1
+	UNION ALL
 	SELECT r.dbid, min(r.datname) AS datname, r.indexrelid,
-		   (pg_catalog.array_agg(r.query ORDER BY r.scans DESC))[1] AS query,
-		   (pg_catalog.array_agg(r.query_id ORDER BY r.scans DESC))[1] AS query_id,
-		   coalesce(jsonb_agg(DISTINCT r.query_id) FILTER (WHERE r.query_id IS NOT NULL), '[]') AS query_ids,
-		   pg_catalog.string_agg(DISTINCT r.query_id::text, ', ') AS query_ids_text,
-		   count(DISTINCT r.query_id) AS n_query_ids,
-		   min(r.period_start) AS period_start, max(r.period_end) AS period_end,
-		   sum(r.calls)::bigint AS calls, sum(r.top_level_calls)::bigint AS top_level_calls,
-		   sum(r.shared_blks)::bigint AS shared_blks, sum(r.scans)::bigint AS scans,
-		   sum(r.entries_read)::bigint AS entries_read, sum(r.dead_visits)::bigint AS dead_visits,
-		   (pg_catalog.array_agg(r.worst_dead_visits ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_dead_visits,
-		   (pg_catalog.array_agg(r.worst_entries_read ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_entries_read,
-		   (pg_catalog.array_agg(r.worst_buffers ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_buffers,
-		   (pg_catalog.array_agg(r.worst_rows ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_rows,
-		   (pg_catalog.array_agg(r.worst_at ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_at,
-		   (pg_catalog.array_agg(r.worst_literals ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_literals,
-		   (pg_catalog.array_agg(r.worst_caller_query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_caller,
-		   (pg_catalog.array_agg(r.query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_query_id,
-		   (pg_catalog.array_agg(r.last_dead_visits ORDER BY r.last_at DESC NULLS LAST))[1] AS last_dead_visits,
-		   max(r.last_at) AS last_at,
-		   sum(r.bad_scans)::bigint AS bad_scans, sum(r.bad_dead_visits)::bigint AS bad_dead_visits,
-		   max(r.last_bad_at) AS last_bad_at,
+		   min(r.query) FILTER (WHERE r.by_scans = 1),
+		   min(r.query_id) FILTER (WHERE r.by_scans = 1),
+		   coalesce(jsonb_agg(r.query_id ORDER BY r.query_id) FILTER (WHERE r.query_id IS NOT NULL AND r.by_query_id = 1),
+					'[]'),
+		   count(r.query_id) FILTER (WHERE r.by_query_id = 1),
+		   min(r.period_start), max(r.period_end),
+		   sum(r.calls)::bigint, sum(r.top_level_calls)::bigint,
+		   sum(r.shared_blks)::bigint, sum(r.scans)::bigint,
+		   sum(r.entries_read)::bigint, sum(r.dead_visits)::bigint,
+		   min(r.worst_dead_visits) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_entries_read) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_buffers) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_rows) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_at) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_literals) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_caller_query_id) FILTER (WHERE r.by_worst = 1),
+		   min(r.query_id) FILTER (WHERE r.by_worst = 1),
+		   min(r.last_dead_visits) FILTER (WHERE r.by_last = 1),
+		   max(r.last_at),
+		   sum(r.bad_scans)::bigint, sum(r.bad_dead_visits)::bigint,
+		   max(r.last_bad_at),
 		   -- Clean since the group's last bad execution: that statement's.
-		   (pg_catalog.array_agg(r.clean_since ORDER BY r.last_bad_at DESC NULLS LAST))[1] AS clean_since
-	  FROM recent AS r
-	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
-	 GROUP BY r.dbid, r.indexrelid,
-			  CASE WHEN r.query = '<insufficient privilege>'
-				   THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END
+		   min(r.clean_since) FILTER (WHERE r.by_bad = 1)
+	  FROM placed AS r
+	 GROUP BY r.dbid, r.indexrelid, r.text_key
 ),
 index_rows AS (
 	SELECT r.*, coalesce(i.indrelid, nm.relid) AS indrelid,
@@ -2571,7 +2657,7 @@ index_rows AS (
 		   -- database in the texts: not the reader's).
 		   CASE WHEN here THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname)
 				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.indexrelname) END AS index_qname,
-		   CASE WHEN here THEN pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname)
+		   CASE WHEN here THEN pg_catalog.quote_ident(tn.nspname) || '.' || pg_catalog.quote_ident(tc.relname)
 				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.relname) END AS table_qname,
 		   CASE WHEN here THEN '' ELSE ' in database ' || pg_catalog.quote_ident(r.datname) END AS in_database,
 		   -- Not in this database's catalog: dropped (a temporary one with
@@ -2582,23 +2668,38 @@ index_rows AS (
 		   -- makes one incident of one role's temporary indexes, and counts
 		   -- an incident that no holder explains for the index's owner.
 		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
-		   t.schemaname, t.relname, t.n_dead_tup,
+		   pg_catalog.pg_stat_get_dead_tuples(tc.oid) AS n_dead_tup,
 		   -- Another database's table: when vacuum last ran there, from the
 		   -- shared statistics (PostgreSQL 15 on), so that the finding read
 		   -- from here changes with that vacuum as read there.
-		   CASE WHEN here THEN t.last_vacuum
+		   CASE WHEN here THEN greatest(pg_catalog.pg_stat_get_last_vacuum_time(tc.oid),
+										pg_catalog.pg_stat_get_last_autovacuum_time(tc.oid))
 				ELSE @extschema@.pg_contention_table_last_vacuum(r.dbid, nm.relid) END AS last_vacuum
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
 	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
-	  LEFT JOIN dead_here AS t ON t.relid = i.indrelid
+	  -- its table, and the table's statistics read for it alone (not every
+	  -- table of the database)
+	  LEFT JOIN pg_catalog.pg_class AS tc ON tc.oid = i.indrelid
+	  LEFT JOIN pg_catalog.pg_namespace AS tn ON tn.oid = tc.relnamespace
 	  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
 		ON nm.dbid = r.dbid AND nm.indexrelid = r.indexrelid AND NOT here
 ),
-judged AS (
-	SELECT x.*, h.*, m.*,
+judged AS MATERIALIZED (
+	SELECT j.*, pg_catalog.row_number() OVER () AS row_id,
+		   CASE WHEN j.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
+				WHEN j.state = 'held' AND j.dead_per_scan >= params.dead_critical THEN 'critical'
+				ELSE 'warning' END AS severity
+	  FROM params, (
+	SELECT x.*, h.h_kind, h.h_holder, h.h_pid, h.h_xmin, h.h_xmin_age, h.h_blocks, h.h_subject,
+		   -- another database's transaction says which
+		   h.h_label || CASE WHEN h.h_kind IN ('backend', 'prepared transaction') AND h.h_datname IS DISTINCT FROM x.datname
+							 THEN ' in database ' || pg_catalog.quote_ident(h.h_datname)
+							 ELSE '' END AS h_label,
+		   m.label || ' in database ' || pg_catalog.quote_ident(m.datname) AS m_label,
+		   m.kind AS m_kind, m.holder AS m_holder, m.pid AS m_pid, m.datname AS m_datname, m.xmin_age AS m_xmin_age,
 		   -- The average fires as before 1.4; the worst executions fire
 		   -- alone when the clean ones average them away.
 		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
@@ -2626,7 +2727,9 @@ judged AS (
 				THEN 'database ' || coalesce(x.dbid::text, '?') || ' temporary indexes of user '
 					 || coalesce(x.index_owner::text, '?')
 				ELSE 'database ' || coalesce(x.dbid::text, '?') || ' index ' || coalesce(x.indexrelid::text, '?') END AS cause
-	  FROM index_rows AS x
+	  FROM (SELECT x.* FROM index_rows AS x, params
+			 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
+				OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)) AS x
 	  CROSS JOIN params
 	  CROSS JOIN stats_lost
 	  -- The oldest root holder that holds this table's cleanup: a slot or
@@ -2641,38 +2744,69 @@ judged AS (
 	  -- past the thresholds: their xmin moves at every message, and a few
 	  -- seconds' stand is not a hold (when its age is unknown, past the
 	  -- thresholds it is taken to have held).
-	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
-								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
-								r.subject AS h_subject,
-								-- another database's transaction says which
-								r.label || CASE WHEN r.kind IN ('backend', 'prepared transaction')
-													 AND r.datname IS DISTINCT FROM x.datname
-												THEN ' in database ' || pg_catalog.quote_ident(r.datname)
-												ELSE '' END AS h_label
-						   FROM root_holders AS r
-						  WHERE NOT r.catalog_only
-							AND (r.kind IN ('replication slot', 'standby feedback')
-								 OR r.own_xid IS NOT NULL
-								 OR r.datname IS NOT DISTINCT FROM x.datname)
-							AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
-							AND coalesce(r.held_since <= x.last_bad, r.blocks_cleanup)
-						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	  CROSS JOIN LATERAL (SELECT min(r.age_rank) AS age_rank
+							FROM root_holders AS r
+						   WHERE NOT r.catalog_only
+							 AND (r.kind IN ('replication slot', 'standby feedback')
+								  OR r.own_xid IS NOT NULL
+								  OR r.datname IS NOT DISTINCT FROM x.datname)
+							 AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
+							 AND coalesce(r.held_since <= x.last_bad, r.blocks_cleanup)) AS hr
+	  LEFT JOIN (SELECT r.age_rank, r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
+						r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
+						r.subject AS h_subject, r.label AS h_label, r.datname AS h_datname
+				   FROM root_holders AS r) AS h ON h.age_rank = hr.age_rank
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
 	  -- whole cluster's), while vacuum waits for its own database only: the
 	  -- oldest such holder of another database, when none holds this one.
-	  LEFT JOIN LATERAL (SELECT r.label || ' in database ' || pg_catalog.quote_ident(r.datname) AS m_label,
-								r.kind AS m_kind, r.holder AS m_holder, r.pid AS m_pid,
-								r.datname AS m_datname, r.xmin_age AS m_xmin_age
+	  LEFT JOIN LATERAL (SELECT min(r.age_rank) AS age_rank
 						   FROM root_holders AS r
-						  WHERE params.version_num < 140000 AND h.h_subject IS NULL
+						  WHERE params.version_num < 140000 AND hr.age_rank IS NULL
 							AND NOT r.catalog_only AND r.datname IS DISTINCT FROM x.datname
 							AND r.kind IN ('backend', 'prepared transaction')
 							AND (r.held_since <= x.last_bad
-								 OR (r.held_for IS NULL AND r.blocks_cleanup))
-						  ORDER BY r.xmin_age DESC LIMIT 1) AS m ON true
-	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
-		OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)
+								 OR (r.held_for IS NULL AND r.blocks_cleanup))) AS mr ON true
+	  LEFT JOIN root_holders AS m ON m.age_rank = mr.age_rank) AS j
+),
+-- Per cause (per_cause only), each row's place among its cause's rows
+-- and its index's: most severe, then costliest, first (the order
+-- pg_contention_index_findings lists them in); only the figures that
+-- order and count them.
+ranked AS MATERIALIZED (
+	SELECT j.row_id, j.cause, j.dbid, j.indexrelid, j.index_qname, j.datname, j.dead_per_scan, j.period_start,
+		   pg_catalog.row_number() OVER (PARTITION BY j.cause ORDER BY j.severity_rank, j.dead_per_scan DESC,
+																  j.index_qname, j.datname, j.query) AS cause_pos,
+		   pg_catalog.row_number() OVER (PARTITION BY j.cause, j.dbid, j.indexrelid
+										 ORDER BY j.severity_rank, j.dead_per_scan DESC, j.query) AS index_pos
+	  FROM (SELECT j.*, CASE j.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END AS severity_rank
+			  FROM judged AS j
+			 WHERE per_cause) AS j
+),
+-- Per cause (per_cause only): its indexes, costliest first; how many
+-- indexes, statements and databases; the first ten indexes and the next
+-- three costliest after the first, as the finding names them.
+cause_indexes AS (
+	SELECT r.cause, r.dbid, r.indexrelid, r.index_qname, r.datname, r.dead_per_scan,
+		   pg_catalog.row_number() OVER (PARTITION BY r.cause ORDER BY r.cause_pos) AS index_rank
+	  FROM ranked AS r
+	 WHERE r.index_pos = 1
+),
+causes AS (
+	SELECT i.cause, count(*) AS indexes,
+		   pg_catalog.array_agg('database ' || i.dbid || ' index ' || i.indexrelid ORDER BY i.index_rank)
+			   FILTER (WHERE i.index_rank <= 10) AS touched,
+		   pg_catalog.array_agg(coalesce(i.index_qname, 'oid ' || i.indexrelid)
+								|| coalesce(' in database ' || pg_catalog.quote_ident(nullif(i.datname, pg_catalog.current_database())), '')
+								|| ' (' || pg_catalog.to_char(pg_catalog.round(i.dead_per_scan::numeric, 1), 'FM999,999,999,990')
+								|| ' dead entries per execution)' ORDER BY i.index_rank)
+			   FILTER (WHERE i.index_rank BETWEEN 2 AND 4) AS next_worst,
+		   s.statements, s.databases, s.since
+	  FROM cause_indexes AS i
+	  JOIN (SELECT r.cause, count(*) AS statements, count(DISTINCT r.dbid) AS databases, min(r.period_start) AS since
+			  FROM ranked AS r
+			 GROUP BY r.cause) AS s ON s.cause = i.cause
+	 GROUP BY i.cause, s.statements, s.databases, s.since
 ),
 -- The client statements that the worst executions ran in, when those
 -- were a function's statements: their texts (read only for findings
@@ -2690,14 +2824,12 @@ contexts AS MATERIALIZED (
 	  FROM @extschema@.pg_contention_nested_contexts() AS c
 ),
 index_findings AS (
-	SELECT 'dead_tuple_index_scan'::text AS problem,
-		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
-				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
-				ELSE 'warning' END AS severity,
+	SELECT 'dead_tuple_index_scan'::text AS problem, x.severity, x.cause,
 		   'index ' || coalesce(x.index_qname || x.in_database, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
-					   || x.query_ids_text || ')', '')
+					   || nullif(pg_catalog.array_to_string(ARRAY(SELECT pg_catalog.jsonb_array_elements_text(x.query_ids)), ', '), '')
+					   || ')', '')
 		   -- A function's statement: the function, as the server's context
 		   -- names it, and the client statement that called it.
 		   || coalesce(' in ' || fc.context || CASE WHEN fc.several THEN ' (and elsewhere)' ELSE '' END || ',', '')
@@ -2809,13 +2941,24 @@ index_findings AS (
 		   x.period_start AS since
 	  FROM judged AS x
 	  CROSS JOIN params
+	  LEFT JOIN ranked AS o ON o.row_id = x.row_id
 	  LEFT JOIN LATERAL (SELECT c.query AS caller_text FROM callers AS c
 						  WHERE c.dbid = x.dbid AND c.query_id = x.worst_caller
 						  LIMIT 1) AS cl ON x.worst_caller IS NOT NULL
 	  LEFT JOIN contexts AS fc ON fc.dbid = x.dbid AND fc.query_id = x.worst_query_id AND x.worst_caller IS NOT NULL
+	 -- per cause, only the costliest row is described
+	 WHERE NOT coalesce(per_cause, false) OR o.cause_pos = 1
 )
-SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
-  FROM index_findings AS f;
+SELECT f.problem, f.severity, coalesce(g.subject, f.subject), coalesce(g.evidence, f.evidence), f.advice,
+	   coalesce(g.details, f.details), coalesce(c.since, f.since)
+  FROM index_findings AS f
+  LEFT JOIN causes AS c ON c.cause = f.cause
+  LEFT JOIN LATERAL (SELECT g.* FROM @extschema@.pg_contention_cause_group(
+										 f.subject, f.evidence, f.details, c.indexes, c.statements, c.databases,
+										 c.touched, c.next_worst) AS g
+					  WHERE c.statements > 1
+					  -- (not pulled up: a cause of one row does not call it)
+					  OFFSET 0) AS g ON true;
 END
 $$;
 
@@ -2834,9 +2977,15 @@ $$;
 -- every rule of the evaluation (pg_contention_horizon_roots takes them so); NULL:
 -- read now.
 --
+-- per_cause: one row per cause (the holder), as pg_contention_findings
+-- shows them: only each cause's costliest row is described, with the
+-- cause's counts (pg_contention_cause_group).  False or NULL: every row,
+-- as pg_contention_index_findings lists them.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_hot_chain_scan(
 	window_length interval DEFAULT NULL,
 	horizon_roots jsonb DEFAULT NULL,
+	per_cause boolean DEFAULT false,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -2890,12 +3039,66 @@ candidates AS (
 	   AND NOT (r.dead_visits >= params.dead_warning * r.scans
 				AND r.dead_visits >= params.dead_ratio * r.entries_read)
 ),
--- One finding per normalised text and index (its query ids in details),
--- on the group's worst execution.
-hot_findings AS (
+-- One row per normalised text and index (its query ids in details), on
+-- the group's worst execution, with the holder: its cause (as the
+-- incidents are keyed).  The oldest root holder of this database (or a
+-- slot, standby feedback, or a transaction with an XID, in any database:
+-- the pruning lookup's own snapshot's xmin is at or before it) that was
+-- holding when the worst execution ran; without one, the next access
+-- prunes the chains: no finding.  A slot or a standby's feedback only past
+-- the thresholds: their xmin moves at every message, and a few seconds'
+-- stand is not a hold.
+hot_rows AS MATERIALIZED (
 	SELECT DISTINCT ON (x.dbid, x.indexrelid, x.query)
-		   'hot_chain_scan'::text AS problem,
+		   x.*, h.kind AS h_kind, h.holder AS h_holder, h.pid AS h_pid, h.xmin AS h_xmin, h.xmin_age AS h_xmin_age,
+		   h.label AS h_label, h.blocks_cleanup AS h_blocks,
+		   'held by ' || coalesce(h.kind, '?') || ' ' || coalesce(h.holder, '?') AS cause
+	  FROM candidates AS x
+	  JOIN LATERAL (SELECT * FROM root_holders AS r
+					 WHERE NOT r.catalog_only
+					   AND (r.kind IN ('replication slot', 'standby feedback')
+							OR r.own_xid IS NOT NULL
+							OR r.datname IS NOT DISTINCT FROM x.datname)
+					   AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
+					   AND coalesce(r.held_since <= x.worst_at, r.blocks_cleanup)
+					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	 ORDER BY x.dbid, x.indexrelid, x.query, x.blks_per_row DESC
+),
+-- Each row's place among its cause's rows and its index's, costliest
+-- first (the order pg_contention_index_findings lists them in).
+ranked AS MATERIALIZED (
+	SELECT r.*,
+		   pg_catalog.row_number() OVER (PARTITION BY r.cause ORDER BY r.blks_per_row DESC, r.index_name, r.query) AS cause_pos,
+		   pg_catalog.row_number() OVER (PARTITION BY r.cause, r.dbid, r.indexrelid
+										 ORDER BY r.blks_per_row DESC, r.query) AS index_pos
+	  FROM hot_rows AS r
+),
+-- Per cause (per_cause only): as dead_tuple_index_scan counts them.
+cause_indexes AS (
+	SELECT r.cause, r.dbid, r.indexrelid, r.index_name, r.blks_per_row,
+		   pg_catalog.row_number() OVER (PARTITION BY r.cause ORDER BY r.cause_pos) AS index_rank
+	  FROM ranked AS r
+	 WHERE per_cause AND r.index_pos = 1
+),
+causes AS (
+	SELECT i.cause, count(*) AS indexes,
+		   pg_catalog.array_agg('database ' || i.dbid || ' index ' || i.indexrelid ORDER BY i.index_rank)
+			   FILTER (WHERE i.index_rank <= 10) AS touched,
+		   pg_catalog.array_agg(i.index_name || ' (' || pg_catalog.to_char(pg_catalog.round(i.blks_per_row::numeric, 1), 'FM999,999,999,990')
+								|| ' buffers per row)' ORDER BY i.index_rank)
+			   FILTER (WHERE i.index_rank BETWEEN 2 AND 4) AS next_worst,
+		   s.statements, s.since
+	  FROM cause_indexes AS i
+	  JOIN (SELECT r.cause, count(*) AS statements, min(r.period_start) AS since
+			  FROM ranked AS r
+			 WHERE per_cause
+			 GROUP BY r.cause) AS s ON s.cause = i.cause
+	 GROUP BY i.cause, s.statements, s.since
+),
+hot_findings AS (
+	SELECT 'hot_chain_scan'::text AS problem,
 		   'warning'::text AS severity,
+		   x.cause,
 		   'table ' || x.table_name || ': lookups by index ' || x.index_name || ' of '
 		   || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id' || CASE WHEN g.n > 1 THEN 's ' ELSE ' ' END || coalesce(g.ids_text, x.query_id::text) || ')', '') AS subject,
@@ -2913,15 +3116,15 @@ hot_findings AS (
 		   || '); ' || pg_catalog.to_char(x.n_tup_hot_upd, 'FM999,999,999,990') || ' of '
 		   || pg_catalog.to_char(x.n_tup_upd, 'FM999,999,999,990') || ' updates of ' || x.table_name || ' were HOT ('
 		   || pg_catalog.to_char(100.0 * x.n_tup_hot_upd / x.n_tup_upd, 'FM990') || '%): each entry leads to a chain of versions'
-		   || ' that pruning cannot remove while ' || h.label || ' holds the xmin horizon ('
-		   || pg_catalog.to_char(h.xmin_age, 'FM999,999,999,990') || ' transactions old).' AS evidence,
+		   || ' that pruning cannot remove while ' || x.h_label || ' holds the xmin horizon ('
+		   || pg_catalog.to_char(x.h_xmin_age, 'FM999,999,999,990') || ' transactions old).' AS evidence,
 		   'End what holds the horizon ('
-		   || CASE WHEN h.blocks_cleanup THEN 'see xmin_horizon_held' ELSE h.label END
+		   || CASE WHEN x.h_blocks THEN 'see xmin_horizon_held' ELSE x.h_label END
 		   || '): the next access to each page then prunes its chains. A row updated this often should not be'
 		   || ' read behind a long transaction or snapshot.' AS advice,
 		   -- The cause (pg_contention_findings groups by it, the incidents
 		   -- are keyed on it): the holder.
-		   jsonb_build_object('cause', 'held by ' || coalesce(h.kind, '?') || ' ' || coalesce(h.holder, '?'),
+		   jsonb_build_object('cause', x.cause,
 							  'indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
 							  'index', x.index_name, 'table', x.table_name,
 							  'owner_oid', x.relowner::bigint,
@@ -2932,36 +3135,29 @@ hot_findings AS (
 														  'buffers', x.worst_buffers, 'rows', x.worst_rows, 'at', x.worst_at,
 														  'literals', nullif(x.worst_literals, '<insufficient privilege>')),
 							  'period_start', x.period_start, 'period_end', x.period_end,
-							  'holder', jsonb_build_object('kind', h.kind, 'holder', h.holder, 'pid', h.pid,
-														   'xmin', h.xmin::text, 'xmin_age', h.xmin_age)) AS details,
+							  'holder', jsonb_build_object('kind', x.h_kind, 'holder', x.h_holder, 'pid', x.h_pid,
+														   'xmin', x.h_xmin::text, 'xmin_age', x.h_xmin_age)) AS details,
 		   x.period_start AS since
-	  FROM candidates AS x
-	  CROSS JOIN params
-	  -- The oldest root holder of this database (or a slot, standby
-	  -- feedback, or a transaction with an XID, in any database: the
-	  -- pruning lookup's own snapshot's xmin is at or before it) that was
-	  -- holding when the worst execution ran; without one, the next access
-	  -- prunes the chains: no finding.  A slot or a standby's feedback
-	  -- only past the thresholds: their xmin moves at every message, and
-	  -- a few seconds' stand is not a hold.
-	  JOIN LATERAL (SELECT * FROM root_holders AS r
-					 WHERE NOT r.catalog_only
-					   AND (r.kind IN ('replication slot', 'standby feedback')
-							OR r.own_xid IS NOT NULL
-							OR r.datname IS NOT DISTINCT FROM x.datname)
-					   AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
-					   AND coalesce(r.held_since <= x.worst_at, r.blocks_cleanup)
-					 ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+	  FROM ranked AS x
 	  LEFT JOIN LATERAL (SELECT count(DISTINCT o.query_id) AS n,
 								pg_catalog.string_agg(DISTINCT o.query_id::text, ', ') AS ids_text,
 								coalesce(jsonb_agg(DISTINCT o.query_id) FILTER (WHERE o.query_id IS NOT NULL), '[]') AS ids
 						   FROM recent AS o
 						  WHERE o.dbid = x.dbid AND o.indexrelid = x.indexrelid
 							AND o.query = x.query AND x.query <> '<insufficient privilege>') AS g ON true
-	 ORDER BY x.dbid, x.indexrelid, x.query, x.blks_per_row DESC
+	 -- per cause, only the costliest row is described
+	 WHERE NOT coalesce(per_cause, false) OR x.cause_pos = 1
 )
-SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
-  FROM hot_findings AS f;
+SELECT f.problem, f.severity, coalesce(g.subject, f.subject), coalesce(g.evidence, f.evidence), f.advice,
+	   coalesce(g.details, f.details), coalesce(c.since, f.since)
+  FROM hot_findings AS f
+  LEFT JOIN causes AS c ON c.cause = f.cause
+  LEFT JOIN LATERAL (SELECT g.* FROM @extschema@.pg_contention_cause_group(
+										 f.subject, f.evidence, f.details, c.indexes, c.statements, 1::bigint,
+										 c.touched, c.next_worst) AS g
+					  WHERE c.statements > 1
+					  -- (not pulled up: a cause of one row does not call it)
+					  OFFSET 0) AS g ON true;
 END
 $$;
 
@@ -2969,10 +3165,11 @@ $$;
 
 --
 -- The index rules' findings one by one: a row per statement and index
--- (dead_tuple_index_scan, hot_chain_scan), as the rules make them, before
--- pg_contention_findings groups them by cause (details.cause: one holder's
--- dead entries in a thousand indexes are one finding there).  Most severe
--- first, then by cost (dead entries per execution, buffers per row).
+-- (dead_tuple_index_scan, hot_chain_scan), where pg_contention_findings
+-- has one per cause (details.cause: one holder's dead entries in a
+-- thousand indexes are one finding there, its costliest row).  Most
+-- severe first, then by cost (dead entries per execution, buffers per
+-- row), then by index: the order each cause's rows are counted in.
 --
 -- horizon_roots: the root holders as pg_contention_findings read them for
 -- every rule of its evaluation; NULL: read now.
@@ -3003,12 +3200,12 @@ WITH horizon AS MATERIALIZED (
 		   AS roots
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
-  FROM (SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h))
+  FROM (SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h), false)
 		UNION ALL
-		SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h))) AS f
+		SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h), false)) AS f
  ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
 		  coalesce((f.details ->> 'dead_per_execution')::float8, (f.details ->> 'buffers_per_row')::float8) DESC NULLS LAST,
-		  f.subject;
+		  f.details ->> 'index', f.subject;
 END
 $$;
 
@@ -3028,11 +3225,11 @@ GRANT SELECT ON @extschema@.pg_contention_index_findings TO PUBLIC;
 -- lookups reading dead entries, or an XID age past
 -- pg_contention.horizon_critical_xid_age; age alone is info.
 --
--- index_findings: the dead_tuple_index_scan rows of the same evaluation,
--- one per statement and index (before the findings group them by cause),
--- a JSON array of {severity, holder, indexrelid, database_oid}, which
--- pg_contention_findings gives it (this rule does not evaluate that one
--- again).  NULL: none.  horizon_roots: the root holders as
+-- index_findings: the dead_tuple_index_scan findings of the same
+-- evaluation, a JSON array of {severity, holder, indexrelid, database_oid,
+-- indexes}, which pg_contention_findings gives it (this rule does not
+-- evaluate that one again): one per cause, its costliest index and how
+-- many indexes it touches (indexes; absent: one).  NULL: none.  horizon_roots: the root holders as
 -- pg_contention_findings read them for every rule of the evaluation (the
 -- holders those findings name); NULL: read now.
 --
@@ -3126,7 +3323,9 @@ paid_by AS MATERIALIZED (
 ),
 index_found AS MATERIALIZED (
 	SELECT f.value ->> 'severity' AS severity, f.value ->> 'holder' AS holder, f.value -> 'indexrelid' AS indexrelid,
-		   (f.value ->> 'database_oid') || ' ' || (f.value ->> 'indexrelid') AS index_key
+		   (f.value ->> 'database_oid') || ' ' || (f.value ->> 'indexrelid') AS index_key,
+		   CASE WHEN pg_catalog.jsonb_typeof(f.value -> 'indexes') = 'number'
+				THEN greatest(pg_catalog.trunc((f.value ->> 'indexes')::numeric), 1) ELSE 1 END AS indexes
 	  FROM pg_catalog.jsonb_array_elements(
 			   CASE WHEN pg_catalog.jsonb_typeof(index_findings) = 'array' THEN index_findings ELSE '[]' END) AS f
 ),
@@ -3143,10 +3342,14 @@ costed AS MATERIALIZED (
 	  FROM root_holders AS h
 	  CROSS JOIN params
 	  LEFT JOIN held_dead AS d ON d.culprit_key = h.culprit_key
-	  CROSS JOIN LATERAL (SELECT count(DISTINCT f.index_key) AS index_count,
-								 coalesce(bool_or(f.severity = 'critical'), false) AS index_critical
-							FROM index_found AS f
-						   WHERE f.holder = h.holder) AS i
+	  -- (findings given with the same costliest index, as one per
+	  -- statement and index would be, count it once)
+	  CROSS JOIN LATERAL (SELECT coalesce(sum(f.indexes), 0) AS index_count,
+								 coalesce(bool_or(f.critical), false) AS index_critical
+							FROM (SELECT max(f.indexes) AS indexes, bool_or(f.severity = 'critical') AS critical
+									FROM index_found AS f
+								   WHERE f.holder = h.holder
+								   GROUP BY f.index_key) AS f) AS i
 	  -- The WAL a slot keeps, from its restart_lsn.
 	  LEFT JOIN LATERAL (SELECT pg_catalog.pg_wal_lsn_diff(
 									CASE WHEN params.standby THEN pg_catalog.pg_last_wal_replay_lsn()
@@ -3468,10 +3671,10 @@ $$;
 -- (subtrans_slru_contention names the overflows, xmin_horizon_held counts
 -- the dead index entries it keeps) is given them as an argument, never
 -- calls it; the rules that name holders of the xmin horizon are given
--- them as read once.  The index rules' rows (pg_contention_index_findings,
--- one per statement and index) become one finding per cause: a holder's
--- dead entries in a thousand indexes are one line to read, one incident
--- to key.  A rule can be called alone to read or test it.
+-- them as read once.  The index rules give one finding per cause
+-- (pg_contention_index_findings has their row per statement and index): a
+-- holder's dead entries in a thousand indexes are one line to read, one
+-- incident to key.  A rule can be called alone to read or test it.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_findings(
 	window_length interval DEFAULT NULL,
@@ -3504,82 +3707,14 @@ WITH horizon AS MATERIALIZED (
 overflow_found AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_rule_subxact_overflow(window_length)
 ),
--- The index rules' rows, one per statement and index, in their order
--- (most severe, then costliest, first).
-index_rows AS MATERIALIZED (
-	SELECT i.*, pg_catalog.row_number() OVER () AS pos
-	  FROM @extschema@.pg_contention_index_findings(window_length, (SELECT h.roots FROM horizon AS h)) AS i
-),
+-- The index rules, one finding per cause (details.cause, the incidents'
+-- key): one holder's dead entries in a thousand indexes are one finding,
+-- which counts them and names the costliest (pg_contention_cause_group);
+-- pg_contention_index_findings lists every row.
 index_found AS MATERIALIZED (
-	SELECT * FROM index_rows AS i WHERE i.problem = 'dead_tuple_index_scan'
-),
--- One finding per cause (details.cause, the incidents' key): one holder's
--- dead entries in a thousand indexes are one finding, the costliest row's,
--- which says how many more indexes there are ("and 999 more indexes", as
--- the incident does; or more statements on the one index), the next
--- costliest indexes and where every row is listed; its details count the
--- indexes and list them (touched_count, touched: the first ten, costliest
--- first, as the worker keeps them).
-index_keys AS (
-	SELECT i.problem, i.details ->> 'cause' AS cause,
-		   'database ' || coalesce(i.details ->> 'database_oid', '?') || ' index '
-		   || coalesce(i.details ->> 'indexrelid', '?') AS touched,
-		   min(i.pos) AS pos,
-		   -- the index as its costliest row names it, with that row's cost
-		   (pg_catalog.array_agg(
-				coalesce(i.details ->> 'index', 'oid ' || coalesce(i.details ->> 'indexrelid', '?'))
-				|| coalesce(' in database ' || pg_catalog.quote_ident(nullif(i.details ->> 'database', pg_catalog.current_database())), '')
-				|| coalesce(' (' || CASE WHEN i.problem = 'dead_tuple_index_scan'
-										 THEN pg_catalog.to_char((i.details ->> 'dead_per_execution')::numeric, 'FM999,999,999,990')
-											  || ' dead entries per execution'
-										 ELSE pg_catalog.to_char((i.details ->> 'buffers_per_row')::numeric, 'FM999,999,999,990')
-											  || ' buffers per row' END || ')', '')
-				ORDER BY i.pos))[1] AS label
-	  FROM index_rows AS i
-	 GROUP BY 1, 2, 3
-),
-cause_rows AS (
-	SELECT i.problem, coalesce(i.details ->> 'cause', '') AS cause, count(*) AS n_rows,
-		   count(DISTINCT i.details ->> 'database_oid') AS databases, min(i.since) AS since
-	  FROM index_rows AS i
-	 GROUP BY 1, 2
-),
-causes AS (
-	SELECT k.*, r.n_rows, r.databases, r.since
-	  FROM (SELECT k.problem, coalesce(k.cause, '') AS cause, count(*) AS indexes, min(k.pos) AS first_pos,
-				   (pg_catalog.array_agg(k.touched ORDER BY k.pos))[1:10] AS touched,
-				   (pg_catalog.array_agg(k.label ORDER BY k.pos))[2:4] AS next_worst
-			  FROM index_keys AS k
-			 GROUP BY 1, 2) AS k
-	  JOIN cause_rows AS r ON r.problem = k.problem AND r.cause = k.cause
-),
-index_grouped AS (
-	SELECT i.problem, i.severity,
-		   i.subject || CASE WHEN c.indexes > 1
-							 THEN ' (and ' || (c.indexes - 1) || ' more '
-								  || CASE WHEN c.indexes = 2 THEN 'index' ELSE 'indexes' END || ')'
-							 WHEN c.n_rows > 1
-							 THEN ' (and ' || (c.n_rows - 1) || ' more '
-								  || CASE WHEN c.n_rows = 2 THEN 'statement' ELSE 'statements' END || ' on it)'
-							 ELSE '' END AS subject,
-		   i.evidence || CASE WHEN c.indexes > 1
-							  THEN ' The same cause touches ' || pg_catalog.to_char(c.indexes, 'FM999,999,999,990') || ' indexes'
-								   || CASE WHEN c.databases > 1 THEN ' in ' || c.databases || ' databases' ELSE '' END
-								   || '; the next costliest: ' || pg_catalog.array_to_string(c.next_worst, ', ')
-								   || '; every one in pg_contention_index_findings.'
-							  WHEN c.n_rows > 1
-							  THEN ' ' || (c.n_rows - 1) || ' other '
-								   || CASE WHEN c.n_rows = 2 THEN 'statement visits' ELSE 'statements visit' END
-								   || ' the same index: every one in pg_contention_index_findings.'
-							  ELSE '' END AS evidence,
-		   i.advice,
-		   CASE WHEN c.n_rows > 1
-				THEN i.details || jsonb_build_object('touched_count', c.indexes, 'touched', pg_catalog.to_jsonb(c.touched),
-													 'statements', c.n_rows)
-				ELSE i.details END AS details,
-		   c.since
-	  FROM causes AS c
-	  JOIN index_rows AS i ON i.pos = c.first_pos
+	SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h), true)
+	UNION ALL
+	SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h), true)
 ),
 found AS (
 	SELECT * FROM overflow_found
@@ -3587,13 +3722,15 @@ found AS (
 		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object('subject', o.subject, 'details', o.details)), '[]')
 						  FROM overflow_found AS o))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_subxact_near_overflow(window_length)
-	UNION ALL SELECT * FROM index_grouped
+	UNION ALL SELECT * FROM index_found
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_xmin_horizon_held(
 		window_length, (SELECT coalesce(jsonb_agg(jsonb_build_object(
 											'severity', i.severity, 'holder', i.details -> 'holder' ->> 'holder',
 											'indexrelid', i.details -> 'indexrelid',
-											'database_oid', i.details -> 'database_oid')), '[]')
-						  FROM index_found AS i),
+											'database_oid', i.details -> 'database_oid',
+											'indexes', coalesce(i.details -> 'touched_count', '1'))), '[]')
+						  FROM index_found AS i
+						 WHERE i.problem = 'dead_tuple_index_scan'),
 		(SELECT h.roots FROM horizon AS h))
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_old_snapshot_threshold_spinlock(window_length)
 	UNION ALL SELECT * FROM @extschema@.pg_contention_rule_sampler_stale(window_length)

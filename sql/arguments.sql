@@ -74,6 +74,21 @@ SELECT a AS roots_given,
   FROM (VALUES ('NULL'), ($$'{}'::jsonb$$), ($$'[1, "x", null, [], {"kind": "backend", "holder": "7"}]'::jsonb$$),
 			   ($$'[{"pid": "seven"}]'::jsonb$$)) AS fs(a);
 
+-- The index rules' per_cause: true, false or NULL (every row) answer.
+SELECT c AS per_cause,
+	   pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_rule_dead_tuple_index_scan(NULL, NULL, %s)', c)) AS index_rule,
+	   pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_rule_hot_chain_scan(NULL, NULL, %s)', c)) AS hot_rule
+  FROM (VALUES ('true'), ('false'), ('NULL')) AS cs(c);
+-- A cause's finding from its costliest row: NULL counts leave the row as
+-- it is; any counts give a text, never an error.
+SELECT g.subject, g.evidence, g.details
+  FROM (VALUES (NULL::bigint, NULL::bigint, NULL::bigint), (1, 1, 1), (3, 5, 2), (-1, 0, NULL), (1, 2, NULL))
+		 AS c(indexes, statements, databases),
+	   pg_contention_cause_group('s'::text, 'e.'::text, '{"a": 1}'::jsonb, c.indexes, c.statements, c.databases,
+								 ARRAY['database 1 index 2']::text[], NULL::text[]) AS g;
+SELECT g.* FROM pg_contention_cause_group(NULL::text, NULL::text, NULL::jsonb, NULL::bigint, NULL::bigint,
+										  NULL::bigint, NULL::text[], NULL::text[]) AS g;
+
 SELECT w AS window_length, pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_findings(%L::interval)', w)) AS result
   FROM (VALUES ('0.4 seconds'), ('0'), ('-1 minute'), ('7 days 1 second'), ('1 month'),
 			   ('1000 years'), ('-178000000 years')) AS ws(w);

@@ -121,13 +121,16 @@ is(scalar(@rules), 8, 'eight rule functions (sampler_stale is the eighth)');
 # The two that build on another's findings are given them (a JSON array).
 my %given = (pg_contention_rule_subtrans_slru_contention => 'pg_contention_rule_subxact_overflow',
 	pg_contention_rule_xmin_horizon_held => 'pg_contention_rule_dead_tuple_index_scan');
-# (The two index rules through pg_contention_index_findings, which the
-# findings read once and group by cause.)
+# (The two index rules give the findings one row per cause;
+# pg_contention_index_findings asks them for every row.)
 my $findings_def = $node->safe_psql('fresh',
-	"SELECT pg_get_functiondef('pg_contention_findings(interval)'::regprocedure)
-	     || pg_get_functiondef('pg_contention_index_findings(interval, jsonb)'::regprocedure)");
-like($findings_def, qr/\bpg_contention_index_findings\(window_length\b/,
-	'pg_contention_findings reads the index rules\' rows through pg_contention_index_findings');
+	"SELECT pg_get_functiondef('pg_contention_findings(interval)'::regprocedure)");
+is(scalar(() = $findings_def =~ /pg_contention_rule_(?:dead_tuple_index|hot_chain)_scan\(window_length, \(SELECT h\.roots FROM horizon AS h\), true\)/g),
+	2, 'pg_contention_findings asks the two index rules for one finding per cause');
+like($node->safe_psql('fresh',
+		"SELECT pg_get_functiondef('pg_contention_index_findings(interval, jsonb)'::regprocedure)"),
+	qr/pg_contention_rule_dead_tuple_index_scan\(window_length, \(SELECT h\.roots FROM horizon AS h\), false\)/,
+	'pg_contention_index_findings asks them for every row');
 for my $rule (@rules)
 {
 	my $args = $given{$rule} ? "NULL, '[]'" : '';

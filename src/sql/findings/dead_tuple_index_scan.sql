@@ -9,9 +9,16 @@
 -- every rule of the evaluation (pg_contention_horizon_roots takes them so); NULL:
 -- read now.
 --
+-- per_cause: one row per cause (details.cause), as pg_contention_findings
+-- shows them: the rows are judged on their figures, and only each cause's
+-- costliest row is described, with the cause's counts
+-- (pg_contention_cause_group).  False or NULL: every row, as
+-- pg_contention_index_findings lists them.
+--
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_rule_dead_tuple_index_scan(
 	window_length interval DEFAULT NULL,
 	horizon_roots jsonb DEFAULT NULL,
+	per_cause boolean DEFAULT false,
 	OUT problem text,
 	OUT severity text,
 	OUT subject text,
@@ -35,15 +42,9 @@ WITH params AS MATERIALIZED (
 recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
-	SELECT r.*, d.datname, u.rolname AS usename
+	SELECT r.*, d.datname
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
-	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
-),
-dead_here AS MATERIALIZED (
-	SELECT t.relid, t.schemaname, t.relname, t.n_dead_tup, t.n_live_tup,
-		   greatest(t.last_vacuum, t.last_autovacuum) AS last_vacuum
-	  FROM pg_catalog.pg_stat_user_tables AS t
 ),
 -- When the table statistics (last_vacuum) were last lost: pg_stat_reset()
 -- in this database, or a crash (or an immediate shutdown), after which the
@@ -57,44 +58,78 @@ stats_lost AS MATERIALIZED (
 			   (SELECT b.stats_reset FROM pg_catalog.pg_stat_bgwriter AS b, @extschema@.pg_contention_info() AS i
 				 WHERE b.stats_reset >= i.last_loaded)) AS at
 ),
+-- Numbered oldest first: each row's holder is the oldest that qualifies,
+-- its lowest number (an aggregate per row, not a sort per row).
 root_holders AS MATERIALIZED (
-	SELECT * FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots)
+	SELECT r.*, pg_catalog.row_number() OVER (ORDER BY r.xmin_age DESC, r.kind, r.holder) AS age_rank
+	  FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots) AS r
 ),
 -- One statement is one normalised text in one database, per index: the
 -- query ids a driver makes of it (a parameter bound as int2 here and int4
 -- there), and its users, are summed into one finding, with every query
 -- id in details.  A text masked from this role is not grouped.  The
 -- worst execution is the group's worst; the last, its latest.
+keyed AS MATERIALIZED (
+	SELECT k.*, count(*) OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key) AS group_rows
+	  FROM (SELECT r.*,
+				   CASE WHEN r.query = '<insufficient privilege>'
+						THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END AS text_key
+			  FROM recent AS r
+			 WHERE r.indexrelid IS NOT NULL AND r.scans > 0) AS k
+),
+-- A group of several rows: each row's place in it, by executions, by its
+-- worst execution, its last, its last bad one, and the first of each
+-- query id.
+placed AS (
+	SELECT k.*,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key ORDER BY k.scans DESC) AS by_scans,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key
+										 ORDER BY k.worst_dead_visits DESC NULLS LAST) AS by_worst,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key ORDER BY k.last_at DESC NULLS LAST) AS by_last,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key
+										 ORDER BY k.last_bad_at DESC NULLS LAST) AS by_bad,
+		   pg_catalog.row_number() OVER (PARTITION BY k.dbid, k.indexrelid, k.text_key, k.query_id) AS by_query_id
+	  FROM keyed AS k
+	 WHERE k.group_rows > 1
+),
 grouped AS (
-	SELECT r.dbid, min(r.datname) AS datname, r.indexrelid,
-		   (pg_catalog.array_agg(r.query ORDER BY r.scans DESC))[1] AS query,
-		   (pg_catalog.array_agg(r.query_id ORDER BY r.scans DESC))[1] AS query_id,
-		   coalesce(jsonb_agg(DISTINCT r.query_id) FILTER (WHERE r.query_id IS NOT NULL), '[]') AS query_ids,
-		   pg_catalog.string_agg(DISTINCT r.query_id::text, ', ') AS query_ids_text,
-		   count(DISTINCT r.query_id) AS n_query_ids,
-		   min(r.period_start) AS period_start, max(r.period_end) AS period_end,
-		   sum(r.calls)::bigint AS calls, sum(r.top_level_calls)::bigint AS top_level_calls,
-		   sum(r.shared_blks)::bigint AS shared_blks, sum(r.scans)::bigint AS scans,
-		   sum(r.entries_read)::bigint AS entries_read, sum(r.dead_visits)::bigint AS dead_visits,
-		   (pg_catalog.array_agg(r.worst_dead_visits ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_dead_visits,
-		   (pg_catalog.array_agg(r.worst_entries_read ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_entries_read,
-		   (pg_catalog.array_agg(r.worst_buffers ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_buffers,
-		   (pg_catalog.array_agg(r.worst_rows ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_rows,
-		   (pg_catalog.array_agg(r.worst_at ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_at,
-		   (pg_catalog.array_agg(r.worst_literals ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_literals,
-		   (pg_catalog.array_agg(r.worst_caller_query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_caller,
-		   (pg_catalog.array_agg(r.query_id ORDER BY r.worst_dead_visits DESC NULLS LAST))[1] AS worst_query_id,
-		   (pg_catalog.array_agg(r.last_dead_visits ORDER BY r.last_at DESC NULLS LAST))[1] AS last_dead_visits,
-		   max(r.last_at) AS last_at,
-		   sum(r.bad_scans)::bigint AS bad_scans, sum(r.bad_dead_visits)::bigint AS bad_dead_visits,
-		   max(r.last_bad_at) AS last_bad_at,
+	-- Most groups are one row: it is the group.
+	SELECT k.dbid, k.datname, k.indexrelid, k.text_key, k.query, k.query_id,
+		   CASE WHEN k.query_id IS NULL THEN '[]' ELSE jsonb_build_array(k.query_id) END AS query_ids,
+		   CASE WHEN k.query_id IS NULL THEN 0 ELSE 1 END::bigint AS n_query_ids,
+		   k.period_start, k.period_end, k.calls, k.top_level_calls, k.shared_blks, k.scans, k.entries_read, k.dead_visits,
+		   k.worst_dead_visits, k.worst_entries_read, k.worst_buffers, k.worst_rows, k.worst_at, k.worst_literals,
+		   k.worst_caller_query_id AS worst_caller, k.query_id AS worst_query_id, k.last_dead_visits, k.last_at,
+		   k.bad_scans, k.bad_dead_visits, k.last_bad_at, k.clean_since
+	  FROM keyed AS k
+	 WHERE k.group_rows = 1
+	UNION ALL
+	SELECT r.dbid, min(r.datname) AS datname, r.indexrelid, r.text_key,
+		   min(r.query) FILTER (WHERE r.by_scans = 1),
+		   min(r.query_id) FILTER (WHERE r.by_scans = 1),
+		   coalesce(jsonb_agg(r.query_id ORDER BY r.query_id) FILTER (WHERE r.query_id IS NOT NULL AND r.by_query_id = 1),
+					'[]'),
+		   count(r.query_id) FILTER (WHERE r.by_query_id = 1),
+		   min(r.period_start), max(r.period_end),
+		   sum(r.calls)::bigint, sum(r.top_level_calls)::bigint,
+		   sum(r.shared_blks)::bigint, sum(r.scans)::bigint,
+		   sum(r.entries_read)::bigint, sum(r.dead_visits)::bigint,
+		   min(r.worst_dead_visits) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_entries_read) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_buffers) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_rows) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_at) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_literals) FILTER (WHERE r.by_worst = 1),
+		   min(r.worst_caller_query_id) FILTER (WHERE r.by_worst = 1),
+		   min(r.query_id) FILTER (WHERE r.by_worst = 1),
+		   min(r.last_dead_visits) FILTER (WHERE r.by_last = 1),
+		   max(r.last_at),
+		   sum(r.bad_scans)::bigint, sum(r.bad_dead_visits)::bigint,
+		   max(r.last_bad_at),
 		   -- Clean since the group's last bad execution: that statement's.
-		   (pg_catalog.array_agg(r.clean_since ORDER BY r.last_bad_at DESC NULLS LAST))[1] AS clean_since
-	  FROM recent AS r
-	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
-	 GROUP BY r.dbid, r.indexrelid,
-			  CASE WHEN r.query = '<insufficient privilege>'
-				   THEN r.userid::text || ' ' || coalesce(r.query_id::text, '') ELSE r.query END
+		   min(r.clean_since) FILTER (WHERE r.by_bad = 1)
+	  FROM placed AS r
+	 GROUP BY r.dbid, r.indexrelid, r.text_key
 ),
 index_rows AS (
 	SELECT r.*, coalesce(i.indrelid, nm.relid) AS indrelid,
@@ -111,7 +146,7 @@ index_rows AS (
 		   -- database in the texts: not the reader's).
 		   CASE WHEN here THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname)
 				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.indexrelname) END AS index_qname,
-		   CASE WHEN here THEN pg_catalog.quote_ident(t.schemaname) || '.' || pg_catalog.quote_ident(t.relname)
+		   CASE WHEN here THEN pg_catalog.quote_ident(tn.nspname) || '.' || pg_catalog.quote_ident(tc.relname)
 				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.relname) END AS table_qname,
 		   CASE WHEN here THEN '' ELSE ' in database ' || pg_catalog.quote_ident(r.datname) END AS in_database,
 		   -- Not in this database's catalog: dropped (a temporary one with
@@ -122,23 +157,38 @@ index_rows AS (
 		   -- makes one incident of one role's temporary indexes, and counts
 		   -- an incident that no holder explains for the index's owner.
 		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
-		   t.schemaname, t.relname, t.n_dead_tup,
+		   pg_catalog.pg_stat_get_dead_tuples(tc.oid) AS n_dead_tup,
 		   -- Another database's table: when vacuum last ran there, from the
 		   -- shared statistics (PostgreSQL 15 on), so that the finding read
 		   -- from here changes with that vacuum as read there.
-		   CASE WHEN here THEN t.last_vacuum
+		   CASE WHEN here THEN greatest(pg_catalog.pg_stat_get_last_vacuum_time(tc.oid),
+										pg_catalog.pg_stat_get_last_autovacuum_time(tc.oid))
 				ELSE @extschema@.pg_contention_table_last_vacuum(r.dbid, nm.relid) END AS last_vacuum
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
 	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
 	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
-	  LEFT JOIN dead_here AS t ON t.relid = i.indrelid
+	  -- its table, and the table's statistics read for it alone (not every
+	  -- table of the database)
+	  LEFT JOIN pg_catalog.pg_class AS tc ON tc.oid = i.indrelid
+	  LEFT JOIN pg_catalog.pg_namespace AS tn ON tn.oid = tc.relnamespace
 	  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
 		ON nm.dbid = r.dbid AND nm.indexrelid = r.indexrelid AND NOT here
 ),
-judged AS (
-	SELECT x.*, h.*, m.*,
+judged AS MATERIALIZED (
+	SELECT j.*,
+		   CASE WHEN j.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
+				WHEN j.state = 'held' AND j.dead_per_scan >= params.dead_critical THEN 'critical'
+				ELSE 'warning' END AS severity
+	  FROM params, (
+	SELECT x.*, h.h_kind, h.h_holder, h.h_pid, h.h_xmin, h.h_xmin_age, h.h_blocks, h.h_subject,
+		   -- another database's transaction says which
+		   h.h_label || CASE WHEN h.h_kind IN ('backend', 'prepared transaction') AND h.h_datname IS DISTINCT FROM x.datname
+							 THEN ' in database ' || pg_catalog.quote_ident(h.h_datname)
+							 ELSE '' END AS h_label,
+		   m.label || ' in database ' || pg_catalog.quote_ident(m.datname) AS m_label,
+		   m.kind AS m_kind, m.holder AS m_holder, m.pid AS m_pid, m.datname AS m_datname, m.xmin_age AS m_xmin_age,
 		   -- The average fires as before 1.4; the worst executions fire
 		   -- alone when the clean ones average them away.
 		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
@@ -166,7 +216,9 @@ judged AS (
 				THEN 'database ' || coalesce(x.dbid::text, '?') || ' temporary indexes of user '
 					 || coalesce(x.index_owner::text, '?')
 				ELSE 'database ' || coalesce(x.dbid::text, '?') || ' index ' || coalesce(x.indexrelid::text, '?') END AS cause
-	  FROM index_rows AS x
+	  FROM (SELECT x.* FROM index_rows AS x, params
+			 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
+				OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)) AS x
 	  CROSS JOIN params
 	  CROSS JOIN stats_lost
 	  -- The oldest root holder that holds this table's cleanup: a slot or
@@ -183,36 +235,68 @@ judged AS (
 	  -- thresholds it is taken to have held).
 	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
 								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
-								r.subject AS h_subject,
-								-- another database's transaction says which
-								r.label || CASE WHEN r.kind IN ('backend', 'prepared transaction')
-													 AND r.datname IS DISTINCT FROM x.datname
-												THEN ' in database ' || pg_catalog.quote_ident(r.datname)
-												ELSE '' END AS h_label
+								r.subject AS h_subject, r.label AS h_label, r.datname AS h_datname
 						   FROM root_holders AS r
-						  WHERE NOT r.catalog_only
-							AND (r.kind IN ('replication slot', 'standby feedback')
-								 OR r.own_xid IS NOT NULL
-								 OR r.datname IS NOT DISTINCT FROM x.datname)
-							AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
-							AND coalesce(r.held_since <= x.last_bad, r.blocks_cleanup)
-						  ORDER BY r.xmin_age DESC LIMIT 1) AS h ON true
+						  WHERE r.age_rank = (SELECT min(q.age_rank)
+												FROM root_holders AS q
+											   WHERE NOT q.catalog_only
+												 AND (q.kind IN ('replication slot', 'standby feedback')
+													  OR q.own_xid IS NOT NULL
+													  OR q.datname IS NOT DISTINCT FROM x.datname)
+												 AND (q.blocks_cleanup OR q.kind IN ('backend', 'prepared transaction'))
+												 AND coalesce(q.held_since <= x.last_bad, q.blocks_cleanup))) AS h ON true
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
 	  -- whole cluster's), while vacuum waits for its own database only: the
 	  -- oldest such holder of another database, when none holds this one.
-	  LEFT JOIN LATERAL (SELECT r.label || ' in database ' || pg_catalog.quote_ident(r.datname) AS m_label,
-								r.kind AS m_kind, r.holder AS m_holder, r.pid AS m_pid,
-								r.datname AS m_datname, r.xmin_age AS m_xmin_age
+	  LEFT JOIN LATERAL (SELECT r.*
 						   FROM root_holders AS r
 						  WHERE params.version_num < 140000 AND h.h_subject IS NULL
-							AND NOT r.catalog_only AND r.datname IS DISTINCT FROM x.datname
-							AND r.kind IN ('backend', 'prepared transaction')
-							AND (r.held_since <= x.last_bad
-								 OR (r.held_for IS NULL AND r.blocks_cleanup))
-						  ORDER BY r.xmin_age DESC LIMIT 1) AS m ON true
-	 WHERE (x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio)
-		OR (x.worst_dead_visits >= params.dead_warning AND x.worst_ratio >= params.dead_ratio)
+							AND r.age_rank = (SELECT min(q.age_rank)
+												FROM root_holders AS q
+											   WHERE NOT q.catalog_only AND q.datname IS DISTINCT FROM x.datname
+												 AND q.kind IN ('backend', 'prepared transaction')
+												 AND (q.held_since <= x.last_bad
+													  OR (q.held_for IS NULL AND q.blocks_cleanup)))) AS m ON true) AS j
+),
+-- Per cause (per_cause only), each row's place among its cause's rows
+-- and its index's: most severe, then costliest, first (the order
+-- pg_contention_index_findings lists them in); only the figures that
+-- order and count them.
+ranked AS MATERIALIZED (
+	SELECT j.text_key, j.cause, j.dbid, j.indexrelid, j.index_qname, j.datname, j.dead_per_scan, j.period_start,
+		   pg_catalog.row_number() OVER (PARTITION BY j.cause ORDER BY j.severity_rank, j.dead_per_scan DESC,
+																  j.index_qname, j.datname, j.query) AS cause_pos,
+		   pg_catalog.row_number() OVER (PARTITION BY j.cause, j.dbid, j.indexrelid
+										 ORDER BY j.severity_rank, j.dead_per_scan DESC, j.query) AS index_pos
+	  FROM (SELECT j.*, CASE j.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END AS severity_rank
+			  FROM judged AS j
+			 WHERE per_cause) AS j
+),
+-- Per cause (per_cause only): its indexes, costliest first; how many
+-- indexes, statements and databases; the first ten indexes and the next
+-- three costliest after the first, as the finding names them.
+cause_indexes AS (
+	SELECT r.cause, r.dbid, r.indexrelid, r.index_qname, r.datname, r.dead_per_scan,
+		   pg_catalog.row_number() OVER (PARTITION BY r.cause ORDER BY r.cause_pos) AS index_rank
+	  FROM ranked AS r
+	 WHERE r.index_pos = 1
+),
+causes AS (
+	SELECT i.cause, count(*) AS indexes,
+		   pg_catalog.array_agg('database ' || i.dbid || ' index ' || i.indexrelid ORDER BY i.index_rank)
+			   FILTER (WHERE i.index_rank <= 10) AS touched,
+		   pg_catalog.array_agg(coalesce(i.index_qname, 'oid ' || i.indexrelid)
+								|| coalesce(' in database ' || pg_catalog.quote_ident(nullif(i.datname, pg_catalog.current_database())), '')
+								|| ' (' || pg_catalog.to_char(pg_catalog.round(i.dead_per_scan::numeric, 1), 'FM999,999,999,990')
+								|| ' dead entries per execution)' ORDER BY i.index_rank)
+			   FILTER (WHERE i.index_rank BETWEEN 2 AND 4) AS next_worst,
+		   s.statements, s.databases, s.since
+	  FROM cause_indexes AS i
+	  JOIN (SELECT r.cause, count(*) AS statements, count(DISTINCT r.dbid) AS databases, min(r.period_start) AS since
+			  FROM ranked AS r
+			 GROUP BY r.cause) AS s ON s.cause = i.cause
+	 GROUP BY i.cause, s.statements, s.databases, s.since
 ),
 -- The client statements that the worst executions ran in, when those
 -- were a function's statements: their texts (read only for findings
@@ -230,14 +314,12 @@ contexts AS MATERIALIZED (
 	  FROM @extschema@.pg_contention_nested_contexts() AS c
 ),
 index_findings AS (
-	SELECT 'dead_tuple_index_scan'::text AS problem,
-		   CASE WHEN x.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
-				WHEN x.state = 'held' AND x.dead_per_scan >= params.dead_critical THEN 'critical'
-				ELSE 'warning' END AS severity,
+	SELECT 'dead_tuple_index_scan'::text AS problem, x.severity, x.cause,
 		   'index ' || coalesce(x.index_qname || x.in_database, 'oid ' || x.indexrelid || ' in database ' || coalesce(x.datname, x.dbid::text))
 		   || ' scanned by ' || @extschema@.pg_contention_shorten(x.query)
 		   || coalesce(' (query id' || CASE WHEN x.n_query_ids > 1 THEN 's ' ELSE ' ' END
-					   || x.query_ids_text || ')', '')
+					   || nullif(pg_catalog.array_to_string(ARRAY(SELECT pg_catalog.jsonb_array_elements_text(x.query_ids)), ', '), '')
+					   || ')', '')
 		   -- A function's statement: the function, as the server's context
 		   -- names it, and the client statement that called it.
 		   || coalesce(' in ' || fc.context || CASE WHEN fc.several THEN ' (and elsewhere)' ELSE '' END || ',', '')
@@ -349,12 +431,24 @@ index_findings AS (
 		   x.period_start AS since
 	  FROM judged AS x
 	  CROSS JOIN params
+	  -- (a row is its group's key)
+	  LEFT JOIN ranked AS o ON o.dbid = x.dbid AND o.indexrelid = x.indexrelid AND o.text_key = x.text_key
 	  LEFT JOIN LATERAL (SELECT c.query AS caller_text FROM callers AS c
 						  WHERE c.dbid = x.dbid AND c.query_id = x.worst_caller
 						  LIMIT 1) AS cl ON x.worst_caller IS NOT NULL
 	  LEFT JOIN contexts AS fc ON fc.dbid = x.dbid AND fc.query_id = x.worst_query_id AND x.worst_caller IS NOT NULL
+	 -- per cause, only the costliest row is described
+	 WHERE NOT coalesce(per_cause, false) OR o.cause_pos = 1
 )
-SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
-  FROM index_findings AS f;
+SELECT f.problem, f.severity, coalesce(g.subject, f.subject), coalesce(g.evidence, f.evidence), f.advice,
+	   coalesce(g.details, f.details), coalesce(c.since, f.since)
+  FROM index_findings AS f
+  LEFT JOIN causes AS c ON c.cause = f.cause
+  LEFT JOIN LATERAL (SELECT g.* FROM @extschema@.pg_contention_cause_group(
+										 f.subject, f.evidence, f.details, c.indexes, c.statements, c.databases,
+										 c.touched, c.next_worst) AS g
+					  WHERE c.statements > 1
+					  -- (not pulled up: a cause of one row does not call it)
+					  OFFSET 0) AS g ON true;
 END
 $$;

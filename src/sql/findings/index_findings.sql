@@ -1,9 +1,10 @@
 --
 -- The index rules' findings one by one: a row per statement and index
--- (dead_tuple_index_scan, hot_chain_scan), as the rules make them, before
--- pg_contention_findings groups them by cause (details.cause: one holder's
--- dead entries in a thousand indexes are one finding there).  Most severe
--- first, then by cost (dead entries per execution, buffers per row).
+-- (dead_tuple_index_scan, hot_chain_scan), where pg_contention_findings
+-- has one per cause (details.cause: one holder's dead entries in a
+-- thousand indexes are one finding there, its costliest row).  Most
+-- severe first, then by cost (dead entries per execution, buffers per
+-- row), then by index: the order each cause's rows are counted in.
 --
 -- horizon_roots: the root holders as pg_contention_findings read them for
 -- every rule of its evaluation; NULL: read now.
@@ -34,12 +35,12 @@ WITH horizon AS MATERIALIZED (
 		   AS roots
 )
 SELECT f.problem, f.severity, f.subject, f.evidence, f.advice, f.details, f.since
-  FROM (SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h))
+  FROM (SELECT * FROM @extschema@.pg_contention_rule_dead_tuple_index_scan(window_length, (SELECT h.roots FROM horizon AS h), false)
 		UNION ALL
-		SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h))) AS f
+		SELECT * FROM @extschema@.pg_contention_rule_hot_chain_scan(window_length, (SELECT h.roots FROM horizon AS h), false)) AS f
  ORDER BY CASE f.severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
 		  coalesce((f.details ->> 'dead_per_execution')::float8, (f.details ->> 'buffers_per_row')::float8) DESC NULLS LAST,
-		  f.subject;
+		  f.details ->> 'index', f.subject;
 END
 $$;
 

@@ -7,11 +7,11 @@
 -- lookups reading dead entries, or an XID age past
 -- pg_contention.horizon_critical_xid_age; age alone is info.
 --
--- index_findings: the dead_tuple_index_scan rows of the same evaluation,
--- one per statement and index (before the findings group them by cause),
--- a JSON array of {severity, holder, indexrelid, database_oid}, which
--- pg_contention_findings gives it (this rule does not evaluate that one
--- again).  NULL: none.  horizon_roots: the root holders as
+-- index_findings: the dead_tuple_index_scan findings of the same
+-- evaluation, a JSON array of {severity, holder, indexrelid, database_oid,
+-- indexes}, which pg_contention_findings gives it (this rule does not
+-- evaluate that one again): one per cause, its costliest index and how
+-- many indexes it touches (indexes; absent: one).  NULL: none.  horizon_roots: the root holders as
 -- pg_contention_findings read them for every rule of the evaluation (the
 -- holders those findings name); NULL: read now.
 --
@@ -105,7 +105,9 @@ paid_by AS MATERIALIZED (
 ),
 index_found AS MATERIALIZED (
 	SELECT f.value ->> 'severity' AS severity, f.value ->> 'holder' AS holder, f.value -> 'indexrelid' AS indexrelid,
-		   (f.value ->> 'database_oid') || ' ' || (f.value ->> 'indexrelid') AS index_key
+		   (f.value ->> 'database_oid') || ' ' || (f.value ->> 'indexrelid') AS index_key,
+		   CASE WHEN pg_catalog.jsonb_typeof(f.value -> 'indexes') = 'number'
+				THEN greatest(pg_catalog.trunc((f.value ->> 'indexes')::numeric), 1) ELSE 1 END AS indexes
 	  FROM pg_catalog.jsonb_array_elements(
 			   CASE WHEN pg_catalog.jsonb_typeof(index_findings) = 'array' THEN index_findings ELSE '[]' END) AS f
 ),
@@ -122,10 +124,14 @@ costed AS MATERIALIZED (
 	  FROM root_holders AS h
 	  CROSS JOIN params
 	  LEFT JOIN held_dead AS d ON d.culprit_key = h.culprit_key
-	  CROSS JOIN LATERAL (SELECT count(DISTINCT f.index_key) AS index_count,
-								 coalesce(bool_or(f.severity = 'critical'), false) AS index_critical
-							FROM index_found AS f
-						   WHERE f.holder = h.holder) AS i
+	  -- (findings given with the same costliest index, as one per
+	  -- statement and index would be, count it once)
+	  CROSS JOIN LATERAL (SELECT coalesce(sum(f.indexes), 0) AS index_count,
+								 coalesce(bool_or(f.critical), false) AS index_critical
+							FROM (SELECT max(f.indexes) AS indexes, bool_or(f.severity = 'critical') AS critical
+									FROM index_found AS f
+								   WHERE f.holder = h.holder
+								   GROUP BY f.index_key) AS f) AS i
 	  -- The WAL a slot keeps, from its restart_lsn.
 	  LEFT JOIN LATERAL (SELECT pg_catalog.pg_wal_lsn_diff(
 									CASE WHEN params.standby THEN pg_catalog.pg_last_wal_replay_lsn()
