@@ -37,6 +37,8 @@ recent AS MATERIALIZED (
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
+	 -- the statements' rows (not thousands of indexes' with dead entries)
+	 WHERE r.indexrelid IS NULL
 ),
 near_overflow_findings AS (
 	-- Per database and user: one transaction pattern shows in each of its
