@@ -19,6 +19,8 @@
  * does.  On PG17 and later, which removed the feature, those functions say
  * it is not supported.
  *
+ * And one difference of the C library: pgc_release_free_memory().
+ *
  * Owns no shared state.
  *
  *-------------------------------------------------------------------------
@@ -52,6 +54,18 @@ void
 pgc_compat_init(void)
 {
 	pgc_enable_query_id();
+}
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+void
+pgc_release_free_memory(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }
 
 #if PG_VERSION_NUM < 170000

@@ -457,84 +457,191 @@ if [ "${PGC_BENCH_ONLY:-}" = findings ]; then
 fi
 
 # ---- 8. scale: K indexes with dead entries behind one holder ----
-# In a database of its own, K small tables, each with an index on k, 20
-# live rows and 1,100 dead rows of k = 7 behind one transaction with an
-# XID, each index looked up once (K = 100, 1,000, 5,000).  Then, in a
-# session that has planned them (a warm one, as the worker's), the median
-# of the last 5 of 6 executions of the findings and of the worker's query
-# (the findings with each one's incident key); the server's CPU per
-# `pg_contention check` reading the worker's evaluation (the postmaster's
-# reaped children: the checks' backends) over 10 checks; top's backend
-# CPU per refresh over 20 refreshes.  Rows: the index rows, the findings.
-scale_cost() {
-	local k t pm c0 c1 top_pid backend a b
-	declare -gA scale_rows scale_findings scale_findings_ms scale_worker_ms scale_check_ms scale_top_ms
-	start_server pg_contention "-c max_locks_per_transaction=256 -c autovacuum=off -c pg_contention.incident_database=shop"
-	for k in ${PGC_BENCH_SCALE:-100 1000 5000}; do
-		psql_ -v ON_ERROR_STOP=1 -c "SELECT pg_contention_reset()" -c "DROP DATABASE IF EXISTS shop WITH (FORCE)" -c "CREATE DATABASE shop" >/dev/null
-		psql_ -v ON_ERROR_STOP=1 -d shop -c "CREATE EXTENSION pg_contention" -c "DO \$\$ BEGIN FOR i IN 1..$k LOOP
-			EXECUTE format('CREATE TABLE t%s (k integer, v text)', i);
-			EXECUTE format('CREATE INDEX t%s_k ON t%s (k)', i, i);
-			EXECUTE format('INSERT INTO t%s SELECT g, ''live'' FROM generate_series(1, 20) AS g', i);
-			IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$" >/dev/null
-		# The holder: a session that sleeps inside its transaction.
-		run "$bindir/psql" -X -q -h "$work" -U postgres -d shop \
-			-c "BEGIN; SELECT txid_current(); SELECT pg_sleep(3600)" >/dev/null 2>&1 &
-		wait_for "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND query LIKE '%pg_sleep(3600)'" 100 || true
-		psql_ -v ON_ERROR_STOP=1 -d shop -c "DO \$\$ BEGIN FOR i IN 1..$k LOOP
-			EXECUTE format('INSERT INTO t%s SELECT 7, ''gone'' FROM generate_series(1, 1100)', i);
-			EXECUTE format('DELETE FROM t%s WHERE v = ''gone''', i);
-			IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$" >/dev/null
+# In database shop, K small tables, each with an index on k, 20 live rows
+# and 1,100 dead rows of k = 7 behind one transaction with an XID, each
+# index looked up once (K = 100, 1,000, 5,000); then 10 such tables in
+# each of 60 other databases behind the same holder (600 indexes, one
+# cause), and that again with 1,000 idle connections.  scale_measure, per
+# case: in a session that has planned them (a warm one, as the worker's),
+# the median of the last 5 of 6 executions of the findings and of the
+# worker's query (the findings with each one's incident key); the server's
+# CPU per `pg_contention check` reading the worker's evaluation over 10
+# checks, and per `check --live` over 5 (the postmaster's reaped children:
+# the checks' backends); top's backend CPU per refresh over 20 refreshes;
+# the incidents worker's CPU per evaluation at its default interval over
+# 40 s (/proc/PID/schedstat read every 0.2 s: an evaluation is a run of
+# reads that grew; the median); the sampler's CPU per second over those
+# 40 s; the worker's private memory (RssAnon) at their end.  Each figure is printed beside the last measured one (the
+# pg_contention column of BENCHMARKS.md's row of the same name).
+declare -gA scale_rows scale_findings scale_findings_ms scale_worker_ms scale_check_ms scale_live_ms scale_top_ms \
+	scale_eval_ms scale_sampler_ms scale_worker_mb
+scale_cases=()
+# scale_tables DB N: N tables t1.. in DB, with their live rows
+scale_tables() {
+	psql_ -v ON_ERROR_STOP=1 -d "$1" -c "DO \$\$ BEGIN FOR i IN 1..$2 LOOP
+		EXECUTE format('CREATE TABLE t%s (k integer, v text)', i);
+		EXECUTE format('CREATE INDEX t%s_k ON t%s (k)', i, i);
+		EXECUTE format('INSERT INTO t%s SELECT g, ''live'' FROM generate_series(1, 20) AS g', i);
+		IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$" >/dev/null
+}
+# scale_dead DB N: 1,100 dead rows of k = 7 in each of the N tables, then
+# one lookup of each
+scale_dead() {
+	local t
+	psql_ -v ON_ERROR_STOP=1 -d "$1" -c "DO \$\$ BEGIN FOR i IN 1..$2 LOOP
+		EXECUTE format('INSERT INTO t%s SELECT 7, ''gone'' FROM generate_series(1, 1100)', i);
+		EXECUTE format('DELETE FROM t%s WHERE v = ''gone''', i);
+		IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$" >/dev/null
+	{
+		echo "SET enable_seqscan = off; SET enable_bitmapscan = off;"
+		for ((t = 1; t <= $2; t++)); do echo "SELECT count(*) FROM t$t WHERE k = 7;"; done
+	} >"$work/lookups.sql"
+	psql_ -d "$1" -f "$work/lookups.sql" >/dev/null
+}
+# The holder: a session in shop that sleeps inside its transaction.
+scale_holder() {
+	run "$bindir/psql" -X -q -h "$work" -U postgres -d shop \
+		-c "BEGIN; SELECT txid_current(); SELECT pg_sleep(3600)" >/dev/null 2>&1 &
+	wait_for "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND query LIKE '%pg_sleep(3600)'" 100 || true
+}
+scale_unhold() {
+	psql_ -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3600)' AND pid <> pg_backend_pid()" >/dev/null
+	wait || true
+}
+scale_fresh_shop() {
+	psql_ -v ON_ERROR_STOP=1 -c "SELECT pg_contention_reset()" -c "DROP DATABASE IF EXISTS shop WITH (FORCE)" -c "CREATE DATABASE shop" >/dev/null
+	psql_ -v ON_ERROR_STOP=1 -d shop -c "CREATE EXTENSION pg_contention" >/dev/null
+}
+scale_measure() {	# case
+	local c=$1 t a b n pm c0 c1 top_pid backend wpid spid s0 s1 prev cur
+	scale_cases+=("$c")
+	scale_rows[$c]=$(psql_ -d shop -c "SELECT count(*) FROM pg_contention_index_findings")
+	scale_findings[$c]=$(psql_ -d shop -c "SELECT count(*) FROM pg_contention_findings")
+	for t in findings worker; do
 		{
-			echo "SET enable_seqscan = off; SET enable_bitmapscan = off;"
-			for ((t = 1; t <= k; t++)); do echo "SELECT count(*) FROM t$t WHERE k = 7;"; done
-		} >"$work/lookups.sql"
-		psql_ -d shop -f "$work/lookups.sql" >/dev/null
-		scale_rows[$k]=$(psql_ -d shop -c "SELECT count(*) FROM pg_contention_index_findings")
-		scale_findings[$k]=$(psql_ -d shop -c "SELECT count(*) FROM pg_contention_findings")
-		for t in findings worker; do
-			{
-				echo '\timing on'
-				for ((a = 0; a < 6; a++)); do
-					if [ $t = findings ]; then
-						echo "SELECT count(*) FROM pg_contention_findings;"
-					else
-						echo "SELECT count(*) FROM pg_contention_findings(NULL::interval) AS f CROSS JOIN LATERAL pg_contention_incident_key(f.problem, f.details) AS k;"
-					fi
-				done
-			} >"$work/warm.sql"
-			b=$(psql_ -d shop -f "$work/warm.sql" | awk '/^Time:/ {print $2}' | tail -5 | sort -n | sed -n 3p)
-			if [ $t = findings ]; then scale_findings_ms[$k]=$b; else scale_worker_ms[$k]=$b; fi
-		done
-		wait_for "SELECT count(*) > 0 FROM pg_contention_findings_kept()" 300 || true
-		pm=$(head -1 "$work/data/postmaster.pid")
+			echo '\timing on'
+			for ((a = 0; a < 6; a++)); do
+				if [ $t = findings ]; then
+					echo "SELECT count(*) FROM pg_contention_findings;"
+				else
+					echo "SELECT count(*) FROM pg_contention_findings(NULL::interval) AS f CROSS JOIN LATERAL pg_contention_incident_key(f.problem, f.details) AS k;"
+				fi
+			done
+		} >"$work/warm.sql"
+		b=$(psql_ -d shop -f "$work/warm.sql" | awk '/^Time:/ {print $2}' | tail -5 | sort -n | sed -n 3p)
+		if [ $t = findings ]; then scale_findings_ms[$c]=$b; else scale_worker_ms[$c]=$b; fi
+	done
+	wait_for "SELECT count(*) > 0 FROM pg_contention_findings_kept()" 300 || true
+	pm=$(head -1 "$work/data/postmaster.pid")
+	for t in kept live; do
+		n=$([ $t = kept ] && echo 10 || echo 5)
 		c0=$(awk '{print $16 + $17}' "/proc/$pm/stat")
-		for ((a = 0; a < 10; a++)); do
-			run "$bindir/pg_contention" check -h "$work" -U postgres -d shop >/dev/null || true
+		for ((a = 0; a < n; a++)); do
+			if [ $t = kept ]; then
+				run "$bindir/pg_contention" check -h "$work" -U postgres -d shop >/dev/null || true
+			else
+				run "$bindir/pg_contention" check --live -h "$work" -U postgres -d shop >/dev/null || true
+			fi
 		done
 		c1=$(awk '{print $16 + $17}' "/proc/$pm/stat")
-		scale_check_ms[$k]=$(awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) * 1000 / hz / 10 }')
-		run "$bindir/pg_contention" top -n 28 -i 0.5 -h "$work" -U postgres -d shop >/dev/null 2>&1 &
-		top_pid=$!
-		sleep 3
-		backend=$(psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'
-			AND application_name LIKE 'pg_contention%' AND pid <> pg_backend_pid() LIMIT 1")
-		a=$(cut -d' ' -f1 "/proc/$backend/schedstat")
-		sleep 10
-		b=$(cut -d' ' -f1 "/proc/$backend/schedstat")
-		wait "$top_pid" || true
-		scale_top_ms[$k]=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b - a) / 1e6 / 20 }')
-		psql_ -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3600)' AND pid <> pg_backend_pid()" >/dev/null
-		wait || true
+		b=$(awk -v a="$c0" -v b="$c1" -v n="$n" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", (b - a) * 1000 / hz / n }')
+		if [ $t = kept ]; then scale_check_ms[$c]=$b; else scale_live_ms[$c]=$b; fi
 	done
+	run "$bindir/pg_contention" top -n 28 -i 0.5 -h "$work" -U postgres -d shop >/dev/null 2>&1 &
+	top_pid=$!
+	sleep 3
+	backend=$(psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'
+		AND application_name LIKE 'pg_contention%' AND pid <> pg_backend_pid() LIMIT 1")
+	a=$(cut -d' ' -f1 "/proc/$backend/schedstat")
+	sleep 10
+	b=$(cut -d' ' -f1 "/proc/$backend/schedstat")
+	wait "$top_pid" || true
+	scale_top_ms[$c]=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b - a) / 1e6 / 20 }')
+	wpid=$(psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention incidents'")
+	spid=$(psql_ -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_contention sampler'")
+	s0=$(cut -d' ' -f1 "/proc/$spid/schedstat")
+	prev=$(cut -d' ' -f1 "/proc/$wpid/schedstat")
+	: >"$work/evaluations"
+	for ((a = 0; a < 200; a++)); do
+		sleep 0.2
+		cur=$(cut -d' ' -f1 "/proc/$wpid/schedstat")
+		echo $((cur - prev)) >>"$work/evaluations"
+		prev=$cur
+	done
+	s1=$(cut -d' ' -f1 "/proc/$spid/schedstat")
+	scale_eval_ms[$c]=$(awk '$1 > 0 { run += $1; next } run > 0 { print run / 1e6; run = 0 } END { if (run > 0) print run / 1e6 }' \
+		"$work/evaluations" | sort -n | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR+1)/2)]}')
+	scale_sampler_ms[$c]=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f", (b - a) / 1e6 / 40 }')
+	scale_worker_mb[$c]=$(awk '/^RssAnon:/ { printf "%.0f", $2 / 1024 }' "/proc/$wpid/status")
+}
+scale_cost() {
+	local k d
+	start_server pg_contention "-c max_locks_per_transaction=256 -c autovacuum=off -c pg_contention.incident_database=shop -c max_connections=1100"
+	for k in ${PGC_BENCH_SCALE:-100 1000 5000}; do
+		scale_fresh_shop
+		scale_tables shop "$k"
+		scale_holder
+		scale_dead shop "$k"
+		scale_measure "K = $k"
+		scale_unhold
+	done
+	if [ -z "${PGC_BENCH_SCALE:-}" ]; then
+		scale_fresh_shop
+		for ((d = 1; d <= 60; d++)); do
+			psql_ -c "CREATE DATABASE app$d" >/dev/null
+			scale_tables "app$d" 10
+		done
+		scale_holder
+		for ((d = 1; d <= 60; d++)); do scale_dead "app$d" 10; done
+		scale_measure "60 databases"
+		# The same with 1,000 idle connections (pgbench clients that sleep;
+		# the lookups run again, in the window).
+		printf '\\sleep 1000 ms\n' >"$work/idle.sql"
+		run "$bindir/pgbench" -h "$work" -U postgres -n -c 1000 -j 4 -T 600 -f "$work/idle.sql" shop >/dev/null 2>&1 &
+		wait_for "SELECT count(*) >= 1000 FROM pg_stat_activity WHERE application_name = 'pgbench'" 900 || true
+		for ((d = 1; d <= 60; d++)); do psql_ -d "app$d" -f "$work/lookups.sql" >/dev/null; done
+		scale_measure "60 databases, 1,000 idle connections"
+		pkill -f "pgbench.*$work" 2>/dev/null || true
+		scale_unhold
+	fi
 	stop_server
 }
+# last_measured LABEL: the pg_contention column of BENCHMARKS.md's row LABEL
+last_measured() {
+	awk -F'|' -v l="| $1 |" 'index($0, l) == 1 { gsub(/^ +| +$/, "", $4); print $4; exit }' "$top/BENCHMARKS.md"
+}
 scale_table() {
-	local k
-	echo "| K indexes behind one holder | index rows | findings | findings, warm, ms | the worker's query, warm, ms | check (kept), server CPU, ms | top, backend CPU per refresh, ms |"
-	echo "|---|---|---|---|---|---|---|"
-	for k in ${PGC_BENCH_SCALE:-100 1000 5000}; do
-		echo "| $k | ${scale_rows[$k]} | ${scale_findings[$k]} | ${scale_findings_ms[$k]} | ${scale_worker_ms[$k]} | ${scale_check_ms[$k]} | ${scale_top_ms[$k]} |"
+	local c r label
+	local -a labels=(
+		"scale: index rows; findings"
+		"scale: pg_contention_findings, warm session, median of 5, ms"
+		"scale: the worker's query (findings and their keys), warm session, median of 5, ms"
+		"scale: the incidents worker's CPU per evaluation at its default interval, median over 40 s, ms"
+		"scale: pg_contention check (reading the worker's evaluation), the server's CPU per check, ms"
+		"scale: pg_contention check --live, the server's CPU per check, ms"
+		"scale: pg_contention top, its backend's CPU per refresh at 0.5 s, over 20 refreshes (the tables read every 5 s), ms"
+		"scale: the sampler's CPU per second, over 40 s, ms"
+		"scale: the incidents worker's private memory (RssAnon) after those 40 s, MB")
+	echo "Scale cases, in each row's order: ${scale_cases[*]}"
+	echo
+	echo "| measurement | pg_contention, this run | last measured (BENCHMARKS.md) |"
+	echo "|---|---|---|"
+	for label in "${labels[@]}"; do
+		r=
+		for c in "${scale_cases[@]}"; do
+			case $label in
+			"scale: index rows"*) r+="${r:+ / }${scale_rows[$c]}; ${scale_findings[$c]}" ;;
+			"scale: pg_contention_findings,"*) r+="${r:+ / }${scale_findings_ms[$c]}" ;;
+			"scale: the worker's query"*) r+="${r:+ / }${scale_worker_ms[$c]}" ;;
+			"scale: the incidents worker"*) r+="${r:+ / }${scale_eval_ms[$c]}" ;;
+			"scale: pg_contention check --live"*) r+="${r:+ / }${scale_live_ms[$c]}" ;;
+			"scale: pg_contention check ("*) r+="${r:+ / }${scale_check_ms[$c]}" ;;
+			"scale: pg_contention top"*) r+="${r:+ / }${scale_top_ms[$c]}" ;;
+			"scale: the sampler"*) r+="${r:+ / }${scale_sampler_ms[$c]}" ;;
+			"scale: the incidents worker's private"*) r+="${r:+ / }${scale_worker_mb[$c]}" ;;
+			esac
+		done
+		echo "| $label | $r | $(last_measured "$label") |"
 	done
 }
 if [ "${PGC_BENCH_ONLY:-}" = scale ]; then

@@ -940,6 +940,12 @@ pgc_incidents_main(Datum main_arg)
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(pgc_eval_context);
 			pgc_eval_index_states = NULL;
+			/*
+			 * What the evaluation's transaction freed goes back to the
+			 * kernel: after one that needed hundreds of megabytes (a hundred
+			 * thousand index rows), the worker returns to its working size.
+			 */
+			pgc_release_free_memory();
 		}
 
 		if (pgc_incident_interval > 0)
