@@ -60,11 +60,25 @@ pgc_compat_init(void)
 #include <malloc.h>
 #endif
 
+/*
+ * Trimmed only past 32 MB free: what a small evaluation frees it needs
+ * again at the next, and memory given back costs page faults to take
+ * again.
+ */
+#define PGC_FREE_MEMORY_KEPT	(32 * 1024 * 1024)
+
 void
 pgc_release_free_memory(void)
 {
-#ifdef __GLIBC__
-	malloc_trim(0);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+	if (mallinfo2().fordblks > PGC_FREE_MEMORY_KEPT)
+		malloc_trim(0);
+#elif defined(__GLIBC__)
+	/* (mallinfo's int fields: a free heap past 2 GB reads negative) */
+	struct mallinfo m = mallinfo();
+
+	if ((unsigned int) m.fordblks > PGC_FREE_MEMORY_KEPT)
+		malloc_trim(0);
 #endif
 }
 

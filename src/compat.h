@@ -552,8 +552,8 @@ extern JsonParseErrorType pgc_json_parse(const char *s, size_t len, int encoding
  * Not a PostgreSQL difference but the C library's: glibc keeps the heap a
  * process free()d for its next malloc, so a worker whose evaluation once
  * needed hundreds of megabytes would keep them.  pgc_release_free_memory()
- * gives what is free back to the kernel (malloc_trim); elsewhere it does
- * nothing.
+ * gives what is free back to the kernel (malloc_trim) when it is more
+ * than 32 MB; elsewhere it does nothing.
  */
 extern void pgc_release_free_memory(void);
 

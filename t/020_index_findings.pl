@@ -13,8 +13,9 @@
 # (c) A row updated 10,000 times by HOT behind the report: its lookup reads
 #     a chain of versions per index entry (about 170 buffers for one row,
 #     under 1,000 dead entries): hot_chain_scan names the table and the
-#     holder; lookups of its neighbours, and the same workload without a
-#     holder, give nothing.
+#     holder; a second table's hot row behind the same holder makes it
+#     one finding of two indexes ("and 1 more index"); lookups of its
+#     neighbours, and the same workload without a holder, give nothing.
 # Counts and texts only: no timing is asserted.
 use strict;
 use warnings;
@@ -40,9 +41,12 @@ $node->safe_psql('postgres', q{
 	INSERT INTO items (k, v) SELECT g, 0 FROM generate_series(1, 10000) AS g;
 	CREATE TABLE hot (k integer PRIMARY KEY, v integer NOT NULL, pad text);
 	INSERT INTO hot SELECT g, 0, repeat('x', 100) FROM generate_series(1, 10000) AS g;
+	CREATE TABLE hot2 (k integer PRIMARY KEY, v integer NOT NULL, pad text);
+	INSERT INTO hot2 SELECT g, 0, repeat('x', 100) FROM generate_series(1, 10000) AS g;
 });
 $node->safe_psql('postgres', 'VACUUM (ANALYZE) items');
 $node->safe_psql('postgres', 'VACUUM (ANALYZE) hot');
+$node->safe_psql('postgres', 'VACUUM (ANALYZE) hot2');
 
 sub finding
 {
@@ -195,6 +199,24 @@ like(finding('hot_chain_scan', 'evidence'),
 like(finding('hot_chain_scan', 'advice'), qr/^End what holds the horizon \(pid $report_pid \(application report\)\)/,
 	'the advice names the holder');
 is(finding('hot_chain_scan', "details -> 'holder' ->> 'pid'"), $report_pid, 'details: the holder');
+
+# A second table's hot row behind the same holder: one finding of the
+# cause, the costlier index's, which names the other.
+bench('-n -M prepared -t 10000', '10000/10000', 'update a row of hot2 10,000 times',
+	{ 'hot2_update' => "UPDATE hot2 SET v = v + 1 WHERE k = 1;\n" });
+bench('-n -M prepared -t 3', '3/3', 'lookups of hot2\'s hot row',
+	{ 'hot2_key' => "\\set key 1\nSELECT v FROM hot2 WHERE k = :key;\n" });
+# (the UPDATEs walk hot2's chain too: a row of their own on its index)
+ok($node->poll_query_until('postgres',
+	"SELECT count(DISTINCT details ->> 'indexrelid') FROM pg_contention_index_findings WHERE problem = 'hot_chain_scan'", '2'),
+	'hot_chain_scan rows of two indexes in pg_contention_index_findings');
+is(finding('hot_chain_scan', 'count(*)'), '1', 'one hot_chain_scan finding for their one holder');
+like(finding('hot_chain_scan', 'subject'), qr/^table public\.hot2?: lookups by index .* \(and 1 more index\)$/,
+	'its subject says there is one more index');
+like(finding('hot_chain_scan', 'evidence'),
+	qr/ The same cause touches 2 indexes; the next costliest: public\.hot2?_pkey \([0-9,]+ buffers per row\); every one in pg_contention_index_findings\.$/,
+	'its evidence names the other index and its cost');
+is(finding('hot_chain_scan', "details ->> 'touched_count'"), '2', 'details: touched_count 2');
 
 # The holder ends: no finding (the next access prunes the chains).
 $report->query_safe('COMMIT');

@@ -471,7 +471,8 @@ fi
 # the incidents worker's CPU per evaluation at its default interval over
 # 40 s (/proc/PID/schedstat read every 0.2 s: an evaluation is a run of
 # reads that grew; the median); the sampler's CPU per second over those
-# 40 s; the worker's private memory (RssAnon) at their end.  Each figure is printed beside the last measured one (the
+# 40 s; the worker's private memory (RssAnon) at their end.  Each figure
+# is printed beside the last measured one (the
 # pg_contention column of BENCHMARKS.md's row of the same name).
 declare -gA scale_rows scale_findings scale_findings_ms scale_worker_ms scale_check_ms scale_live_ms scale_top_ms \
 	scale_eval_ms scale_sampler_ms scale_worker_mb
@@ -633,7 +634,7 @@ scale_table() {
 			"scale: index rows"*) r+="${r:+ / }${scale_rows[$c]}; ${scale_findings[$c]}" ;;
 			"scale: pg_contention_findings,"*) r+="${r:+ / }${scale_findings_ms[$c]}" ;;
 			"scale: the worker's query"*) r+="${r:+ / }${scale_worker_ms[$c]}" ;;
-			"scale: the incidents worker"*) r+="${r:+ / }${scale_eval_ms[$c]}" ;;
+			"scale: the incidents worker's CPU"*) r+="${r:+ / }${scale_eval_ms[$c]}" ;;
 			"scale: pg_contention check --live"*) r+="${r:+ / }${scale_live_ms[$c]}" ;;
 			"scale: pg_contention check ("*) r+="${r:+ / }${scale_check_ms[$c]}" ;;
 			"scale: pg_contention top"*) r+="${r:+ / }${scale_top_ms[$c]}" ;;
