@@ -10,6 +10,11 @@
 #    and a file of one; the difference divided by 2,999.  Each run starts
 #    from the same copy of the data directory; the median of three runs
 #    with the heap moved by different amounts (see instructions()).
+#    Statements: an indexed SELECT, an indexed UPDATE, a SELECT under 70
+#    open savepoints, a call of a PL/pgSQL function running 100 nested
+#    SELECTs (300 calls; pg_stat_statements also with track = all, as
+#    pg_contention counts nested statements), SAVEPOINT and RELEASE of
+#    50 numbered names.
 # 2. The sampler's CPU time (/proc/PID/schedstat) over a fixed interval
 #    with 10, 100 and 500 connected backends, 4 of them running pgbench -S,
 #    and with 10 idle ones (pg_contention's sampler dozes), for
@@ -129,6 +134,10 @@ wait_for() {
 start_server none
 pgbench_ -i -s 10 -q >/dev/null 2>&1
 psql_ -c "CREATE EXTENSION pg_contention" -c "VACUUM ANALYZE" -c "CHECKPOINT"
+# A PL/pgSQL function that runs 100 nested SELECTs (part 1's "nested").
+psql_ -c "CREATE FUNCTION bench_nested() RETURNS void LANGUAGE plpgsql AS \$\$
+	DECLARE b integer;
+	BEGIN FOR i IN 1..100 LOOP SELECT abalance INTO b FROM pgbench_accounts WHERE aid = i * 97; END LOOP; END \$\$"
 stop_server
 cp -a "$work/data" "$work/data.pristine"
 
@@ -667,6 +676,18 @@ for name, body, pre, post in (("select", sel, "", ""), ("update", upd, "", ""),
     for n in (3000, 1):
         with open("{}/{}_{}.sql".format(w, name, n), "w") as f:
             f.write(pre + "".join(body.format(k) for k in keys[:n]) + post)
+# A function's 100 nested SELECTs per statement (300 statements: 30,000
+# nested ones); SAVEPOINT and RELEASE of 50 numbered names in one
+# transaction.
+for n in (300, 1):
+    with open("{}/nested_{}.sql".format(w, n), "w") as f:
+        f.write("SELECT bench_nested();\n" * n)
+pairs = "".join("SAVEPOINT sa_savepoint_{0}; RELEASE SAVEPOINT sa_savepoint_{0};\n".format(i % 50 + 1)
+                for i in range(1500))
+with open("{}/savepoint_3000.sql".format(w), "w") as f:
+    f.write("BEGIN;\n" + pairs + "COMMIT;\n")
+with open("{}/savepoint_1.sql".format(w), "w") as f:
+    f.write("BEGIN;\nSAVEPOINT sa_savepoint_1;\nCOMMIT;\n")
 PY
 [ "$(id -u)" -eq 0 ] && chown -R postgres: "$work"
 
@@ -680,10 +701,15 @@ PY
 # reported.
 heap_offsets=${PGC_BENCH_HEAP_OFFSETS:-1 200 3000}
 instructions() {	# config file heap-offset -> instruction count
+	local track=top
 	rm -rf "$work/data" && cp -a "$work/data.pristine" "$work/data"
+	# pg_stat_statements_all: pg_stat_statements counting nested statements
+	# too, as pg_contention does (the fair comparison for "nested")
+	[ "$1" = pg_stat_statements_all ] && track=all
 	run valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 		"$bindir/postgres" --single -D "$work/data" \
-		-c shared_preload_libraries="$(preload "$1")" -c compute_query_id=on \
+		-c shared_preload_libraries="$(preload "${1%_all}")" -c compute_query_id=on \
+		$([ "${1%_all}" = pg_stat_statements ] && echo "-c pg_stat_statements.track=$track") \
 		-c "bench.heap_offset=$(printf '%*s' "$3" '' | tr ' ' x)" \
 		postgres <"$work/$2" >/dev/null 2>"$work/callgrind.err"
 	grep -o 'Collected : [0-9]*' "$work/callgrind.err" | awk '{print $3}'
@@ -691,14 +717,17 @@ instructions() {	# config file heap-offset -> instruction count
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 declare -A per_statement
-for stmt in select update savepoints; do
-	for cfg in $configs; do
+statements="select update savepoints nested savepoint"
+for stmt in $statements; do
+	n=3000
+	[ $stmt = nested ] && n=300
+	for cfg in $configs $([ $stmt = nested ] && [[ " $configs " == *" pg_stat_statements "* ]] && echo pg_stat_statements_all); do
 		log "callgrind: $stmt, $cfg"
 		runs=()
 		for offset in $heap_offsets; do
-			a=$(instructions "$cfg" "${stmt}_3000.sql" "$offset")
+			a=$(instructions "$cfg" "${stmt}_$n.sql" "$offset")
 			b=$(instructions "$cfg" "${stmt}_1.sql" "$offset")
-			runs+=($(( (a - b) / 2999 )))
+			runs+=($(( (a - b) / (n - 1) )))
 		done
 		per_statement[$stmt.$cfg]=$(median "${runs[@]}")
 	done
@@ -707,17 +736,22 @@ rm -rf "$work/data" && cp -a "$work/data.pristine" "$work/data"
 
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f%%", (a - b) / b * 100 }'; }
 instruction_rows() {
-	for stmt in select update savepoints; do
+	local v
+	for stmt in $statements; do
 		base=${per_statement[$stmt.none]}
 		case $stmt in
 			select) label="instructions per indexed SELECT" ;;
 			update) label="instructions per indexed UPDATE" ;;
 			savepoints) label="instructions per SELECT under 70 open savepoints" ;;
+			nested) label="instructions per call of a PL/pgSQL function running 100 nested SELECTs (pg_stat_statements: track = top; with track = all after the semicolon)" ;;
+			savepoint) label="instructions per SAVEPOINT or RELEASE of 50 numbered names" ;;
 		esac
 		row="| $label | $base"
 		for cfg in pg_contention pg_stat_statements pg_wait_sampling; do
 			v=${per_statement[$stmt.$cfg]:-}
 			if [ -n "$v" ]; then row="$row | $v ($(pct "$v" "$base"))"; else row="$row | "; fi
+			v=${per_statement[$stmt.${cfg}_all]:-}
+			[ -n "$v" ] && row="$row; $v ($(pct "$v" "$base"))"
 		done
 		echo "$row |"
 	done
