@@ -133,11 +133,12 @@ wait_for() {
 
 start_server none
 pgbench_ -i -s 10 -q >/dev/null 2>&1
-psql_ -c "CREATE EXTENSION pg_contention" -c "VACUUM ANALYZE" -c "CHECKPOINT"
-# A PL/pgSQL function that runs 100 nested SELECTs (part 1's "nested").
+# A PL/pgSQL function that runs 100 nested SELECTs (part 1's "nested"),
+# before the checkpoint: the server stops with -m immediate.
 psql_ -c "CREATE FUNCTION bench_nested() RETURNS void LANGUAGE plpgsql AS \$\$
 	DECLARE b integer;
 	BEGIN FOR i IN 1..100 LOOP SELECT abalance INTO b FROM pgbench_accounts WHERE aid = i * 97; END LOOP; END \$\$"
+psql_ -c "CREATE EXTENSION pg_contention" -c "VACUUM ANALYZE" -c "CHECKPOINT"
 stop_server
 cp -a "$work/data" "$work/data.pristine"
 
