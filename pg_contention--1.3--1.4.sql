@@ -1872,6 +1872,8 @@ recent AS MATERIALIZED (
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
+	 -- the statements' rows (not thousands of indexes' with dead entries)
+	 WHERE r.indexrelid IS NULL
 ),
 subtrans AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_subtrans_cost(window_length)
@@ -2412,6 +2414,8 @@ recent AS MATERIALIZED (
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
+	 -- the statements' rows (not thousands of indexes' with dead entries)
+	 WHERE r.indexrelid IS NULL
 ),
 near_overflow_findings AS (
 	-- Per database and user: one transaction pattern shows in each of its
@@ -2605,7 +2609,7 @@ placed AS (
 ),
 grouped AS (
 	-- Most groups are one row: it is the group.
-	SELECT k.dbid, k.datname, k.indexrelid, k.query, k.query_id,
+	SELECT k.dbid, k.datname, k.indexrelid, k.text_key, k.query, k.query_id,
 		   CASE WHEN k.query_id IS NULL THEN '[]' ELSE jsonb_build_array(k.query_id) END AS query_ids,
 		   CASE WHEN k.query_id IS NULL THEN 0 ELSE 1 END::bigint AS n_query_ids,
 		   k.period_start, k.period_end, k.calls, k.top_level_calls, k.shared_blks, k.scans, k.entries_read, k.dead_visits,
@@ -2615,7 +2619,7 @@ grouped AS (
 	  FROM keyed AS k
 	 WHERE k.group_rows = 1
 	UNION ALL
-	SELECT r.dbid, min(r.datname) AS datname, r.indexrelid,
+	SELECT r.dbid, min(r.datname) AS datname, r.indexrelid, r.text_key,
 		   min(r.query) FILTER (WHERE r.by_scans = 1),
 		   min(r.query_id) FILTER (WHERE r.by_scans = 1),
 		   coalesce(jsonb_agg(r.query_id ORDER BY r.query_id) FILTER (WHERE r.query_id IS NOT NULL AND r.by_query_id = 1),
@@ -2688,7 +2692,7 @@ index_rows AS (
 		ON nm.dbid = r.dbid AND nm.indexrelid = r.indexrelid AND NOT here
 ),
 judged AS MATERIALIZED (
-	SELECT j.*, pg_catalog.row_number() OVER () AS row_id,
+	SELECT j.*,
 		   CASE WHEN j.state IN ('vacuumed', 'clean', 'unknown', 'dropped') THEN 'info'
 				WHEN j.state = 'held' AND j.dead_per_scan >= params.dead_critical THEN 'critical'
 				ELSE 'warning' END AS severity
@@ -2744,37 +2748,38 @@ judged AS MATERIALIZED (
 	  -- past the thresholds: their xmin moves at every message, and a few
 	  -- seconds' stand is not a hold (when its age is unknown, past the
 	  -- thresholds it is taken to have held).
-	  CROSS JOIN LATERAL (SELECT min(r.age_rank) AS age_rank
-							FROM root_holders AS r
-						   WHERE NOT r.catalog_only
-							 AND (r.kind IN ('replication slot', 'standby feedback')
-								  OR r.own_xid IS NOT NULL
-								  OR r.datname IS NOT DISTINCT FROM x.datname)
-							 AND (r.blocks_cleanup OR r.kind IN ('backend', 'prepared transaction'))
-							 AND coalesce(r.held_since <= x.last_bad, r.blocks_cleanup)) AS hr
-	  LEFT JOIN (SELECT r.age_rank, r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
-						r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
-						r.subject AS h_subject, r.label AS h_label, r.datname AS h_datname
-				   FROM root_holders AS r) AS h ON h.age_rank = hr.age_rank
+	  LEFT JOIN LATERAL (SELECT r.kind AS h_kind, r.holder AS h_holder, r.pid AS h_pid,
+								r.xmin AS h_xmin, r.xmin_age AS h_xmin_age, r.blocks_cleanup AS h_blocks,
+								r.subject AS h_subject, r.label AS h_label, r.datname AS h_datname
+						   FROM root_holders AS r
+						  WHERE r.age_rank = (SELECT min(q.age_rank)
+												FROM root_holders AS q
+											   WHERE NOT q.catalog_only
+												 AND (q.kind IN ('replication slot', 'standby feedback')
+													  OR q.own_xid IS NOT NULL
+													  OR q.datname IS NOT DISTINCT FROM x.datname)
+												 AND (q.blocks_cleanup OR q.kind IN ('backend', 'prepared transaction'))
+												 AND coalesce(q.held_since <= x.last_bad, q.blocks_cleanup))) AS h ON true
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
 	  -- whole cluster's), while vacuum waits for its own database only: the
 	  -- oldest such holder of another database, when none holds this one.
-	  LEFT JOIN LATERAL (SELECT min(r.age_rank) AS age_rank
+	  LEFT JOIN LATERAL (SELECT r.*
 						   FROM root_holders AS r
-						  WHERE params.version_num < 140000 AND hr.age_rank IS NULL
-							AND NOT r.catalog_only AND r.datname IS DISTINCT FROM x.datname
-							AND r.kind IN ('backend', 'prepared transaction')
-							AND (r.held_since <= x.last_bad
-								 OR (r.held_for IS NULL AND r.blocks_cleanup))) AS mr ON true
-	  LEFT JOIN root_holders AS m ON m.age_rank = mr.age_rank) AS j
+						  WHERE params.version_num < 140000 AND h.h_subject IS NULL
+							AND r.age_rank = (SELECT min(q.age_rank)
+												FROM root_holders AS q
+											   WHERE NOT q.catalog_only AND q.datname IS DISTINCT FROM x.datname
+												 AND q.kind IN ('backend', 'prepared transaction')
+												 AND (q.held_since <= x.last_bad
+													  OR (q.held_for IS NULL AND q.blocks_cleanup)))) AS m ON true) AS j
 ),
 -- Per cause (per_cause only), each row's place among its cause's rows
 -- and its index's: most severe, then costliest, first (the order
 -- pg_contention_index_findings lists them in); only the figures that
 -- order and count them.
 ranked AS MATERIALIZED (
-	SELECT j.row_id, j.cause, j.dbid, j.indexrelid, j.index_qname, j.datname, j.dead_per_scan, j.period_start,
+	SELECT j.text_key, j.cause, j.dbid, j.indexrelid, j.index_qname, j.datname, j.dead_per_scan, j.period_start,
 		   pg_catalog.row_number() OVER (PARTITION BY j.cause ORDER BY j.severity_rank, j.dead_per_scan DESC,
 																  j.index_qname, j.datname, j.query) AS cause_pos,
 		   pg_catalog.row_number() OVER (PARTITION BY j.cause, j.dbid, j.indexrelid
@@ -2941,7 +2946,8 @@ index_findings AS (
 		   x.period_start AS since
 	  FROM judged AS x
 	  CROSS JOIN params
-	  LEFT JOIN ranked AS o ON o.row_id = x.row_id
+	  -- (a row is its group's key)
+	  LEFT JOIN ranked AS o ON o.dbid = x.dbid AND o.indexrelid = x.indexrelid AND o.text_key = x.text_key
 	  LEFT JOIN LATERAL (SELECT c.query AS caller_text FROM callers AS c
 						  WHERE c.dbid = x.dbid AND c.query_id = x.worst_caller
 						  LIMIT 1) AS cl ON x.worst_caller IS NOT NULL

@@ -66,8 +66,8 @@ my $members = q{
 	 WHERE p.proretset OR p.prorettype = 'record'::regtype
 	 ORDER BY 1, 2
 };
-my %argument = (integer => '60', interval => "'60 seconds'", boolean => 'false',
-	text => "'xmin_horizon_held'", jsonb => "'{}'");
+my %argument = (integer => '60', bigint => '2', interval => "'60 seconds'", boolean => 'false',
+	text => "'xmin_horizon_held'", 'text[]' => "'{}'", jsonb => "'{}'");
 
 # The C functions that surely have rows by now, in every version that has
 # them: each of these builds rows for the version's own declaration.
