@@ -35,6 +35,12 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
+-- The holders given are checked whatever the rows: a bad argument is an
+-- error (pg_contention_horizon_roots says which) even where no row would
+-- have read them.
+IF horizon_roots IS NOT NULL THEN
+	PERFORM pg_catalog.count(*) FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots);
+END IF;
 RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
