@@ -63,9 +63,11 @@ SELECT a AS findings_given,
   FROM (VALUES ('NULL'), ($$'{}'::jsonb$$), ($$'[1, "x", null, {"holder": 7, "details": []}]'::jsonb$$)) AS fs(a);
 
 -- The holders the three holder rules are given (as the findings read them
--- once): NULL reads them now; not an array is an error that says so;
--- elements that are no object are left out; a value of the wrong type in
--- a row is an error of that type's input.
+-- once): NULL reads them now; not an array is an error that says so,
+-- whatever the rows; elements that are no object are left out; a value of
+-- the wrong type in a row is an error of that type's input (the index
+-- rules read the rows only where an index row needs its holder: none
+-- here).
 SELECT a AS roots_given,
 	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_horizon_roots(NULL, %s)', a)) AS roots,
 	   pg_temp.try(pg_catalog.format('SELECT count(*) FROM pg_contention_rule_dead_tuple_index_scan(NULL, %s)', a)) AS index_rule,

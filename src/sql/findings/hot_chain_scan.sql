@@ -36,10 +36,10 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
--- The holders given are checked whatever the rows: a bad argument is an
--- error (pg_contention_horizon_roots says which) even where no row would
--- have read them.
-IF horizon_roots IS NOT NULL THEN
+-- Holders given as no array are an error whatever the rows
+-- (pg_contention_horizon_roots says so), even where no row would have
+-- read them; an array is read only where a row needs its holder.
+IF horizon_roots IS NOT NULL AND pg_catalog.jsonb_typeof(horizon_roots) IS DISTINCT FROM 'array' THEN
 	PERFORM pg_catalog.count(*) FROM @extschema@.pg_contention_horizon_roots(window_length, horizon_roots);
 END IF;
 RETURN QUERY
