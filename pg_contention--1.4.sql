@@ -793,12 +793,16 @@ REVOKE ALL ON FUNCTION @extschema@.pg_contention_reset() FROM PUBLIC;
 -- was nested in a function, the query id of the client statement that
 -- called it (worst_caller_query_id).  A statement run by several
 -- applications is one row (application_name NULL), or with by_application
--- (1.4) one row per application.
+-- (1.4) one row per application.  statement_rows and index_rows (1.4)
+-- say which rows to give: the statements' (indexrelid NULL), the
+-- indexes', or both.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
 	notable_only boolean DEFAULT false,
 	by_application boolean DEFAULT false,
+	statement_rows boolean DEFAULT true,
+	index_rows boolean DEFAULT true,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,
@@ -1093,7 +1097,7 @@ victims AS (
 		   LATERAL (SELECT r0.*,
 						   CASE WHEN r0.query <> '<insufficient privilege>'
 								THEN r0.dbid::text || ':' || r0.query END AS stmt_key
-					  FROM @extschema@.pg_contention_recent(params.w_s, true, false) AS r0) AS r
+					  FROM @extschema@.pg_contention_recent(params.w_s, true, false, true, false) AS r0) AS r
 	 WHERE r.indexrelid IS NULL
 ),
 -- An overflow in the window: a backend seen overflowed, an overflow
@@ -1606,7 +1610,7 @@ candidates AS MATERIALIZED (
 	SELECT r.*,
 		   CASE WHEN r.indexrelid IS NULL THEN 'suboverflowed_snapshots'
 				ELSE 'dead_index_entries' END AS kind
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true, true, true) AS r
 	 WHERE CASE WHEN r.indexrelid IS NULL THEN r.suboverflowed_calls > 0 ELSE r.dead_visits > 0 END
 	   AND (only_kind IS NULL OR (r.indexrelid IS NULL) = (only_kind = 'suboverflowed_snapshots'))
 	   AND r.application_name <> 'pg_contention'
@@ -1883,7 +1887,7 @@ recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname, u.rolname AS usename
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 	 -- the statements' rows (not thousands of indexes' with dead entries)
@@ -2425,7 +2429,7 @@ recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname, u.rolname AS usename
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 	 -- the statements' rows (not thousands of indexes' with dead entries)
@@ -2574,11 +2578,12 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
-recent AS MATERIALIZED (
+-- (read once, by keyed: not copied twice)
+recent AS (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false, false, true) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 ),
 -- When the table statistics (last_vacuum) were last lost: pg_stat_reset()
@@ -2692,13 +2697,9 @@ index_rows AS (
 		   -- makes one incident of one role's temporary indexes, and counts
 		   -- an incident that no holder explains for the index's owner.
 		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
-		   pg_catalog.pg_stat_get_dead_tuples(tc.oid) AS n_dead_tup,
-		   -- Another database's table: when vacuum last ran there, from the
-		   -- shared statistics (PostgreSQL 15 on), so that the finding read
-		   -- from here changes with that vacuum as read there.
-		   CASE WHEN here THEN greatest(pg_catalog.pg_stat_get_last_vacuum_time(tc.oid),
-										pg_catalog.pg_stat_get_last_autovacuum_time(tc.oid))
-				ELSE @extschema@.pg_contention_table_last_vacuum(r.dbid, nm.relid) END AS last_vacuum
+		   -- the table, in this database's catalog (its statistics are read
+		   -- only where a row needs them: judged, index_findings)
+		   tc.oid AS table_oid
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
 	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
@@ -2727,10 +2728,11 @@ judged AS MATERIALIZED (
 		   -- The average fires as before 1.4; the worst executions fire
 		   -- alone when the clean ones average them away.
 		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
+		   v.last_vacuum,
 		   CASE WHEN x.index_gone THEN 'dropped'
 				WHEN h.h_subject IS NOT NULL THEN 'held'
 				-- Vacuum ran after the last bad execution: they are gone.
-				WHEN x.last_vacuum >= x.last_bad THEN 'vacuumed'
+				WHEN v.last_vacuum >= x.last_bad THEN 'vacuumed'
 				-- The executions since the last bad one are clean: a plain
 				-- scan marked the entries dead (a primary does once nothing
 				-- holds the horizon), or the key is not looked up again.
@@ -2738,7 +2740,7 @@ judged AS MATERIALIZED (
 				-- The statistics that would say whether vacuum ran were
 				-- lost after the last bad execution, and the statement has
 				-- not run since: unknown, not a guess of "unvacuumed".
-				WHEN x.last_vacuum IS NULL AND x.last_bad < stats_lost.at THEN 'unknown'
+				WHEN v.last_vacuum IS NULL AND x.last_bad < stats_lost.at THEN 'unknown'
 				ELSE 'unvacuumed' END AS state,
 		   stats_lost.at AS stats_lost_at,
 		   -- The cause, which pg_contention_findings groups the indexes by
@@ -2780,6 +2782,15 @@ judged AS MATERIALIZED (
 													  OR q.datname IS NOT DISTINCT FROM x.datname)
 												 AND (q.blocks_cleanup OR q.kind IN ('backend', 'prepared transaction'))
 												 AND coalesce(q.held_since <= x.last_bad, q.blocks_cleanup))) AS h ON true
+	  -- When vacuum last ran on the table, read where the state depends on
+	  -- it (not held) and where every row is described (not per_cause): a
+	  -- held row's is read for its description only.  Another database's
+	  -- table from the shared statistics (PostgreSQL 15 on), so that the
+	  -- finding read from here changes with that vacuum as read there.
+	  LEFT JOIN LATERAL (SELECT @extschema@.pg_contention_table_last_vacuum(x.dbid, x.indrelid) AS last_vacuum
+						  WHERE h.h_subject IS NULL OR NOT coalesce(per_cause, false)
+						  -- (not pulled up: a held row does not read it)
+						 OFFSET 0) AS v ON true
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
 	  -- whole cluster's), while vacuum waits for its own database only: the
@@ -2862,8 +2873,8 @@ index_findings AS (
 											  || ' (query id ' || x.worst_caller || ')',
 											  'the client statement with query id ' || x.worst_caller), '') AS subject,
 		   CASE x.state
-				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
-					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
+				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(lv.last_vacuum, 'HH24:MI:SS')
+					 || ': vacuum removed them at ' || pg_catalog.to_char(lv.last_vacuum, 'HH24:MI:SS')
 					 || ', after the last bad execution, and nothing that was holding the xmin horizon then holds it now; '
 				WHEN 'dropped' THEN 'resolved: the index no longer exists (dropped, or made by a transaction that has not'
 					 || ' committed, which alone can use it); '
@@ -2913,8 +2924,8 @@ index_findings AS (
 													|| ' holds the xmin horizon back: ' END
 						|| 'vacuum has not removed them yet'
 						|| coalesce(' (' || x.table_qname || ': '
-									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
-									|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
+									|| pg_catalog.to_char(lv.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
+									|| coalesce(@extschema@.pg_contention_duration(params.now - lv.last_vacuum) || ' ago', 'never')
 									|| ')', '') || ', and the most recent execution, at '
 						|| pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', still visited '
 						|| pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990')
@@ -2954,7 +2965,7 @@ index_findings AS (
 							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
 							  'worst_caller_query_id', x.worst_caller,
 							  'worst_function', fc.context,
-							  'state', x.state, 'last_vacuum', x.last_vacuum, 'stats_reset', x.stats_lost_at,
+							  'state', x.state, 'last_vacuum', lv.last_vacuum, 'stats_reset', x.stats_lost_at,
 							  'period_start', x.period_start, 'period_end', x.period_end,
 							  'holder', CASE WHEN x.state = 'held'
 											 THEN jsonb_build_object('kind', x.h_kind, 'holder', x.h_holder, 'pid', x.h_pid,
@@ -2966,6 +2977,10 @@ index_findings AS (
 		   x.period_start AS since
 	  FROM judged AS x
 	  CROSS JOIN params
+	  -- the table's statistics, read for the rows described
+	  CROSS JOIN LATERAL (SELECT coalesce(x.last_vacuum, @extschema@.pg_contention_table_last_vacuum(x.dbid, x.indrelid)) AS last_vacuum,
+								 pg_catalog.pg_stat_get_dead_tuples(x.table_oid) AS n_dead_tup
+						  OFFSET 0) AS lv
 	  -- (a row is its group's key)
 	  LEFT JOIN ranked AS o ON o.dbid = x.dbid AND o.indexrelid = x.indexrelid AND o.text_key = x.text_key
 	  LEFT JOIN LATERAL (SELECT c.query AS caller_text FROM callers AS c
@@ -3040,7 +3055,7 @@ WITH params AS MATERIALIZED (
 ),
 recent AS MATERIALIZED (
 	SELECT r.*, d.datname
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false, false, true) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
 	   AND r.worst_buffers IS NOT NULL AND r.worst_dead_visits > 0

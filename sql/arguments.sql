@@ -123,6 +123,10 @@ SELECT pg_temp.try($$SELECT pg_contention_victims_text(NULL, 'nothing')$$);
 -- ---- pg_contention_recent(window_seconds): 1 and more.
 SELECT w AS window_seconds, pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_recent(%s, %L, %L)', w, n, b)) AS result
   FROM (VALUES (1, true, false), (2147483647, false, true), (0, false, false), (-1, true, true)) AS t(w, n, b);
+-- statement_rows and index_rows: every combination, NULL (no row: strict).
+SELECT s AS statement_rows, i AS index_rows,
+	   pg_temp.try(pg_catalog.format('SELECT * FROM pg_contention_recent(300, true, false, %s, %s)', s, i)) AS result
+  FROM (VALUES ('true'), ('false'), ('NULL')) AS a(s), (VALUES ('true'), ('false'), ('NULL')) AS b(i);
 
 -- ---- pg_contention_old_snapshot(window_seconds): 1 to
 -- pg_contention.history_seconds (900 here); NULL (the view's) 60 or fewer.

@@ -106,6 +106,21 @@ is($node->safe_psql('postgres', q{
 	SELECT bad_scans || ' ' || scans || ' ' || worst_dead_visits || ' ' || worst_entries_read || ' ' || (worst_rows = 1)
 	  FROM pg_contention_recent(300) WHERE indexrelid = 'items_k'::regclass}),
 	'20 10020 3000 3001 true', 'pg_contention_recent: 20 bad executions, the worst with its entries and row');
+# statement_rows and index_rows: each kind alone, and the two make the whole.
+is($node->safe_psql('postgres', q{
+	SELECT (SELECT count(*) FILTER (WHERE indexrelid IS NULL) || ' statement rows, '
+				   || count(*) FILTER (WHERE indexrelid = 'items_k'::regclass) || ' of items_k, '
+				   || count(*) FILTER (WHERE query = 'SELECT v FROM items WHERE k = $1') || ' of the lookup'
+			  FROM pg_contention_recent(300, false, false, false, true)) || '; '
+		   || (SELECT count(*) FILTER (WHERE indexrelid IS NOT NULL) || ' index rows, '
+					  || count(*) FILTER (WHERE query = 'SELECT v FROM items WHERE k = $1') || ' of the lookup'
+				 FROM pg_contention_recent(300, false, false, true, false)) || '; '
+		   || ((SELECT count(*) FROM pg_contention_recent(300, false, false, true, true))
+			   = (SELECT count(*) FROM pg_contention_recent(300, false, false, true, false))
+				 + (SELECT count(*) FROM pg_contention_recent(300, false, false, false, true)))
+		   || '; ' || (SELECT count(*) FROM pg_contention_recent(300, false, false, false, false))}),
+	'0 statement rows, 1 of items_k, 1 of the lookup; 0 index rows, 1 of the lookup; true; 0',
+	'pg_contention_recent: index_rows alone, statement_rows alone, both the whole, neither nothing');
 is(finding('dead_tuple_index_scan', 'count(*)'), '1', 'the bad executions make a finding although the average is 6');
 is(finding('dead_tuple_index_scan', 'severity'), 'warning', 'a warning');
 like(finding('dead_tuple_index_scan', 'subject'),

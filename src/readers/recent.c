@@ -24,7 +24,8 @@
 PG_FUNCTION_INFO_V1(pg_contention_recent);
 
 /*
- * pg_contention_recent(window_seconds, notable_only, by_application): what
+ * pg_contention_recent(window_seconds, notable_only, by_application,
+ * statement_rows, index_rows): what
  * each statement did in the periods that reach into the last window_seconds (the current
  * period of pg_contention.findings_window and the previous one;
  * period_start and period_end say what the figures cover): one row per
@@ -37,7 +38,8 @@ PG_FUNCTION_INFO_V1(pg_contention_recent);
  * A statement's entries of several applications are summed into one row
  * (application_name NULL when they are more than one), unless
  * by_application (new in 1.4): then a row per application, as the store
- * keeps them (who pays, pg_contention_victims).
+ * keeps them (who pays, pg_contention_victims).  statement_rows and
+ * index_rows (new in 1.4) say which rows to give: a rule reads one kind.
  */
 /*
  * The rows of pg_contention_recent, kept for the rest of the client's
@@ -115,6 +117,8 @@ static const PgcResultShape recent_shape = {
 };
 
 #define RECENT_COLS lengthof(recent_columns)
+/* NULL in a statement's row, the index in an index's */
+#define RECENT_INDEXRELID_ATTNUM 4
 
 
 /*
@@ -484,8 +488,10 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 {
 	int32		window_seconds = PG_GETARG_INT32(0);
 	bool		notable_only = PG_GETARG_BOOL(1);
-	/* A 1.1 to 1.3 declaration has no third argument. */
+	/* A 1.1 to 1.3 declaration has no third argument, nor the next two. */
 	bool		by_application = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
+	bool		statement_rows = PG_NARGS() <= 4 || PG_GETARG_BOOL(3);
+	bool		index_rows = PG_NARGS() <= 4 || PG_GETARG_BOOL(4);
 	TupleDesc	tupdesc;
 	Tuplestorestate *tupstore;
 	RecentCacheKey key;
@@ -531,7 +537,17 @@ pg_contention_recent(PG_FUNCTION_ARGS)
 			fill_recent_cache(other, &other_key, tupdesc, copy, n, cutoff);
 		pfree(copy);
 	}
+	/*
+	 * One cache serves every kind of row: a rule that reads the statements
+	 * alone does not copy thousands of index rows into its query, nor the
+	 * index rules the statements.
+	 */
 	foreach(lc, cache->rows)
-		tuplestore_puttuple(tupstore, (HeapTuple) lfirst(lc));
+	{
+		HeapTuple	tuple = (HeapTuple) lfirst(lc);
+
+		if (heap_attisnull(tuple, RECENT_INDEXRELID_ATTNUM, tupdesc) ? statement_rows : index_rows)
+			tuplestore_puttuple(tupstore, tuple);
+	}
 	return (Datum) 0;
 }

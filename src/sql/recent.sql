@@ -9,12 +9,16 @@
 -- was nested in a function, the query id of the client statement that
 -- called it (worst_caller_query_id).  A statement run by several
 -- applications is one row (application_name NULL), or with by_application
--- (1.4) one row per application.
+-- (1.4) one row per application.  statement_rows and index_rows (1.4)
+-- say which rows to give: the statements' (indexrelid NULL), the
+-- indexes', or both.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_recent(
 	window_seconds integer,
 	notable_only boolean DEFAULT false,
 	by_application boolean DEFAULT false,
+	statement_rows boolean DEFAULT true,
+	index_rows boolean DEFAULT true,
 	OUT userid oid,
 	OUT dbid oid,
 	OUT query_id bigint,

@@ -45,11 +45,12 @@ RETURN QUERY
 WITH params AS MATERIALIZED (
 	SELECT * FROM @extschema@.pg_contention_findings_params(window_length)
 ),
-recent AS MATERIALIZED (
+-- (read once, by keyed: not copied twice)
+recent AS (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false, false, true) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 ),
 -- When the table statistics (last_vacuum) were last lost: pg_stat_reset()
@@ -163,13 +164,9 @@ index_rows AS (
 		   -- makes one incident of one role's temporary indexes, and counts
 		   -- an incident that no holder explains for the index's owner.
 		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
-		   pg_catalog.pg_stat_get_dead_tuples(tc.oid) AS n_dead_tup,
-		   -- Another database's table: when vacuum last ran there, from the
-		   -- shared statistics (PostgreSQL 15 on), so that the finding read
-		   -- from here changes with that vacuum as read there.
-		   CASE WHEN here THEN greatest(pg_catalog.pg_stat_get_last_vacuum_time(tc.oid),
-										pg_catalog.pg_stat_get_last_autovacuum_time(tc.oid))
-				ELSE @extschema@.pg_contention_table_last_vacuum(r.dbid, nm.relid) END AS last_vacuum
+		   -- the table, in this database's catalog (its statistics are read
+		   -- only where a row needs them: judged, index_findings)
+		   tc.oid AS table_oid
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
 	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
@@ -198,10 +195,11 @@ judged AS MATERIALIZED (
 		   -- The average fires as before 1.4; the worst executions fire
 		   -- alone when the clean ones average them away.
 		   x.dead_per_scan >= params.dead_warning AND x.dead_ratio >= params.dead_ratio AS avg_fires,
+		   v.last_vacuum,
 		   CASE WHEN x.index_gone THEN 'dropped'
 				WHEN h.h_subject IS NOT NULL THEN 'held'
 				-- Vacuum ran after the last bad execution: they are gone.
-				WHEN x.last_vacuum >= x.last_bad THEN 'vacuumed'
+				WHEN v.last_vacuum >= x.last_bad THEN 'vacuumed'
 				-- The executions since the last bad one are clean: a plain
 				-- scan marked the entries dead (a primary does once nothing
 				-- holds the horizon), or the key is not looked up again.
@@ -209,7 +207,7 @@ judged AS MATERIALIZED (
 				-- The statistics that would say whether vacuum ran were
 				-- lost after the last bad execution, and the statement has
 				-- not run since: unknown, not a guess of "unvacuumed".
-				WHEN x.last_vacuum IS NULL AND x.last_bad < stats_lost.at THEN 'unknown'
+				WHEN v.last_vacuum IS NULL AND x.last_bad < stats_lost.at THEN 'unknown'
 				ELSE 'unvacuumed' END AS state,
 		   stats_lost.at AS stats_lost_at,
 		   -- The cause, which pg_contention_findings groups the indexes by
@@ -251,6 +249,15 @@ judged AS MATERIALIZED (
 													  OR q.datname IS NOT DISTINCT FROM x.datname)
 												 AND (q.blocks_cleanup OR q.kind IN ('backend', 'prepared transaction'))
 												 AND coalesce(q.held_since <= x.last_bad, q.blocks_cleanup))) AS h ON true
+	  -- When vacuum last ran on the table, read where the state depends on
+	  -- it (not held) and where every row is described (not per_cause): a
+	  -- held row's is read for its description only.  Another database's
+	  -- table from the shared statistics (PostgreSQL 15 on), so that the
+	  -- finding read from here changes with that vacuum as read there.
+	  LEFT JOIN LATERAL (SELECT @extschema@.pg_contention_table_last_vacuum(x.dbid, x.indrelid) AS last_vacuum
+						  WHERE h.h_subject IS NULL OR NOT coalesce(per_cause, false)
+						  -- (not pulled up: a held row does not read it)
+						 OFFSET 0) AS v ON true
 	  -- On 13 a snapshot in any database also keeps index scans from
 	  -- marking entries dead (kill_prior_tuple tests RecentGlobalXmin, the
 	  -- whole cluster's), while vacuum waits for its own database only: the
@@ -333,8 +340,8 @@ index_findings AS (
 											  || ' (query id ' || x.worst_caller || ')',
 											  'the client statement with query id ' || x.worst_caller), '') AS subject,
 		   CASE x.state
-				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
-					 || ': vacuum removed them at ' || pg_catalog.to_char(x.last_vacuum, 'HH24:MI:SS')
+				WHEN 'vacuumed' THEN 'resolved at ' || pg_catalog.to_char(lv.last_vacuum, 'HH24:MI:SS')
+					 || ': vacuum removed them at ' || pg_catalog.to_char(lv.last_vacuum, 'HH24:MI:SS')
 					 || ', after the last bad execution, and nothing that was holding the xmin horizon then holds it now; '
 				WHEN 'dropped' THEN 'resolved: the index no longer exists (dropped, or made by a transaction that has not'
 					 || ' committed, which alone can use it); '
@@ -384,8 +391,8 @@ index_findings AS (
 													|| ' holds the xmin horizon back: ' END
 						|| 'vacuum has not removed them yet'
 						|| coalesce(' (' || x.table_qname || ': '
-									|| pg_catalog.to_char(x.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
-									|| coalesce(@extschema@.pg_contention_duration(params.now - x.last_vacuum) || ' ago', 'never')
+									|| pg_catalog.to_char(lv.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
+									|| coalesce(@extschema@.pg_contention_duration(params.now - lv.last_vacuum) || ' ago', 'never')
 									|| ')', '') || ', and the most recent execution, at '
 						|| pg_catalog.to_char(x.last_at, 'HH24:MI:SS') || ', still visited '
 						|| pg_catalog.to_char(x.last_dead_visits, 'FM999,999,999,990')
@@ -425,7 +432,7 @@ index_findings AS (
 							  'last_bad_at', x.last_bad, 'clean_since', x.clean_since,
 							  'worst_caller_query_id', x.worst_caller,
 							  'worst_function', fc.context,
-							  'state', x.state, 'last_vacuum', x.last_vacuum, 'stats_reset', x.stats_lost_at,
+							  'state', x.state, 'last_vacuum', lv.last_vacuum, 'stats_reset', x.stats_lost_at,
 							  'period_start', x.period_start, 'period_end', x.period_end,
 							  'holder', CASE WHEN x.state = 'held'
 											 THEN jsonb_build_object('kind', x.h_kind, 'holder', x.h_holder, 'pid', x.h_pid,
@@ -437,6 +444,10 @@ index_findings AS (
 		   x.period_start AS since
 	  FROM judged AS x
 	  CROSS JOIN params
+	  -- the table's statistics, read for the rows described
+	  CROSS JOIN LATERAL (SELECT coalesce(x.last_vacuum, @extschema@.pg_contention_table_last_vacuum(x.dbid, x.indrelid)) AS last_vacuum,
+								 pg_catalog.pg_stat_get_dead_tuples(x.table_oid) AS n_dead_tup
+						  OFFSET 0) AS lv
 	  -- (a row is its group's key)
 	  LEFT JOIN ranked AS o ON o.dbid = x.dbid AND o.indexrelid = x.indexrelid AND o.text_key = x.text_key
 	  LEFT JOIN LATERAL (SELECT c.query AS caller_text FROM callers AS c

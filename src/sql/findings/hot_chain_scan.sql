@@ -48,7 +48,7 @@ WITH params AS MATERIALIZED (
 ),
 recent AS MATERIALIZED (
 	SELECT r.*, d.datname
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false, false, true) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	 WHERE r.indexrelid IS NOT NULL AND r.scans > 0
 	   AND r.worst_buffers IS NOT NULL AND r.worst_dead_visits > 0

@@ -92,7 +92,7 @@ victims AS (
 		   LATERAL (SELECT r0.*,
 						   CASE WHEN r0.query <> '<insufficient privilege>'
 								THEN r0.dbid::text || ':' || r0.query END AS stmt_key
-					  FROM @extschema@.pg_contention_recent(params.w_s, true, false) AS r0) AS r
+					  FROM @extschema@.pg_contention_recent(params.w_s, true, false, true, false) AS r0) AS r
 	 WHERE r.indexrelid IS NULL
 ),
 -- An overflow in the window: a backend seen overflowed, an overflow

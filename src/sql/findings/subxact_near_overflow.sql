@@ -34,7 +34,7 @@ recent AS MATERIALIZED (
 	-- Texts are shortened only where a finding shows them: 5,000 texts
 	-- through a regular expression would cost more than everything else.
 	SELECT r.*, d.datname, u.rolname AS usename
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, false, true, false) AS r
 	  LEFT JOIN pg_catalog.pg_database AS d ON d.oid = r.dbid
 	  LEFT JOIN pg_catalog.pg_roles AS u ON u.oid = r.userid
 	 -- the statements' rows (not thousands of indexes' with dead entries)

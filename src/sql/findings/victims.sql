@@ -174,7 +174,7 @@ candidates AS MATERIALIZED (
 	SELECT r.*,
 		   CASE WHEN r.indexrelid IS NULL THEN 'suboverflowed_snapshots'
 				ELSE 'dead_index_entries' END AS kind
-	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true) AS r
+	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true, true, true) AS r
 	 WHERE CASE WHEN r.indexrelid IS NULL THEN r.suboverflowed_calls > 0 ELSE r.dead_visits > 0 END
 	   AND (only_kind IS NULL OR (r.indexrelid IS NULL) = (only_kind = 'suboverflowed_snapshots'))
 	   AND r.application_name <> 'pg_contention'
