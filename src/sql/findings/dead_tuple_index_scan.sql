@@ -139,7 +139,7 @@ grouped AS (
 	 GROUP BY r.dbid, r.indexrelid, r.text_key
 ),
 index_rows AS (
-	SELECT r.*, coalesce(i.indrelid, nm.relid) AS indrelid,
+	SELECT r.*, h.here,
 		   r.dead_visits::float8 / r.scans AS dead_per_scan,
 		   r.dead_visits::float8 / nullif(r.entries_read, 0) AS dead_ratio,
 		   r.shared_blks::float8 / nullif(r.top_level_calls, 0) AS blks_per_call,
@@ -153,8 +153,6 @@ index_rows AS (
 		   -- database in the texts: not the reader's).
 		   CASE WHEN here THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(ic.relname)
 				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.indexrelname) END AS index_qname,
-		   CASE WHEN here THEN pg_catalog.quote_ident(tn.nspname) || '.' || pg_catalog.quote_ident(tc.relname)
-				ELSE pg_catalog.quote_ident(nm.schemaname) || '.' || pg_catalog.quote_ident(nm.relname) END AS table_qname,
 		   CASE WHEN here THEN '' ELSE ' in database ' || pg_catalog.quote_ident(r.datname) END AS in_database,
 		   -- Not in this database's catalog: dropped (a temporary one with
 		   -- its session), or not committed yet (then only the transaction
@@ -164,18 +162,14 @@ index_rows AS (
 		   -- makes one incident of one role's temporary indexes, and counts
 		   -- an incident that no holder explains for the index's owner.
 		   ic.relpersistence = 't' AS index_temporary, coalesce(ic.relowner, nm.owner) AS index_owner,
-		   -- the table, in this database's catalog (its statistics are read
-		   -- only where a row needs them: judged, index_findings)
-		   tc.oid AS table_oid
+		   -- Another database's table, as noted with the index (this
+		   -- database's table and its statistics are read only where a row
+		   -- needs them: judged, index_findings).
+		   nm.relid AS named_relid, nm.schemaname AS named_schema, nm.relname AS named_table
 	  FROM grouped AS r
 	  CROSS JOIN LATERAL (SELECT r.datname = pg_catalog.current_database() AS here) AS h
 	  LEFT JOIN pg_catalog.pg_class AS ic ON ic.oid = r.indexrelid AND here
 	  LEFT JOIN pg_catalog.pg_namespace AS n ON n.oid = ic.relnamespace
-	  LEFT JOIN pg_catalog.pg_index AS i ON i.indexrelid = ic.oid
-	  -- its table, and the table's statistics read for it alone (not every
-	  -- table of the database)
-	  LEFT JOIN pg_catalog.pg_class AS tc ON tc.oid = i.indrelid
-	  LEFT JOIN pg_catalog.pg_namespace AS tn ON tn.oid = tc.relnamespace
 	  LEFT JOIN @extschema@.pg_contention_index_names() AS nm
 		ON nm.dbid = r.dbid AND nm.indexrelid = r.indexrelid AND NOT here
 ),
@@ -248,13 +242,20 @@ judged AS MATERIALIZED (
 													  OR q.own_xid IS NOT NULL
 													  OR q.datname IS NOT DISTINCT FROM x.datname)
 												 AND (q.blocks_cleanup OR q.kind IN ('backend', 'prepared transaction'))
-												 AND coalesce(q.held_since <= x.last_bad, q.blocks_cleanup))) AS h ON true
+												 AND coalesce(q.held_since <= x.last_bad, q.blocks_cleanup))
+						 -- (a scan of the few holders per row, not a hash of the
+						 -- wide rows keyed on a subquery run twice per row)
+						 OFFSET 0) AS h ON true
 	  -- When vacuum last ran on the table, read where the state depends on
 	  -- it (not held) and where every row is described (not per_cause): a
 	  -- held row's is read for its description only.  Another database's
 	  -- table from the shared statistics (PostgreSQL 15 on), so that the
 	  -- finding read from here changes with that vacuum as read there.
-	  LEFT JOIN LATERAL (SELECT @extschema@.pg_contention_table_last_vacuum(x.dbid, x.indrelid) AS last_vacuum
+	  LEFT JOIN LATERAL (SELECT @extschema@.pg_contention_table_last_vacuum(
+									x.dbid, CASE WHEN x.here
+												 THEN (SELECT i.indrelid FROM pg_catalog.pg_index AS i
+														WHERE i.indexrelid = x.indexrelid)
+												 ELSE x.named_relid END) AS last_vacuum
 						  WHERE h.h_subject IS NULL OR NOT coalesce(per_cause, false)
 						  -- (not pulled up: a held row does not read it)
 						 OFFSET 0) AS v ON true
@@ -270,7 +271,9 @@ judged AS MATERIALIZED (
 											   WHERE NOT q.catalog_only AND q.datname IS DISTINCT FROM x.datname
 												 AND q.kind IN ('backend', 'prepared transaction')
 												 AND (q.held_since <= x.last_bad
-													  OR (q.held_for IS NULL AND q.blocks_cleanup)))) AS m ON true) AS j
+													  OR (q.held_for IS NULL AND q.blocks_cleanup)))
+						 -- (on 14 and later, not run at all)
+						 OFFSET 0) AS m ON true) AS j
 ),
 -- Per cause (per_cause only), each row's place among its cause's rows
 -- and its index's: most severe, then costliest, first (the order
@@ -390,7 +393,7 @@ index_findings AS (
 											   ELSE '; nothing in database ' || pg_catalog.quote_ident(x.datname)
 													|| ' holds the xmin horizon back: ' END
 						|| 'vacuum has not removed them yet'
-						|| coalesce(' (' || x.table_qname || ': '
+						|| coalesce(' (' || t.table_qname || ': '
 									|| pg_catalog.to_char(lv.n_dead_tup, 'FM999,999,999,990') || ' dead tuples, last vacuumed '
 									|| coalesce(@extschema@.pg_contention_duration(params.now - lv.last_vacuum) || ' ago', 'never')
 									|| ')', '') || ', and the most recent execution, at '
@@ -404,20 +407,20 @@ index_findings AS (
 		   CASE x.state
 				WHEN 'held' THEN 'End what holds the horizon ('
 					 || CASE WHEN x.h_blocks THEN 'see xmin_horizon_held' ELSE x.h_label END || '), then VACUUM '
-					 || coalesce(x.table_qname || x.in_database, 'the table')
+					 || coalesce(t.table_qname || x.in_database, 'the table')
 					 || '; the entries stay dead until vacuum removes them.'
-				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(x.table_qname || x.in_database, 'the table')
+				WHEN 'unvacuumed' THEN 'VACUUM ' || coalesce(t.table_qname || x.in_database, 'the table')
 					 || CASE WHEN x.m_label IS NULL
 							 THEN ' now; if this recurs without a holder, let autovacuum visit the table more often (a lower autovacuum_vacuum_scale_factor or cost delay for it).'
 							 ELSE ' now: vacuum removes them although ' || x.m_label || ' holds its snapshot; the scans would mark'
 								  || ' them dead themselves once it ends.' END
 				WHEN 'unknown' THEN 'Nothing to do now: the next execution of the statement shows whether the dead entries are still there'
 					 || ' (a warning again if they are). To know now, VACUUM '
-					 || coalesce(x.table_qname || x.in_database, 'the table') || '.'
+					 || coalesce(t.table_qname || x.in_database, 'the table') || '.'
 				ELSE 'Nothing to do now. If it recurs, look for what holds the xmin horizon (xmin_horizon_held) while these executions run.' END AS advice,
 		   jsonb_build_object('cause', x.cause,
-							  'indexrelid', x.indexrelid::bigint, 'relid', x.indrelid::bigint, 'database_oid', x.dbid::bigint,
-							  'database', x.datname, 'index', x.index_qname, 'table', x.table_qname,
+							  'indexrelid', x.indexrelid::bigint, 'relid', t.relid::bigint, 'database_oid', x.dbid::bigint,
+							  'database', x.datname, 'index', x.index_qname, 'table', t.table_qname,
 							  'temporary', x.index_temporary, 'owner_oid', x.index_owner::bigint,
 							  'query_id', x.query_id, 'query_ids', x.query_ids, 'calls', x.calls, 'executions', x.scans,
 							  'entries_read', x.entries_read, 'dead_visits', x.dead_visits,
@@ -444,9 +447,21 @@ index_findings AS (
 		   x.period_start AS since
 	  FROM judged AS x
 	  CROSS JOIN params
-	  -- the table's statistics, read for the rows described
-	  CROSS JOIN LATERAL (SELECT coalesce(x.last_vacuum, @extschema@.pg_contention_table_last_vacuum(x.dbid, x.indrelid)) AS last_vacuum,
-								 pg_catalog.pg_stat_get_dead_tuples(x.table_oid) AS n_dead_tup
+	  -- The index's table, its name and statistics, read for the rows
+	  -- described: this database's from its catalog (none for a dropped
+	  -- index), another's as noted with the index.
+	  LEFT JOIN LATERAL (SELECT i.indrelid AS relid, tc.oid AS table_oid,
+								pg_catalog.quote_ident(tn.nspname) || '.' || pg_catalog.quote_ident(tc.relname) AS table_qname
+						   FROM pg_catalog.pg_index AS i
+						   LEFT JOIN pg_catalog.pg_class AS tc ON tc.oid = i.indrelid
+						   LEFT JOIN pg_catalog.pg_namespace AS tn ON tn.oid = tc.relnamespace
+						  WHERE x.here AND i.indexrelid = x.indexrelid
+						 UNION ALL
+						 SELECT x.named_relid, NULL::oid,
+								pg_catalog.quote_ident(x.named_schema) || '.' || pg_catalog.quote_ident(x.named_table)
+						  WHERE NOT x.here) AS t ON true
+	  CROSS JOIN LATERAL (SELECT coalesce(x.last_vacuum, @extschema@.pg_contention_table_last_vacuum(x.dbid, t.relid)) AS last_vacuum,
+								 pg_catalog.pg_stat_get_dead_tuples(t.table_oid) AS n_dead_tup
 						  OFFSET 0) AS lv
 	  -- (a row is its group's key)
 	  LEFT JOIN ranked AS o ON o.dbid = x.dbid AND o.indexrelid = x.indexrelid AND o.text_key = x.text_key

@@ -171,7 +171,9 @@ culprit AS MATERIALIZED (
 -- The cheap tests first; a text is searched in the bodies only when the
 -- statement never ran at top level.
 candidates AS MATERIALIZED (
-	SELECT r.*,
+	-- (what the result shows, not every figure: thousands of index rows)
+	SELECT r.application_name, r.userid, r.dbid, r.query_id, r.query, r.indexrelid,
+		   r.suboverflowed_calls, r.scans, r.dead_visits,
 		   CASE WHEN r.indexrelid IS NULL THEN 'suboverflowed_snapshots'
 				ELSE 'dead_index_entries' END AS kind
 	  FROM params, @extschema@.pg_contention_recent(params.w_s, true, true, true, true) AS r
