@@ -3996,11 +3996,10 @@ $$;
 -- touched: what the finding is about within its key, when several
 -- findings share one (the indexes of one holder's dead entries).
 --
--- One row, declared as a set of rows: the worker's query calls it for
--- each finding, and a SQL function that returns a set keeps its plan for
--- the whole query (one that returns a record would be started again for
--- every finding).  Not inlined: its search_path is pinned, as every
--- function of the extension's is.
+-- One row, declared as a set of rows.  PL/pgSQL, not SQL: its search_path
+-- is pinned, as every function of the extension's is, so a SQL function
+-- would not be inlined and would be parsed and planned again at every
+-- evaluation; PL/pgSQL plans it once for the worker's session.
 --
 CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	problem text,
@@ -4012,10 +4011,13 @@ CREATE OR REPLACE FUNCTION @extschema@.pg_contention_incident_key(
 	OUT touched text
 )
 RETURNS SETOF record
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 ROWS 1
 AS $$
+BEGIN
+RETURN QUERY
 SELECT CASE problem
 		   -- The culprit's transaction pattern, as subxact_near_overflow
 		   -- groups it: its database and user.  Not its query ids: their
@@ -4105,7 +4107,8 @@ SELECT CASE problem
 	   -- (one holder's dead entries in many indexes): its index.
 	   CASE WHEN problem IN ('dead_tuple_index_scan', 'hot_chain_scan')
 			THEN 'database ' || coalesce(details ->> 'database_oid', '?')
-				 || ' index ' || coalesce(details ->> 'indexrelid', '?') END
+				 || ' index ' || coalesce(details ->> 'indexrelid', '?') END;
+END
 $$;
 
 REVOKE ALL ON FUNCTION @extschema@.pg_contention_incident_key(text, jsonb) FROM PUBLIC;

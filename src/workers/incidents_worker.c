@@ -229,8 +229,8 @@ read_findings(Found **found, PgcFindingRow **rows, int *nrows)
 	/*
 	 * Planned once and kept: parsing and planning it at every evaluation
 	 * was a large part of the evaluation's cost.  (The key function is
-	 * not inlined into it: its search_path is pinned; its body is
-	 * planned once per evaluation.)  The plan cache plans it again when a function it
+	 * PL/pgSQL, which keeps its plan too: a SQL function's body would be
+	 * planned again at every evaluation.)  The plan cache plans it again when a function it
 	 * calls changes (ALTER EXTENSION UPDATE); a dropped or moved extension
 	 * makes it fail, and a failed evaluation forgets it (forget_schema).
 	 */
